@@ -1,0 +1,36 @@
+"""The ``rl-gns`` command line. ``rl-gns <command> --help`` documents every flag with its unit."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import tyro
+
+from rl_gns import train
+
+#: subcommand -> (config dataclass, check that raises on bad settings before anything is written, runner)
+COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], object]]] = {
+    "train": (train.TrainConfig, train.check, train.train),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings)."""
+    config = tyro.extras.subcommand_cli_from_dict(
+        {name: config_cls for name, (config_cls, _, _) in COMMANDS.items()}, args=argv, prog="rl-gns"
+    )
+    name = next(name for name, (config_cls, _, _) in COMMANDS.items() if isinstance(config, config_cls))
+    _, check, run = COMMANDS[name]
+    try:
+        check(config)
+    except (ValueError, FileExistsError) as error:
+        print(f"rl-gns {name}: error: {error}", file=sys.stderr)
+        return 2
+    run(config)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

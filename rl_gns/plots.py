@@ -1,0 +1,56 @@
+"""Figures made from logs on disk. Plot functions take ``ax=None`` and return the axis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+
+STEP_KEY = "time/total_timesteps"
+
+
+def plot_score(progress: dict[str, np.ndarray], ax: Axes | None = None) -> Axes:
+    """Mean raw game score of the last 100 games (``rollout/ep_rew_mean``) against agent steps."""
+    ax = ax or plt.gca()
+    if "rollout/ep_rew_mean" in progress:
+        ax.plot(progress[STEP_KEY], progress["rollout/ep_rew_mean"], color="black")
+    ax.set_xlabel("agent steps")
+    ax.set_ylabel("score (mean of last 100 games)")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_noise_scale(progress: dict[str, np.ndarray], ax: Axes | None = None) -> Axes:
+    """``gns/b_simple_<loss>`` (ratio of moving averages, in samples) against agent steps, log scale."""
+    ax = ax or plt.gca()
+    for loss, color in (("policy", "tab:blue"), ("value", "tab:orange"), ("total", "tab:green")):
+        key = f"gns/b_simple_{loss}"
+        if key in progress:
+            y = progress[key]
+            ok = np.isfinite(y) & (y > 0)
+            ax.plot(progress[STEP_KEY][ok], y[ok], color=color, label=loss)
+    ax.set_yscale("log")
+    ax.set_xlabel("agent steps")
+    ax.set_ylabel("B_simple (samples)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(title="loss")
+    ax.grid(alpha=0.3, which="both")
+    return ax
+
+
+def plot_training(progress: dict[str, np.ndarray], path: str | Path, title: str = "") -> Path:
+    """Save a two-panel PNG: score and noise scale over training (shared agent-step axis)."""
+    fig, (ax_score, ax_gns) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
+    plot_score(progress, ax_score)
+    plot_noise_scale(progress, ax_gns)
+    ax_score.set_xlabel("")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

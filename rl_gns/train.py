@@ -1,0 +1,218 @@
+"""``rl-gns train``: PPO on vectorized Atari with noise-scale logging, one run directory per run.
+
+Reads top to bottom: config -> env -> model -> learn -> save -> plot. The run directory holds
+``config.json`` (resolved settings), ``progress.csv`` and TensorBoard events (SB3 logger keys
+``rollout/``, ``train/``, ``time/``, ``gns/``, one row per PPO iteration at its env step),
+``model.zip``, ``summary.json`` and ``training.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import stable_baselines3
+import torch as th
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.type_aliases import Schedule
+from stable_baselines3.common.utils import get_linear_fn
+
+import rl_gns
+from rl_gns.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
+from rl_gns.plots import plot_training
+from rl_gns.ppo import NoiseScaleConfig, NoiseScalePPO
+from rl_gns.progress import read_progress
+
+
+@dataclass
+class TrainConfig:
+    """Train PPO (Stable-Baselines3) on an Atari game while measuring the gradient noise scale."""
+
+    env: str = "BeamRider"
+    """Atari game: BeamRider, ALE/BeamRider-v5, BeamRiderNoFrameskip-v4 or beam_rider."""
+    n_envs: int = 8
+    """Parallel environments; a rollout is n_envs * n_steps agent steps."""
+    total_steps: int = 1_000_000
+    """Training budget in agent steps (1 agent step = 4 emulator frames); rounded up to whole rollouts."""
+    out: Path = Path("runs/beam")
+    """Run directory to create (config.json, progress.csv, TensorBoard events, model.zip, training.png)."""
+    overwrite: bool = False
+    """Replace an existing run directory instead of refusing to start."""
+    seed: int = 0
+    """Seed of the agent, the environments (env i gets seed + i) and the noise-scale sampler."""
+    device: str = "cpu"
+    """Torch device: cpu (fastest for this small CNN on few envs), cuda, or auto."""
+
+    # PPO, rl-zoo3 Atari settings
+    n_steps: int = 128
+    """Agent steps per env per rollout."""
+    minibatch_size: int = 256
+    """Samples per gradient step (SB3's batch_size); must divide the rollout size."""
+    n_epochs: int = 4
+    """Passes over each rollout."""
+    learning_rate: float = 2.5e-4
+    """Adam step size (per gradient step); decayed linearly to 0 unless --no-anneal."""
+    clip_range: float = 0.1
+    """PPO ratio clip ε; decayed linearly to 0 unless --no-anneal."""
+    anneal: bool = True
+    """Decay learning rate and clip range linearly over total_steps (rl-zoo3). A decaying learning rate
+    raises the noise scale late in training (B_simple ∝ 1/temperature): use --no-anneal to compare runs."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    gamma: float = 0.99
+    """Discount per agent step."""
+    gae_lambda: float = 0.95
+    """GAE λ."""
+    max_grad_norm: float = 0.5
+    """Gradient clipping norm (the noise scale is measured before clipping)."""
+
+    # Environment
+    backend: Literal["ale_vector", "sb3"] = "ale_vector"
+    """ale_vector: ale-py's native multithreaded vector env; sb3: make_atari_env + DummyVecEnv (reference)."""
+    sticky_actions: float = 0.0
+    """Repeat-action probability (0: DeepMind/NoFrameskip-v4 protocol of the published PPO scores; ALE v5 uses 0.25)."""
+
+    # Noise scale
+    gns: bool = True
+    """Measure the gradient noise scale (--no-gns trains the same agent without measuring)."""
+    gns_scheme: Literal["minibatch", "envs"] = NoiseScaleConfig.scheme
+    """minibatch: B_big = one random minibatch split into small batches; envs: whole env trajectories per small batch."""
+    gns_losses: tuple[Literal["policy", "value", "total"], ...] = NoiseScaleConfig.losses
+    """Losses whose noise scale is measured."""
+    gns_every: int = NoiseScaleConfig.every
+    """Measure every k PPO iterations (each measured loss costs about one forward-backward over b_big samples)."""
+    gns_b_big: int | None = None
+    """Big-batch size in samples (default: minibatch_size, or the rollout size for --gns-scheme envs)."""
+    gns_b_small: int | None = None
+    """Small-batch size in samples (default: b_big / 4)."""
+    gns_ema_beta: float = NoiseScaleConfig.ema_beta
+    """Decay per measurement of the moving averages of |G|² and tr(Σ)."""
+
+    progress_bar: bool | None = None
+    """Show a progress bar (default: only when stderr is a terminal)."""
+
+    @property
+    def rollout_size(self) -> int:
+        """Agent steps per PPO iteration."""
+        return self.n_envs * self.n_steps
+
+    def noise_scale_config(self) -> NoiseScaleConfig | None:
+        """The measurement settings, or ``None`` with ``--no-gns``."""
+        if not self.gns:
+            return None
+        return NoiseScaleConfig(
+            scheme=self.gns_scheme,
+            losses=tuple(self.gns_losses),
+            every=self.gns_every,
+            b_big=self.gns_b_big,
+            b_small=self.gns_b_small,
+            ema_beta=self.gns_ema_beta,
+        )
+
+
+def schedule(value: float, anneal: bool) -> float | Schedule:
+    """A linear decay from ``value`` to 0 over training, or the constant ``value``."""
+    return get_linear_fn(value, 0.0, 1.0) if anneal else value
+
+
+def check(config: TrainConfig) -> tuple[str, tuple[int, int] | None]:
+    """Validate a configuration without writing anything.
+
+    :return: the ale-py ROM id and the noise-scale ``(b_small, b_big)`` (``None`` with ``--no-gns``).
+    :raises UnknownGameError: for an unknown game, naming close matches.
+    :raises FileExistsError: if ``config.out`` holds a run and ``overwrite`` is off.
+    :raises ValueError: for PPO or noise-scale settings that cannot run.
+    """
+    game = resolve_game(config.env)
+    if config.rollout_size % config.minibatch_size:
+        raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size {config.rollout_size}")
+    noise_scale = config.noise_scale_config()
+    sizes = noise_scale.sizes(config.n_envs, config.n_steps, config.minibatch_size) if noise_scale else None
+    if (config.out / "config.json").exists() and not config.overwrite:
+        raise FileExistsError(f"{config.out} already holds a run; pass --overwrite or choose another --out")
+    return game, sizes
+
+
+def train(config: TrainConfig) -> Path:
+    """Run one training run into ``config.out`` and return that directory.
+
+    Raises what :func:`check` raises, before anything is written.
+    """
+    # --- resolve and check everything before writing anything
+    game, sizes = check(config)
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+
+    # --- record the resolved configuration
+    resolved = {
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
+        "game": game,
+        "rollout_size": config.rollout_size,
+        "frame_skip": FRAME_SKIP,
+        "b_small": sizes[0] if sizes else None,
+        "b_big": sizes[1] if sizes else None,
+        "versions": {
+            "rl_gns": rl_gns.__version__,
+            "stable_baselines3": stable_baselines3.__version__,
+            "torch": th.__version__,
+            "python": platform.python_version(),
+        },
+        "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": th.get_num_threads()},
+    }
+    (out / "config.json").write_text(json.dumps(resolved, indent=2) + "\n")
+
+    # --- environments and agent
+    env = make_atari_vec_env(
+        game, config.n_envs, seed=config.seed, backend=config.backend, repeat_action_probability=config.sticky_actions
+    )
+    model = NoiseScalePPO(
+        "CnnPolicy",
+        env,
+        noise_scale=config.noise_scale_config(),
+        n_steps=config.n_steps,
+        batch_size=config.minibatch_size,
+        n_epochs=config.n_epochs,
+        learning_rate=schedule(config.learning_rate, config.anneal),
+        clip_range=schedule(config.clip_range, config.anneal),
+        ent_coef=config.ent_coef,
+        vf_coef=config.vf_coef,
+        gamma=config.gamma,
+        gae_lambda=config.gae_lambda,
+        max_grad_norm=config.max_grad_norm,
+        seed=config.seed,
+        device=config.device,
+    )
+    model.set_logger(configure(str(out), ["stdout", "csv", "tensorboard"]))
+
+    # --- train
+    show_bar = sys.stderr.isatty() if config.progress_bar is None else config.progress_bar
+    start = time.perf_counter()
+    model.learn(total_timesteps=config.total_steps, progress_bar=show_bar)
+    wall_s = time.perf_counter() - start
+    model.save(out / "model.zip")
+    env.close()
+
+    # --- summarise and plot from the files on disk
+    progress = read_progress(out / "progress.csv")
+    scores = [ep["r"] for ep in model.ep_info_buffer]
+    summary = {
+        "env_steps": model.num_timesteps,
+        "frames": model.num_timesteps * FRAME_SKIP,
+        "iterations": len(progress["time/total_timesteps"]),
+        "wall_s": round(wall_s, 2),
+        "agent_steps_per_s": round(model.num_timesteps / wall_s, 1),
+        "score_last_100_mean": float(np.mean(scores)) if scores else None,
+        "n_scored_episodes": len(scores),
+        **{f"b_simple_{name}": ema.b_simple for name, ema in (model.gns_emas or {}).items()},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    plot_training(progress, out / "training.png", title=f"{game}: {config.n_envs} envs × {config.n_steps} steps")
+    return out

@@ -1,0 +1,27 @@
+"""Shared fixtures: small real-ALE PPO agents (tiny budgets, no mocks)."""
+
+import pytest
+
+from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+
+#: A tiny PPO on real Beam Rider: 2 envs x 32 steps = 64-sample rollouts, 32-sample minibatches.
+TINY_PPO = dict(n_steps=32, batch_size=32, n_epochs=2, learning_rate=2.5e-4, clip_range=0.1, ent_coef=0.01, seed=3)
+
+
+def tiny_model(noise_scale: NoiseScaleConfig | None = None, n_envs: int = 2, **overrides) -> NoiseScalePPO:
+    env = make_atari_vec_env("BeamRider", n_envs, seed=3)
+    return NoiseScalePPO("CnnPolicy", env, noise_scale=noise_scale, device="cpu", **{**TINY_PPO, **overrides})
+
+
+def collect_one_rollout(model: NoiseScalePPO) -> None:
+    """Fill the model's rollout buffer (returns and advantages computed) without training."""
+    _, callback = model._setup_learn(model.n_steps * model.n_envs, callback=None)
+    callback.on_training_start(locals(), globals())
+    assert model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
+
+
+@pytest.fixture
+def rollout_model() -> NoiseScalePPO:
+    model = tiny_model(NoiseScaleConfig(every=1))
+    collect_one_rollout(model)
+    return model

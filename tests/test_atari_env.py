@@ -1,0 +1,101 @@
+"""The native vector-env adapter against SB3's own Atari pipeline, on real ALE games."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
+
+from rl_gns.atari import FRAME_SKIP, AtariVecEnv, UnknownGameError, camel_name, make_atari_vec_env, resolve_game
+
+pytestmark = pytest.mark.atari
+
+
+@pytest.mark.parametrize("name", ["BeamRider", "ALE/BeamRider-v5", "BeamRiderNoFrameskip-v4", "beam_rider", "beamrider"])
+def test_game_names(name):
+    assert resolve_game(name) == "beam_rider"
+    assert camel_name("beam_rider") == "BeamRider"
+
+
+def test_unknown_game_names_close_matches():
+    with pytest.raises(UnknownGameError, match="did you mean beam_rider"):
+        resolve_game("BeamRyder")
+    with pytest.raises(UnknownGameError, match="unknown Atari game 'Zork'"):
+        resolve_game("Zork")
+
+
+def test_backends_agree_on_spaces():
+    native = make_atari_vec_env("Breakout", 2, seed=0)
+    reference = make_atari_vec_env("Breakout", 2, seed=0, backend="sb3")
+    obs_native, obs_reference = native.reset(), reference.reset()
+    assert obs_native.shape == (2, 4, 84, 84) and obs_reference.shape == (2, 84, 84, 4)  # channels first vs last
+    assert obs_native.dtype == obs_reference.dtype == np.uint8
+    assert native.action_space == reference.action_space
+    assert native.observation_space.shape == np.moveaxis(obs_reference, -1, 1).shape[1:]
+    _obs, rewards, dones, infos = native.step(np.zeros(2, dtype=np.int64))
+    assert rewards.dtype == np.float32 and dones.dtype == bool and len(infos) == 2
+    native.close()
+    reference.close()
+
+
+def reference_without_resets_tricks(game: str) -> VecFrameStack:
+    """SB3's wrappers for the same protocol: frame skip 4 + max-pool, 84x84 gray, 4-stack; no no-ops, no FIRE."""
+
+    def make():
+        env = Monitor(gym.make(f"{camel_name(game)}NoFrameskip-v4"))
+        return WarpFrame(MaxAndSkipEnv(env, skip=4))
+
+    import ale_py
+
+    gym.register_envs(ale_py)
+    return VecFrameStack(DummyVecEnv([make]), n_stack=4)
+
+
+def play(env, actions):
+    """Play the action sequence; return (episode infos, reward sum, dones count) of the first finished game."""
+    env.reset()
+    learner_reward, n_dones = 0.0, 0
+    for a in actions:
+        _, reward, done, infos = env.step(np.array([a]))
+        learner_reward += float(reward[0])
+        n_dones += int(done[0])
+        if "episode" in infos[0]:
+            return infos[0]["episode"], learner_reward, n_dones
+    raise AssertionError("no game finished")
+
+
+def test_whole_game_scores_match_sb3_pipeline():
+    """Same emulator, same actions, same preprocessing: identical raw game score and length.
+
+    No-ops and FIRE on reset are off in both (they are random, or differ between the pipelines:
+    SB3 also presses FIRE and UP after every life loss), so the games can be compared exactly.
+    """
+    actions = np.random.default_rng(0).integers(0, 9, size=20_000)
+    native = AtariVecEnv("beam_rider", 1, noop_max=0, fire_reset=False)
+    native.seed(0)
+    episode, clipped_sum, n_dones = play(native, actions)
+    reference_episode, _, _ = play(reference_without_resets_tricks("beam_rider"), actions)
+    assert episode["r"] == reference_episode["r"] > 0
+    # lengths in frames: ours counts 4 per agent step; SB3's Monitor counts emulator frames, and its
+    # frame skip stops early when the game ends inside the last agent step
+    assert 0 <= episode["l"] - reference_episode["l"] < FRAME_SKIP
+    # learning sees sign-clipped rewards and a terminal at each life loss (Beam Rider: 3 lives)
+    assert clipped_sum < episode["r"]
+    assert n_dones == 3
+
+
+def test_life_loss_is_terminal_but_the_game_goes_on():
+    env = make_atari_vec_env("BeamRider", 4, seed=1)
+    env.reset()
+    rng = np.random.default_rng(1)
+    life_losses, games = 0, 0
+    while games == 0:
+        _, _, dones, infos = env.step(rng.integers(0, 9, size=4))
+        for done, info in zip(dones, infos, strict=True):
+            if done:
+                assert info["terminal_observation"].shape == (4, 84, 84)
+                assert info["TimeLimit.truncated"] is False
+                games += "episode" in info
+                life_losses += "episode" not in info
+    assert life_losses >= 2

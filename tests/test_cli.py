@@ -1,0 +1,71 @@
+"""The real ``rl-gns`` CLI in a subprocess, on real ALE with a tiny budget."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rl_gns.progress import read_progress
+
+pytestmark = pytest.mark.atari
+
+CLI = [sys.executable, "-m", "rl_gns.cli"]
+
+
+def run_cli(*args, **kwargs):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def test_train_end_to_end(tmp_path):
+    out = tmp_path / "beam"
+    tiny = ["--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32", "--gns-every", "1"]
+    result = run_cli("train", "--env", "ALE/BeamRider-v5", "--total-steps", "128", "--out", str(out), *tiny)
+    assert result.returncode == 0, result.stderr
+    files = {p.name for p in out.iterdir()}
+    assert {"config.json", "progress.csv", "model.zip", "summary.json", "training.png"} <= files
+    assert any(name.startswith("events.out.tfevents") for name in files)
+
+    config = json.loads((out / "config.json").read_text())
+    assert config["game"] == "beam_rider" and config["rollout_size"] == 64
+    assert (config["b_small"], config["b_big"]) == (8, 32)
+
+    progress = read_progress(out / "progress.csv")
+    np.testing.assert_array_equal(progress["time/total_timesteps"], [64, 128])
+    for loss in ("policy", "value", "total"):
+        # B_simple itself is NaN while the averaged |G|² is not yet positive (b_big = 32 here)
+        assert f"gns/b_simple_{loss}" in progress
+        for key in (f"gns/g2_{loss}_raw", f"gns/trace_sigma_{loss}_raw", f"gns/g2_{loss}", f"gns/trace_sigma_{loss}"):
+            assert np.all(np.isfinite(progress[key])), key
+    assert np.all(progress["gns/trace_sigma_policy"] > 0)
+    assert np.all(np.isfinite(progress["gns/grad_norm_preclip"])) and np.all(np.isfinite(progress["train/loss"]))
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["env_steps"] == 128 and summary["frames"] == 512
+
+    again = run_cli("train", "--total-steps", "128", "--out", str(out), *tiny)
+    assert again.returncode == 2 and "already holds a run" in again.stderr
+
+
+def test_unknown_game_exits_with_one_line_and_writes_nothing(tmp_path):
+    out = tmp_path / "nothing"
+    result = run_cli("train", "--env", "BeamRyder", "--out", str(out))
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "did you mean beam_rider" in result.stderr
+    assert not out.exists()
+
+
+def test_invalid_noise_scale_settings_exit_before_writing(tmp_path):
+    out = tmp_path / "nothing"
+    result = run_cli("train", "--gns-b-small", "256", "--gns-b-big", "256", "--out", str(out))
+    assert result.returncode == 2 and "b_small < b_big" in result.stderr
+    assert not out.exists()
+
+
+def test_help_documents_units():
+    result = run_cli("train", "--help")
+    assert result.returncode == 0
+    for phrase in ("--total-steps", "agent steps", "--n-envs", "--gns-b-small", "samples", "--device"):
+        assert phrase in result.stdout

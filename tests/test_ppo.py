@@ -1,0 +1,123 @@
+"""NoiseScalePPO on real Beam Rider with tiny budgets: training unchanged, logs aligned, bad input handled."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from conftest import TINY_PPO, tiny_model
+from stable_baselines3 import PPO
+from stable_baselines3.common.logger import configure
+
+from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.progress import read_progress
+
+pytestmark = pytest.mark.atari
+
+
+def params_after(model, steps):
+    model.learn(steps)
+    return [p.detach().clone() for p in model.policy.parameters()]
+
+
+def test_measuring_does_not_change_training():
+    """Same seed: parameters after 3 iterations are bit-identical with measurement on, off, and in plain SB3 PPO."""
+    steps = 3 * 64
+    on = params_after(tiny_model(NoiseScaleConfig(every=1)), steps)
+    off = params_after(tiny_model(None), steps)
+    plain = params_after(PPO("CnnPolicy", make_atari_vec_env("BeamRider", 2, seed=3), device="cpu", **TINY_PPO), steps)
+    initial = [p.detach() for p in tiny_model(None).policy.parameters()]
+    assert not all(th.equal(a, b) for a, b in zip(on, initial, strict=True))  # it did train
+    assert all(th.equal(a, b) for a, b in zip(on, off, strict=True))
+    assert all(th.equal(a, b) for a, b in zip(on, plain, strict=True))
+
+
+def test_log_rows_carry_their_own_rollouts_env_steps(tmp_path):
+    """train/ and gns/ values of an update share the row (and env step) of the rollout they were computed on."""
+    model = tiny_model(NoiseScaleConfig(every=2, losses=("policy", "total")))
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(4 * 64)
+    progress = read_progress(tmp_path / "progress.csv")
+    np.testing.assert_array_equal(progress["time/total_timesteps"], [64, 128, 192, 256])
+    # every iteration has its update's train/ values, including the first and the last one
+    assert np.all(np.isfinite(progress["train/value_loss"]))
+    assert np.all(np.isfinite(progress["gns/grad_norm_preclip"]))
+    # measured on iterations 1 and 3 (every=2); raw estimates only where measured
+    assert np.isfinite(progress["gns/g2_policy_raw"]).tolist() == [True, False, True, False]
+    assert "gns/b_simple_value" not in progress
+    assert progress["gns/b_small"][0] == 8 and progress["gns/b_big"][0] == 32
+
+
+def test_non_finite_gradients_are_skipped_and_counted(tmp_path):
+    """A loss whose measured gradients are NaN is dropped and counted; the others are kept; training goes on."""
+    model = tiny_model(NoiseScaleConfig(every=1, losses=("policy", "value")))
+    b_small = 8
+
+    def poison_small_batches(module, inputs, output):
+        # only the measurement's small batches have 8 samples (rollout steps: 2, training: 32)
+        return output * math.nan if output.shape[0] == b_small else output
+
+    model.policy.value_net.register_forward_hook(poison_small_batches)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(2 * 64)
+    progress = read_progress(tmp_path / "progress.csv")
+    assert progress["gns/n_skipped"].tolist() == [1, 2]
+    assert "gns/b_simple_value" not in progress
+    assert np.all(np.isfinite(progress["gns/trace_sigma_policy_raw"]))
+    assert model.num_timesteps == 128
+    assert all(th.isfinite(p).all() for p in model.policy.parameters())
+
+
+@pytest.mark.parametrize(
+    ("noise_scale", "message"),
+    [
+        (NoiseScaleConfig(b_small=32, b_big=32), "0 < b_small < b_big"),
+        (NoiseScaleConfig(b_small=64, b_big=32), "0 < b_small < b_big"),
+        (NoiseScaleConfig(b_small=12, b_big=32), "must divide"),
+        (NoiseScaleConfig(b_big=128), "exceeds the rollout size"),
+        (NoiseScaleConfig(scheme="envs", b_small=48), "multiples of n_steps"),
+        (NoiseScaleConfig(losses=("policy", "advantage")), "subset"),
+        (NoiseScaleConfig(every=0), "every"),
+    ],
+)
+def test_invalid_settings_fail_when_the_agent_is_built(noise_scale, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_model(noise_scale)
+
+
+def test_envs_scheme_groups_whole_trajectories(tmp_path):
+    model = tiny_model(NoiseScaleConfig(scheme="envs", every=1), n_envs=4)
+    assert (model.b_small, model.b_big) == (32, 128)  # one env's 32 steps per small batch, the whole rollout
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(128)
+    idx = model._measurement_indices()
+    assert sorted(idx.reshape(4, 32)[:, 0] // 32) == [0, 1, 2, 3]
+    assert np.all(np.diff(idx.reshape(4, 32), axis=1) == 1)
+    assert np.isfinite(read_progress(tmp_path / "progress.csv")["gns/trace_sigma_policy_raw"][0])
+
+
+def test_save_load_keeps_averages_and_continues(tmp_path):
+    model = tiny_model(NoiseScaleConfig(every=1))
+    model.learn(128)
+    model.save(tmp_path / "model.zip")
+    loaded = NoiseScalePPO.load(tmp_path / "model.zip", env=make_atari_vec_env("BeamRider", 2, seed=4))
+    assert loaded.gns_emas["policy"].n_updates == 2
+    assert loaded.gns_emas["policy"].g2 == model.gns_emas["policy"].g2
+    loaded.learn(64, reset_num_timesteps=False)
+    assert loaded.gns_emas["policy"].n_updates == 3
+
+
+def test_drop_in_for_any_env_and_policy():
+    """Whatever PPO accepts: a Gymnasium id, an MLP policy, a callback, SB3's own logging."""
+    seen = []
+
+    class Count(gym.Wrapper):
+        def step(self, action):
+            seen.append(action)
+            return super().step(action)
+
+    model = NoiseScalePPO("MlpPolicy", Count(gym.make("CartPole-v1")), n_steps=64, batch_size=32, seed=0, device="cpu")
+    model.learn(128)
+    assert len(seen) == 128
+    assert model.gns_emas["policy"].n_updates == 1  # every=2 by default: iterations 1 (measured) and 2

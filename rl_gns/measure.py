@@ -199,7 +199,7 @@ class GradNormTap:
 
     def _on_grad(self, param: th.Tensor) -> None:
         assert param.grad is not None
-        self._sq_norm = self._sq_norm + param.grad.detach().pow(2).sum()
+        self._sq_norm = self._sq_norm + th.linalg.vector_norm(param.grad.detach()).square()
 
     def _on_step(self, *_: object) -> None:
         if isinstance(self._sq_norm, th.Tensor):

@@ -120,4 +120,4 @@ def test_drop_in_for_any_env_and_policy():
     model = NoiseScalePPO("MlpPolicy", Count(gym.make("CartPole-v1")), n_steps=64, batch_size=32, seed=0, device="cpu")
     model.learn(128)
     assert len(seen) == 128
-    assert model.gns_emas["policy"].n_updates == 1  # every=2 by default: iterations 1 (measured) and 2
+    assert model.gns_emas["policy"].n_updates == 1  # every=4 by default: iteration 1 measured, 2 not

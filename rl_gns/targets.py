@@ -1,0 +1,65 @@
+"""When does a run reach a target score?
+
+The score measure, the same for every rollout size: the **mean raw game score of the last
+``window`` finished games** (whole games, all lives, across all envs), evaluated each time a game
+finishes. Its lag is ``window`` games, i.e. the same amount of experience at every ``n_envs``
+(games finish at ``n_envs / game length`` per agent step), so it shifts ``E`` alike for all sizes.
+
+Shape glossary: ``N`` finished games, in the order they finished.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Games averaged by the score measure.
+DEFAULT_WINDOW = 20
+
+
+def running_score(scores_N: np.ndarray, window: int = DEFAULT_WINDOW) -> np.ndarray:
+    """``(N,)`` mean of the last ``window`` game scores after each game; NaN before ``window`` games."""
+    scores_N = np.asarray(scores_N, dtype=float)
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    out = np.full(len(scores_N), np.nan)
+    if len(scores_N) >= window:
+        cumulative = np.concatenate([[0.0], np.cumsum(scores_N)])
+        out[window - 1 :] = (cumulative[window:] - cumulative[:-window]) / window
+    return out
+
+
+def first_reached(
+    env_steps_N: np.ndarray, scores_N: np.ndarray, target: float, window: int = DEFAULT_WINDOW
+) -> int | None:
+    """Index of the first game after which the running score (:func:`running_score`) is >= ``target``.
+
+    :param env_steps_N: ``(N,)`` agent steps at which each game finished (non-decreasing).
+    :param scores_N: ``(N,)`` raw game scores.
+    :param target: score to reach.
+    :param window: games averaged.
+    :return: the game index, or ``None`` if the target is never reached (a censored run).
+    """
+    env_steps_N = np.asarray(env_steps_N)
+    if env_steps_N.shape != np.shape(scores_N):
+        raise ValueError("env_steps_N and scores_N must have the same shape")
+    if np.any(np.diff(env_steps_N) < 0):
+        raise ValueError("games must be given in the order they finished")
+    reached = np.flatnonzero(running_score(scores_N, window) >= target)
+    return int(reached[0]) if len(reached) else None
+
+
+def steps_to_target(
+    env_steps_N: np.ndarray, scores_N: np.ndarray, target: float, rollout_size: int, window: int = DEFAULT_WINDOW
+) -> tuple[int, int] | None:
+    """``(S, E)`` to reach ``target``: PPO iterations and the agent steps they consumed.
+
+    A game finishing at agent step ``e`` belongs to iteration ``S = ceil(e / rollout_size)``, and
+    ``E = S · rollout_size`` (the tradeoff model's ``E = B·S``).
+
+    :return: ``None`` if the target is never reached.
+    """
+    index = first_reached(env_steps_N, scores_N, target, window)
+    if index is None:
+        return None
+    iterations = -(-int(np.asarray(env_steps_N)[index]) // rollout_size)
+    return iterations, iterations * rollout_size

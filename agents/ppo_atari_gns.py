@@ -29,7 +29,9 @@ class Args:
     total_steps: int = 100_000
     """Budget in agent steps (4 frames each)."""
     target_score: float = 20.0
-    """Stop once the mean raw score of 5 evaluation games reaches this."""
+    """Stop once the mean raw score of the evaluation games reaches this."""
+    eval_games: int = 5
+    """Whole games per evaluation."""
     eval_every: int = 20_000
     """Evaluate every this many agent steps (all envs together)."""
     seed: int = 0
@@ -62,7 +64,7 @@ def main(args: Args) -> NoiseScalePPO:
     # SB3 callbacks as usual: evaluation on whole games, stop at the target score
     stop = StopTrainingOnRewardThreshold(reward_threshold=args.target_score, verbose=1)
     evaluate = EvalCallback(
-        eval_env, callback_on_new_best=stop, n_eval_episodes=5, eval_freq=max(1, args.eval_every // args.n_envs)
+        eval_env, callback_on_new_best=stop, n_eval_episodes=args.eval_games, eval_freq=max(1, args.eval_every // args.n_envs)
     )
     model.learn(total_timesteps=args.total_steps, callback=evaluate)
 

@@ -184,12 +184,48 @@ class AtariVecEnv(VecEnv):
         return [wrapper_class is Monitor for _ in self._get_indices(indices)]
 
 
+class ScaleRam(gym.ObservationWrapper):
+    """The 128 bytes of Atari RAM as float32 in ``[0, 1]`` (an MLP's input)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, env.observation_space.shape, np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return observation.astype(np.float32) / 255.0
+
+
+def make_ram_env(game: str, repeat_action_probability: float = 0.0, noop_max: int = 30) -> gym.Env:
+    """One Atari game observed through its RAM, with the same protocol as the pixel envs.
+
+    Frame skip 4 in the emulator, up to ``noop_max`` no-ops and FIRE on reset, life loss terminal
+    for learning, sign-clipped rewards; ``Monitor`` sits below the life-loss wrapper, so
+    ``info["episode"]`` holds raw whole-game scores. Observations: ``(128,)`` float32 in ``[0, 1]``.
+    """
+    import ale_py
+    from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, NoopResetEnv
+
+    gym.register_envs(ale_py)
+    env = gym.make(
+        f"ALE/{camel_name(game)}-v5",
+        obs_type="ram",
+        frameskip=FRAME_SKIP,
+        repeat_action_probability=repeat_action_probability,
+    )
+    env = Monitor(env)
+    env = NoopResetEnv(env, noop_max=noop_max)
+    env = EpisodicLifeEnv(env)
+    if "FIRE" in env.unwrapped.get_action_meanings():
+        env = FireResetEnv(env)
+    return ScaleRam(ClipRewardEnv(env))
+
+
 def make_atari_vec_env(
     env: str,
     n_envs: int = 8,
     seed: int | None = None,
     *,
-    backend: Literal["ale_vector", "sb3"] = "ale_vector",
+    backend: Literal["ale_vector", "sb3", "ram"] = "ale_vector",
     repeat_action_probability: float = 0.0,
     noop_max: int = 30,
     num_threads: int = 0,
@@ -199,17 +235,20 @@ def make_atari_vec_env(
     :param env: game name in any accepted form (see :func:`resolve_game`).
     :param n_envs: parallel environments.
     :param seed: base seed (env ``i`` gets ``seed + i``), or ``None``.
-    :param backend: ``ale_vector`` (native, multithreaded; observations ``(4, 84, 84)``) or ``sb3``
+    :param backend: ``ale_vector`` (native, multithreaded; observations ``(4, 84, 84)``), ``sb3``
         (reference: ``make_atari_env`` on ``<Game>NoFrameskip-v4`` + ``DummyVecEnv`` +
-        ``VecFrameStack(4)``; observations ``(84, 84, 4)``, which SB3 transposes for its CNN).
+        ``VecFrameStack(4)``; observations ``(84, 84, 4)``, which SB3 transposes for its CNN), or
+        ``ram`` (``DummyVecEnv`` of :func:`make_ram_env`: 128 RAM bytes for an MLP, far cheaper on a CPU).
     :param repeat_action_probability: sticky actions (0 by default; see :class:`AtariVecEnv`).
     :param noop_max: maximum no-op agent steps on reset.
     :param num_threads: emulator threads for ``ale_vector`` (0: ale-py's choice).
     :raises UnknownGameError: for a name that matches no ROM.
     """
     game = resolve_game(env)
-    if backend == "ale_vector":
-        vec_env: VecEnv = AtariVecEnv(
+    if backend == "ram":
+        vec_env: VecEnv = DummyVecEnv([lambda: make_ram_env(game, repeat_action_probability, noop_max) for _ in range(n_envs)])
+    elif backend == "ale_vector":
+        vec_env = AtariVecEnv(
             game,
             n_envs,
             repeat_action_probability=repeat_action_probability,
@@ -230,6 +269,6 @@ def make_atari_vec_env(
         )
         vec_env = VecFrameStack(vec_env, n_stack=4)
     else:
-        raise ValueError(f"unknown backend {backend!r}: use 'ale_vector' or 'sb3'")
+        raise ValueError(f"unknown backend {backend!r}: use 'ale_vector', 'sb3' or 'ram'")
     vec_env.seed(seed)
     return vec_env

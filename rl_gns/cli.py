@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import tyro
 
-from rl_gns import train
+from rl_gns import analyze, sweep, train
 
 #: subcommand -> (config dataclass, check that raises on bad settings before anything is written, runner)
 COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], object]]] = {
     "train": (train.TrainConfig, train.check, train.train),
+    "sweep": (sweep.SweepConfig, sweep.check, sweep.sweep),
+    "analyze": (analyze.AnalyzeConfig, analyze.check, analyze.analyze),
 }
+
+
+def split_number_lists(argv: list[str]) -> list[str]:
+    """Accept comma-separated number lists (``--n-envs 4,8,16``) as well as space-separated ones."""
+    out = []
+    for arg in argv:
+        if "," in arg and re.fullmatch(r"[0-9eE.+\-]+(,[0-9eE.+\-]+)+", arg):
+            out.extend(arg.split(","))
+        else:
+            out.append(arg)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings)."""
+    argv = split_number_lists(sys.argv[1:] if argv is None else argv)
     config = tyro.extras.subcommand_cli_from_dict(
         {name: config_cls for name, (config_cls, _, _) in COMMANDS.items()}, args=argv, prog="rl-gns"
     )

@@ -28,9 +28,7 @@ def running_score(scores_N: np.ndarray, window: int = DEFAULT_WINDOW) -> np.ndar
     return out
 
 
-def first_reached(
-    env_steps_N: np.ndarray, scores_N: np.ndarray, target: float, window: int = DEFAULT_WINDOW
-) -> int | None:
+def first_reached(env_steps_N: np.ndarray, scores_N: np.ndarray, target: float, window: int = DEFAULT_WINDOW) -> int | None:
     """Index of the first game after which the running score (:func:`running_score`) is >= ``target``.
 
     :param env_steps_N: ``(N,)`` agent steps at which each game finished (non-decreasing).
@@ -48,18 +46,8 @@ def first_reached(
     return int(reached[0]) if len(reached) else None
 
 
-def steps_to_target(
-    env_steps_N: np.ndarray, scores_N: np.ndarray, target: float, rollout_size: int, window: int = DEFAULT_WINDOW
-) -> tuple[int, int] | None:
-    """``(S, E)`` to reach ``target``: PPO iterations and the agent steps they consumed.
-
-    A game finishing at agent step ``e`` belongs to iteration ``S = ceil(e / rollout_size)``, and
-    ``E = S · rollout_size`` (the tradeoff model's ``E = B·S``).
-
-    :return: ``None`` if the target is never reached.
-    """
-    index = first_reached(env_steps_N, scores_N, target, window)
-    if index is None:
-        return None
-    iterations = -(-int(np.asarray(env_steps_N)[index]) // rollout_size)
+def steps_and_experience(env_steps: int, rollout_size: int) -> tuple[int, int]:
+    """``(S, E)`` for an event at agent step ``env_steps``: it happened in PPO iteration
+    ``S = ceil(env_steps / rollout_size)``, and ``E = S · rollout_size`` (the tradeoff model's ``E = B·S``)."""
+    iterations = -(-env_steps // rollout_size)
     return iterations, iterations * rollout_size

@@ -3,7 +3,8 @@
 Reads top to bottom: config -> env -> model -> learn -> save -> plot. The run directory holds
 ``config.json`` (resolved settings), ``progress.csv`` and TensorBoard events (SB3 logger keys
 ``rollout/``, ``train/``, ``time/``, ``gns/``, one row per PPO iteration at its env step),
-``model.zip``, ``summary.json`` and ``training.png``.
+``episodes.csv`` (every finished game), ``model.zip``, ``summary.json`` (written last: the run
+finished) and ``training.png``.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from stable_baselines3.common.utils import get_linear_fn
 
 import rl_gns
 from rl_gns.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
+from rl_gns.callbacks import EpisodeLogger
 from rl_gns.plots import plot_training
 from rl_gns.ppo import NoiseScaleConfig, NoiseScalePPO
 from rl_gns.progress import read_progress
+from rl_gns.targets import DEFAULT_WINDOW
 
 
 @dataclass
@@ -75,8 +78,9 @@ class TrainConfig:
     """Gradient clipping norm (the noise scale is measured before clipping)."""
 
     # Environment
-    backend: Literal["ale_vector", "sb3"] = "ale_vector"
-    """ale_vector: ale-py's native multithreaded vector env; sb3: make_atari_env + DummyVecEnv (reference)."""
+    backend: Literal["ale_vector", "sb3", "ram"] = "ale_vector"
+    """ale_vector: ale-py's native multithreaded vector env; sb3: make_atari_env + DummyVecEnv (reference);
+    ram: the 128 RAM bytes with an MLP policy (cheap on a CPU; same game protocol and raw scores)."""
     sticky_actions: float = 0.0
     """Repeat-action probability (0: DeepMind/NoFrameskip-v4 protocol of the published PPO scores; ALE v5 uses 0.25)."""
 
@@ -96,6 +100,12 @@ class TrainConfig:
     gns_ema_beta: float = NoiseScaleConfig.ema_beta
     """Decay per measurement of the moving averages of |G|² and tr(Σ)."""
 
+    stop_score: float | None = None
+    """Stop once the mean raw score of the last score_window games reaches this (default: train the whole budget)."""
+    score_window: int = DEFAULT_WINDOW
+    """Games averaged by the running score (episodes.csv keeps every game)."""
+    torch_threads: int | None = None
+    """Torch intra-op threads (default: torch's choice, one per core)."""
     progress_bar: bool | None = None
     """Show a progress bar (default: only when stderr is a terminal)."""
 
@@ -173,8 +183,10 @@ def train(config: TrainConfig) -> Path:
     env = make_atari_vec_env(
         game, config.n_envs, seed=config.seed, backend=config.backend, repeat_action_probability=config.sticky_actions
     )
+    if config.torch_threads is not None:
+        th.set_num_threads(config.torch_threads)
     model = NoiseScalePPO(
-        "CnnPolicy",
+        "MlpPolicy" if config.backend == "ram" else "CnnPolicy",
         env,
         noise_scale=config.noise_scale_config(),
         n_steps=config.n_steps,
@@ -195,7 +207,8 @@ def train(config: TrainConfig) -> Path:
     # --- train
     show_bar = sys.stderr.isatty() if config.progress_bar is None else config.progress_bar
     start = time.perf_counter()
-    model.learn(total_timesteps=config.total_steps, progress_bar=show_bar)
+    episodes = EpisodeLogger(out / "episodes.csv", stop_score=config.stop_score, window=config.score_window)
+    model.learn(total_timesteps=config.total_steps, callback=episodes, progress_bar=show_bar)
     wall_s = time.perf_counter() - start
     model.save(out / "model.zip")
     env.close()
@@ -210,9 +223,10 @@ def train(config: TrainConfig) -> Path:
         "wall_s": round(wall_s, 2),
         "agent_steps_per_s": round(model.num_timesteps / wall_s, 1),
         "score_last_100_mean": float(np.mean(scores)) if scores else None,
+        "stop_score_reached_at": episodes.reached_at,
         "n_scored_episodes": len(scores),
         **{f"b_simple_{name}": ema.b_simple for name, ema in (model.gns_emas or {}).items()},
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     plot_training(progress, out / "training.png", title=f"{game}: {config.n_envs} envs × {config.n_steps} steps")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")  # last: marks the run finished
     return out

@@ -1,0 +1,102 @@
+"""Sweeps and their analysis on real ALE (RAM observations, tiny budgets), through the real CLI."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rl_gns.sweep import SweepConfig
+
+pytestmark = pytest.mark.atari
+
+CLI = [sys.executable, "-m", "rl_gns.cli"]
+#: Breakout from RAM: random play finishes a game every ~200 agent steps, so targets near random play
+#: are reached within a couple of thousand steps.
+TINY = ["--env", "Breakout", "--backend", "ram", "--n-steps", "32", "--window", "5", "--lr-points", "1"]
+
+
+def test_learning_rate_grid_square_root_rule():
+    config = SweepConfig(lr_ref=2.5e-4, n_envs_ref=8, lr_rule="sqrt", lr_points=3, lr_factor=2.0)
+    assert config.learning_rates(32) == pytest.approx([2.5e-4, 5e-4, 1e-3])
+    assert config.learning_rates(8) == pytest.approx([1.25e-4, 2.5e-4, 5e-4])
+    assert SweepConfig(lr_points=2, lr_factor=4.0).learning_rates(8) == pytest.approx([1.25e-4, 5e-4])
+    assert len(SweepConfig(n_envs=(4, 8), seeds=2, lr_points=3).runs()) == 12
+
+
+def test_tiny_sweep_and_analyze_end_to_end(tmp_path):
+    out = tmp_path / "sweep"
+    sweep = subprocess.run(
+        [*CLI, "sweep", *TINY, "--targets", "0.5,1", "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "3072",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert sweep.returncode == 0, sweep.stderr
+    assert "2/2 finished" in sweep.stdout
+    analyze = subprocess.run([*CLI, "analyze", str(out), "--bootstrap", "100"], capture_output=True, text=True, timeout=120)
+    assert analyze.returncode == 0, analyze.stderr
+
+    report = (out / "report.md").read_text()
+    assert "## Fits" in report and "| 0.5 |" in report
+    for figure in ("steps_vs_experience", "wall_vs_experience", "noise_scale_by_size", "bcrit_predicted_vs_fitted"):
+        assert (out / f"{figure}.png").stat().st_size > 10_000
+    results = json.loads((out / "results.json").read_text())
+    first = results["targets"][0]
+    assert first["target"] == 0.5
+    # every reached size has S, E = S x rollout size
+    for size, steps, experience in zip(first["rollout_size_K"], first["steps_K"], first["experience_K"], strict=True):
+        assert experience == pytest.approx(size * steps)
+    # rerunning skips finished runs
+    again = subprocess.run(sweep.args, capture_output=True, text=True, timeout=120)
+    assert "2 finished before, 0 to run" in again.stdout
+
+
+def _wait_for(predicate, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        time.sleep(0.2)
+
+
+def test_sweep_resumes_after_a_worker_is_killed(tmp_path):
+    """Kill one run mid-way: the sweep reports it and goes on; rerunning restarts only that run."""
+    out = tmp_path / "sweep"
+    # a budget no run can finish quickly, and a target no run reaches: runs go the whole budget
+    command = [*CLI, "sweep", *TINY, "--targets", "1000", "--n-envs", "2,4", "--seeds", "1",
+               "--budget-steps", "6144", "--workers", "1", "--out", str(out)]  # fmt: skip
+    sweep = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = out / "runs" / "n0002_lr1.25e-04_s0"
+    second = out / "runs" / "n0004_lr1.77e-04_s0"
+    _wait_for(lambda: (first / "summary.json").exists() and (second / "progress.csv").exists(), timeout=120)
+    finished_before = (first / "summary.json").stat().st_mtime
+    killed = subprocess.run(["pkill", "-9", "-f", f"rl_gns.sweep {out}/specs/{second.name}.json"])
+    assert killed.returncode == 0
+    stdout, _ = sweep.communicate(timeout=120)
+    assert sweep.returncode == 0
+    assert f"failed: {second.name}" in stdout and "1/2 finished" in stdout
+    assert "exit status -9" in (second / "error.txt").read_text()
+    assert not (second / "summary.json").exists()
+
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert resumed.returncode == 0
+    assert "1 finished before, 1 to run" in resumed.stdout and "2/2 finished" in resumed.stdout
+    assert (first / "summary.json").stat().st_mtime == finished_before  # the finished run was not touched
+    assert json.loads((second / "summary.json").read_text())["env_steps"] == 6144
+    assert not (second / "error.txt").exists()
+
+
+@pytest.mark.ray
+def test_ray_backend_runs_a_tiny_sweep(tmp_path):
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    result = subprocess.run(
+        [*CLI, "sweep", *TINY, "--targets", "0.5", "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "2048",
+         "--executor", "ray", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "2/2 finished" in result.stdout
+    assert all((run / "summary.json").exists() for run in Path(out, "runs").iterdir())

@@ -1,0 +1,33 @@
+"""Steps to target on hand-built score curves."""
+
+import numpy as np
+import pytest
+
+from rl_gns.targets import first_reached, running_score, steps_and_experience
+
+
+def test_running_score_hand_computed():
+    np.testing.assert_allclose(running_score([1, 2, 3, 4], window=2), [np.nan, 1.5, 2.5, 3.5])
+    np.testing.assert_allclose(running_score([5, 1], window=3), [np.nan, np.nan])
+    with pytest.raises(ValueError):
+        running_score([1.0], window=0)
+
+
+def test_first_reached():
+    env_steps = np.array([100, 250, 400, 410, 800, 1200])
+    scores = np.array([0, 10, 20, 30, 0, 50])
+    # running means of 2: nan, 5, 15, 25, 15, 25
+    assert first_reached(env_steps, scores, target=15, window=2) == 2
+    assert first_reached(env_steps, scores, target=25, window=2) == 3
+    assert first_reached(env_steps, scores, target=26, window=2) is None  # censored: never reached
+    # a single great game does not count before the window is full
+    assert first_reached(env_steps, scores, target=20, window=1) == 2
+    assert first_reached([], [], target=0, window=1) is None
+    with pytest.raises(ValueError, match="order"):
+        first_reached([5, 3], [1, 1], target=0, window=1)
+
+
+def test_steps_and_experience_round_up_to_whole_iterations():
+    assert steps_and_experience(1000, rollout_size=256) == (4, 1024)
+    assert steps_and_experience(512, rollout_size=256) == (2, 512)
+    assert steps_and_experience(1, rollout_size=4096) == (1, 4096)

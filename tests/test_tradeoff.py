@@ -1,0 +1,55 @@
+"""The tradeoff model and fit against closed forms and noisy points generated on the hyperbola."""
+
+import numpy as np
+import pytest
+
+from rl_gns.tradeoff import TradeoffFit, fit_tradeoff, tradeoff_curve
+
+
+def test_closed_form_at_b_crit():
+    fit = TradeoffFit(s_min=100.0, e_min=1e5, rms_log_residual=0.0)
+    assert fit.b_crit == 1000.0
+    assert fit.b_crit_20pct == 200.0
+    # at B = B_crit training takes twice the minimal steps and twice the minimal experience
+    assert fit.steps(1000.0) == 200.0 and fit.experience(1000.0) == 2e5
+    # at B = 0.2 B_crit steps are 6 S_min = (1 + 1/0.2) S_min, experience 1.2 E_min
+    assert fit.steps(200.0) == pytest.approx(600.0) and fit.experience(200.0) == pytest.approx(1.2e5)
+
+
+def test_curve_is_the_hyperbola():
+    fit = TradeoffFit(s_min=50.0, e_min=2e4, rms_log_residual=0.0)
+    e, s = tradeoff_curve(fit, np.array([1.5, 2.0, 11.0]))
+    np.testing.assert_allclose((s / fit.s_min - 1) * (e / fit.e_min - 1), 1.0)
+    np.testing.assert_allclose(s, [150.0, 100.0, 55.0])
+    with pytest.raises(ValueError):
+        tradeoff_curve(fit, np.array([1.0]))
+
+
+def test_fit_recovers_exact_points():
+    batch = np.geomspace(64, 16384, 7)
+    fit = fit_tradeoff(batch, 80.0 + 3e5 / batch)
+    assert fit.s_min == pytest.approx(80.0, rel=1e-6)
+    assert fit.e_min == pytest.approx(3e5, rel=1e-6)
+    assert fit.rms_log_residual < 1e-8
+
+
+def test_fit_recovers_parameters_from_noisy_points():
+    """10 % log-normal scatter, 6 sizes spanning 64x, 50 draws: estimates centred on the truth."""
+    rng = np.random.default_rng(0)
+    batch = np.geomspace(128, 8192, 6)
+    s_min, e_min = 40.0, 2e5  # B_crit = 5000: the sizes straddle it
+    fits = [fit_tradeoff(batch, (s_min + e_min / batch) * np.exp(rng.normal(0, 0.1, batch.size))) for _ in range(50)]
+    b_crit = np.array([f.b_crit for f in fits])
+    assert np.median([f.s_min for f in fits]) == pytest.approx(s_min, rel=0.15)
+    assert np.median([f.e_min for f in fits]) == pytest.approx(e_min, rel=0.1)
+    assert np.median(b_crit) == pytest.approx(e_min / s_min, rel=0.2)
+    assert np.median([f.rms_log_residual for f in fits]) == pytest.approx(0.1, rel=0.5)
+
+
+@pytest.mark.parametrize(
+    ("batch", "steps", "message"),
+    [([100, 100], [5, 6], "2 distinct"), ([100, 200], [5, -1], "positive"), ([100, 200, 300], [5, 6], "equal length")],
+)
+def test_fit_rejects_bad_input(batch, steps, message):
+    with pytest.raises(ValueError, match=message):
+        fit_tradeoff(np.array(batch), np.array(steps))

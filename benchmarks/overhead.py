@@ -14,7 +14,7 @@ import json
 import platform
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +77,7 @@ def main(args: Args) -> dict:
     per_chunk = {name: np.array(s) / np.array(seconds["off"]) for name, s in seconds.items()}
     record = {
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(args).items()},
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "cpus": th.get_num_threads(), "device": args.device},
         "configs": {name: (asdict(cfg) if cfg else None) for name, cfg in CONFIGS.items()},
         "seconds": seconds,

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
+from rl_gns.noise_scale import cumulative_b_simple
 from rl_gns.progress import read_progress
 from rl_gns.targets import first_reached, steps_and_experience
 from rl_gns.tradeoff import TradeoffFit, fit_tradeoff
@@ -87,13 +88,13 @@ class RunRecord:
 
 
 def averaged_b_simple(progress: dict[str, np.ndarray], until_env_steps: float, loss: str = "policy") -> float:
-    """``mean(trace_sigma_raw) / mean(g2_raw)`` over the measurements at or before ``until_env_steps``."""
+    """B_simple averaged over training up to ``until_env_steps`` (:func:`cumulative_b_simple`)."""
     g2_key, trace_key = f"gns/g2_{loss}_raw", f"gns/trace_sigma_{loss}_raw"
     if g2_key not in progress:
         return math.nan
-    rows = (progress[STEP_KEY] <= until_env_steps) & np.isfinite(progress[g2_key])
-    g2 = float(np.mean(progress[g2_key][rows])) if rows.any() else math.nan
-    return float(np.mean(progress[trace_key][rows])) / g2 if g2 > 0 else math.nan
+    rows = progress[STEP_KEY] <= until_env_steps
+    average = cumulative_b_simple(progress[g2_key][rows], progress[trace_key][rows])
+    return float(average[-1]) if len(average) else math.nan
 
 
 def load_run(run_dir: Path, targets: list[float], window: int) -> RunRecord | None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 def g2_and_trace(g2_small: float, g2_big: float, b_small: float, b_big: float) -> tuple[float, float]:
     """Unbiased estimates of ``|G|²`` and ``tr(Σ)`` from two batch sizes (1812.06162, eq. A.2-A.3).
@@ -56,6 +58,25 @@ def b_simple(g2: float, trace_sigma: float) -> float:
     if not g2 > 0:
         return math.nan
     return trace_sigma / g2
+
+
+def cumulative_b_simple(g2_T: np.ndarray, trace_sigma_T: np.ndarray) -> np.ndarray:
+    """``B_simple`` averaged over training so far: ``Σ_{t'<=t} trace_sigma / Σ_{t'<=t} g2`` after each measurement.
+
+    The paper's "averaged over training"; far steadier than a moving average where ``B_simple``
+    greatly exceeds ``b_big`` (single ``g2`` estimates are then mostly noise).
+
+    :param g2_T: ``(T,)`` raw ``g2`` estimates in measurement order; NaN entries (no measurement) are skipped.
+    :param trace_sigma_T: ``(T,)`` raw ``trace_sigma`` estimates, NaN where ``g2_T`` is.
+    :return: ``(T,)`` ratios; NaN while the cumulative ``g2`` is not positive.
+    """
+    g2_T = np.asarray(g2_T, dtype=float)
+    trace_sigma_T = np.asarray(trace_sigma_T, dtype=float)
+    measured = np.isfinite(g2_T) & np.isfinite(trace_sigma_T)
+    g2_sum = np.cumsum(np.where(measured, g2_T, 0.0))
+    trace_sum = np.cumsum(np.where(measured, trace_sigma_T, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(g2_sum > 0, trace_sum / g2_sum, np.nan)
 
 
 class NoiseScaleEMA:

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
+from rl_gns.noise_scale import cumulative_b_simple
+
 STEP_KEY = "time/total_timesteps"
 
 
@@ -26,19 +28,26 @@ def plot_score(progress: dict[str, np.ndarray], ax: Axes | None = None) -> Axes:
 
 
 def plot_noise_scale(progress: dict[str, np.ndarray], ax: Axes | None = None) -> Axes:
-    """``gns/b_simple_<loss>`` (ratio of moving averages, in samples) against agent steps, log scale."""
+    """``B_simple`` per loss against agent steps, log scale: the moving average ``gns/b_simple_<loss>``
+    (solid) and the average over training so far (dashed, :func:`cumulative_b_simple`)."""
     ax = ax or plt.gca()
+    steps = progress[STEP_KEY]
     for loss, color in (("policy", "tab:blue"), ("value", "tab:orange"), ("total", "tab:green")):
-        key = f"gns/b_simple_{loss}"
-        if key in progress:
-            y = progress[key]
-            ok = np.isfinite(y) & (y > 0)
-            ax.plot(progress[STEP_KEY][ok], y[ok], color=color, label=loss)
+        if f"gns/b_simple_{loss}" not in progress:
+            continue
+        ema = progress[f"gns/b_simple_{loss}"]
+        ok = np.isfinite(ema) & (ema > 0)
+        ax.plot(steps[ok], ema[ok], color=color, lw=1, alpha=0.6, label=f"{loss} (moving average)")
+        g2, trace_sigma = progress[f"gns/g2_{loss}_raw"], progress[f"gns/trace_sigma_{loss}_raw"]
+        measured = np.isfinite(g2)
+        average = cumulative_b_simple(g2[measured], trace_sigma[measured])
+        ok = np.isfinite(average) & (average > 0)
+        ax.plot(steps[measured][ok], average[ok], color=color, lw=2, ls="--", label=f"{loss} (average so far)")
     ax.set_yscale("log")
     ax.set_xlabel("agent steps")
-    ax.set_ylabel("B_simple (samples)")
+    ax.set_ylabel("B_simple (samples per gradient step)")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(title="loss")
+        ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3, which="both")
     return ax
 

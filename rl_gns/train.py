@@ -27,6 +27,7 @@ from stable_baselines3.common.utils import get_linear_fn
 import rl_gns
 from rl_gns.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
 from rl_gns.callbacks import EpisodeLogger
+from rl_gns.noise_scale import cumulative_b_simple
 from rl_gns.plots import plot_training
 from rl_gns.ppo import NoiseScaleConfig, NoiseScalePPO
 from rl_gns.progress import read_progress
@@ -151,6 +152,14 @@ def check(config: TrainConfig) -> tuple[str, tuple[int, int] | None]:
     return game, sizes
 
 
+def run_average(progress: dict[str, np.ndarray], loss: str) -> float | None:
+    """B_simple of ``loss`` averaged over the whole run (:func:`cumulative_b_simple`); ``None`` if never measured."""
+    g2_key = f"gns/g2_{loss}_raw"
+    if g2_key not in progress:
+        return None
+    return float(cumulative_b_simple(progress[g2_key], progress[f"gns/trace_sigma_{loss}_raw"])[-1])
+
+
 def train(config: TrainConfig) -> Path:
     """Run one training run into ``config.out`` and return that directory.
 
@@ -226,6 +235,7 @@ def train(config: TrainConfig) -> Path:
         "stop_score_reached_at": episodes.reached_at,
         "n_scored_episodes": len(scores),
         **{f"b_simple_{name}": ema.b_simple for name, ema in (model.gns_emas or {}).items()},
+        **{f"b_simple_{name}_run_average": run_average(progress, name) for name in (model.gns_emas or {})},
     }
     plot_training(progress, out / "training.png", title=f"{game}: {config.n_envs} envs × {config.n_steps} steps")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")  # last: marks the run finished

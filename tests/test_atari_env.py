@@ -99,3 +99,14 @@ def test_life_loss_is_terminal_but_the_game_goes_on():
                 games += "episode" in info
                 life_losses += "episode" not in info
     assert life_losses >= 2
+
+
+def test_game_table_names_real_roms():
+    """envs/atari_games.toml: every game of the paper's set is a ROM that ships with ale-py."""
+    import tomllib
+    from pathlib import Path
+
+    table = tomllib.loads((Path(__file__).parents[1] / "envs" / "atari_games.toml").read_text())["games"]
+    assert len(table) == 7
+    for game, entry in table.items():
+        assert resolve_game(entry["name"]) == game

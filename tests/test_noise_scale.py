@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.noise_scale import NoiseScaleEMA, b_simple, g2_and_trace
+from rl_gns.noise_scale import NoiseScaleEMA, b_simple, cumulative_b_simple, g2_and_trace
 
 
 @pytest.mark.parametrize(
@@ -111,3 +111,11 @@ def test_ema_ratio_converges_to_true_b_simple():
     assert ema.b_simple == pytest.approx(true_b_simple, rel=0.08)  # spread over seeds is ~2 %
     # single-estimate ratios are useless on their own (negative g2 happens): why the EMAs are separate
     assert min(single_ratios) < 0
+
+
+def test_cumulative_b_simple_is_a_ratio_of_sums():
+    g2 = np.array([2.0, np.nan, -1.0, 3.0])
+    trace = np.array([10.0, np.nan, 30.0, 20.0])
+    # sums after each measurement: g2 2, 2, 1, 4; trace 10, 10, 40, 60
+    np.testing.assert_allclose(cumulative_b_simple(g2, trace), [5.0, 5.0, 40.0, 15.0])
+    assert np.isnan(cumulative_b_simple(np.array([-1.0, 0.5]), np.array([1.0, 1.0]))).all()

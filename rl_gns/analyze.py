@@ -14,9 +14,10 @@ Definitions (see README):
   best run per batch size); the size's point is the geometric mean over the seeds that reached it.
 - Fit: ``log S`` against ``log(S_min + E_min/B)`` with ``B`` the rollout size; 95 % intervals from
   a bootstrap over seeds (resampled with replacement within each size).
-- Noise-scale prediction: for each size's fastest run, ``B_simple`` of the policy loss averaged
-  over training up to the target as the ratio of the mean raw ``trace_sigma`` to the mean raw
-  ``g2`` estimates; the prediction of the critical rollout size is ``M × median over sizes``.
+- Noise-scale prediction: ``B_simple`` of the policy loss averaged over training up to the target,
+  ``Σ raw trace_sigma / Σ raw g2`` pooled over every run of a size that reached the target (single
+  ``g2`` estimates are mostly noise where ``B_simple >> b_big``, so all measurements are pooled);
+  the prediction of the critical rollout size is ``M × median over sizes``.
 
 Shape glossary: ``K`` rollout sizes, ``R`` seeds.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.noise_scale import cumulative_b_simple
+from rl_gns.noise_scale import b_simple
 from rl_gns.progress import read_progress
 from rl_gns.targets import first_reached, steps_and_experience
 from rl_gns.tradeoff import TradeoffFit, fit_tradeoff
@@ -64,8 +65,12 @@ class Reach:
     """E = S · rollout_size, agent steps."""
     wall_s: float
     """Seconds since the run started, at the game that reached the target."""
-    b_simple_policy: float
-    """B_simple of the policy loss averaged over training up to here (samples per gradient step)."""
+    g2_policy_sum: float
+    """Sum of the raw ``g2`` estimates of the policy loss up to here."""
+    trace_sigma_policy_sum: float
+    """Sum of the raw ``trace_sigma`` estimates of the policy loss up to here."""
+    n_measurements: int
+    """Noise-scale measurements up to here."""
 
 
 @dataclass
@@ -87,14 +92,13 @@ class RunRecord:
     """Target -> when it was reached; absent targets are censored (not reached within the run)."""
 
 
-def averaged_b_simple(progress: dict[str, np.ndarray], until_env_steps: float, loss: str = "policy") -> float:
-    """B_simple averaged over training up to ``until_env_steps`` (:func:`cumulative_b_simple`)."""
+def noise_sums(progress: dict[str, np.ndarray], until_env_steps: float, loss: str = "policy") -> tuple[float, float, int]:
+    """``(Σ g2, Σ trace_sigma, count)`` of the raw estimates of ``loss`` measured at or before ``until_env_steps``."""
     g2_key, trace_key = f"gns/g2_{loss}_raw", f"gns/trace_sigma_{loss}_raw"
     if g2_key not in progress:
-        return math.nan
-    rows = progress[STEP_KEY] <= until_env_steps
-    average = cumulative_b_simple(progress[g2_key][rows], progress[trace_key][rows])
-    return float(average[-1]) if len(average) else math.nan
+        return 0.0, 0.0, 0
+    rows = (progress[STEP_KEY] <= until_env_steps) & np.isfinite(progress[g2_key])
+    return float(progress[g2_key][rows].sum()), float(progress[trace_key][rows].sum()), int(rows.sum())
 
 
 def load_run(run_dir: Path, targets: list[float], window: int) -> RunRecord | None:
@@ -120,8 +124,8 @@ def load_run(run_dir: Path, targets: list[float], window: int) -> RunRecord | No
         game = first_reached(episodes["env_steps"], episodes["score"], target, window)
         if game is not None:
             iterations, env_steps = steps_and_experience(int(episodes["env_steps"][game]), record.rollout_size)
-            b_simple = averaged_b_simple(progress, env_steps)
-            record.reached[target] = Reach(iterations, env_steps, float(episodes["wall_s"][game]), b_simple)
+            sums = noise_sums(progress, env_steps)
+            record.reached[target] = Reach(iterations, env_steps, float(episodes["wall_s"][game]), *sums)
     return record
 
 
@@ -153,7 +157,10 @@ class TargetResult:
     seeds_reached_K: list[int]
     """Seeds (of those run) that reached the target at each size."""
     b_simple_policy_K: list[float]
-    """Median over reached seeds of B_simple (policy) averaged up to the target, samples per gradient step."""
+    """B_simple of the policy loss averaged over training up to the target, pooled over every run of the size
+    that reached it (all learning rates and seeds): Σ raw trace_sigma / Σ raw g2, samples per gradient step."""
+    n_measurements_K: list[int]
+    """Measurements pooled into ``b_simple_policy_K``."""
     censored_sizes: list[int]
     """Rollout sizes run where no seed reached the target."""
     fit: TradeoffFit | None = None
@@ -186,7 +193,7 @@ def analyze_target(
 ) -> TargetResult:
     """Best run per size and seed, the tradeoff fit with bootstrap intervals, and the noise-scale prediction."""
     sizes = sorted({run.rollout_size for run in runs})
-    result = TargetResult(target, [], [], [], [], [], [], [], [])
+    result = TargetResult(target, [], [], [], [], [], [], [], [], [])
     steps_by_size: list[np.ndarray] = []
     for size in sizes:
         best = best_per_seed(runs, target, size)
@@ -202,8 +209,10 @@ def analyze_target(
         result.wall_s_K.append(geometric_mean([max(r.wall_s, 1e-9) for r in reaches]))
         result.best_lr_K.append([best[seed].learning_rate for seed in sorted(best)])
         result.seeds_reached_K.append(len(best))
-        b_simple = [r.b_simple_policy for r in reaches if math.isfinite(r.b_simple_policy)]
-        result.b_simple_policy_K.append(float(np.median(b_simple)) if b_simple else math.nan)
+        pooled = [run.reached[target] for run in runs if run.rollout_size == size and target in run.reached]
+        g2_sum = sum(r.g2_policy_sum for r in pooled)
+        result.b_simple_policy_K.append(b_simple(g2_sum, sum(r.trace_sigma_policy_sum for r in pooled)))
+        result.n_measurements_K.append(sum(r.n_measurements for r in pooled))
     finite = [b for b in result.b_simple_policy_K if math.isfinite(b) and b > 0]
     result.predicted_b_crit = n_minibatches * float(np.median(finite)) if finite else math.nan
 

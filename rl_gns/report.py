@@ -158,8 +158,9 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
         "is the geometric mean over the seeds that reached the target. Fit of log S against log(S_min + E_min/B), "
         "B = rollout size; 95 % intervals from a bootstrap over seeds. B_crit = E_min/S_min (McCandlish et al.); "
         "Zhang et al.'s critical batch (20 % more steps than perfect scaling) is 0.2·B_crit in this model. "
-        f"Noise-scale prediction: M × B_simple of the policy loss, B_simple = mean raw tr(Σ) / mean raw |G|² over "
-        "each fastest run's measurements up to the target (samples per gradient step), median over sizes.",
+        "Noise-scale prediction: M × B_simple of the policy loss, B_simple = Σ raw tr(Σ) / Σ raw |G|² over the "
+        "measurements up to the target of every run of a size that reached it (samples per gradient step), "
+        "median over sizes.",
         "",
         "## Fits",
         "",
@@ -183,14 +184,14 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
             f"### Target {r.target:g}",
             "",
             "| rollout size | seeds reached | S (iterations) | gradient steps | E (agent steps) | wall (s) "
-            "| fastest lr per seed | B_simple policy (samples) |",
+            "| fastest lr per seed | B_simple policy (samples) [measurements] |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for k, size in enumerate(r.rollout_size_K):
             lines.append(
                 f"| {size} | {r.seeds_reached_K[k]} | {r.steps_K[k]:.1f} | {r.steps_K[k] * n_epochs * m:.0f} "
                 f"| {r.experience_K[k]:,.0f} | {r.wall_s_K[k]:.0f} | {', '.join(f'{lr:.2e}' for lr in r.best_lr_K[k])} "
-                f"| {_fmt(r.b_simple_policy_K[k])} |"
+                f"| {_fmt(r.b_simple_policy_K[k])} [{r.n_measurements_K[k]}] |"
             )
         for size in r.censored_sizes:
             lines.append(f"| {size} | 0 (censored) | – | – | – | – | – | – |")

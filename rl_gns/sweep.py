@@ -76,7 +76,9 @@ class SweepConfig:
     gns_every: int = NoiseScaleConfig.every
     """Measure the noise scale every k PPO iterations."""
     gns_scheme: Literal["minibatch", "envs"] = NoiseScaleConfig.scheme
-    """Noise-scale scheme of every run."""
+    """Noise-scale scheme of every run (envs: big batch = the whole rollout, the most samples per measurement)."""
+    gns_losses: tuple[Literal["policy", "value", "total"], ...] = NoiseScaleConfig.losses
+    """Losses whose noise scale is measured."""
 
     # Execution
     executor: Literal["local", "ray"] = "local"
@@ -128,6 +130,7 @@ class SweepConfig:
                         backend=self.backend,
                         gns_scheme=self.gns_scheme,
                         gns_every=self.gns_every,
+                        gns_losses=self.gns_losses,
                         stop_score=max(self.targets),
                         score_window=self.window,
                         torch_threads=self.threads_per_run,
@@ -141,12 +144,23 @@ def is_finished(run_dir: Path) -> bool:
     return (run_dir / "summary.json").exists()
 
 
+#: Settings that say how a sweep executes, not what it trains: they may change when a sweep is resumed.
+EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address")
+
+
 def check(config: SweepConfig) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
     from rl_gns.train import check as check_run
 
     if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1:
         raise ValueError("a sweep needs targets, n_envs, seeds >= 1 and lr_points >= 1")
+    record = config.out / "sweep.json"
+    if record.exists():
+        before = json.loads(record.read_text())
+        now = json.loads(json.dumps(asdict(config), default=str))
+        changed = sorted(k for k in now if k not in EXECUTION_FIELDS and before.get(k) != now[k])
+        if changed:
+            raise ValueError(f"{config.out} holds a sweep with other settings ({', '.join(changed)}); use another --out")
     for spec in config.runs().values():
         check_run(spec)
 
@@ -187,7 +201,7 @@ def sweep(config: SweepConfig) -> dict[str, str]:
     specs = config.runs()
     (config.out / "specs").mkdir(parents=True, exist_ok=True)
     (config.out / "runs").mkdir(parents=True, exist_ok=True)
-    sweep_record = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
+    sweep_record = json.loads(json.dumps(asdict(config), default=str))
     sweep_record["runs"] = sorted(specs)
     (config.out / "sweep.json").write_text(json.dumps(sweep_record, indent=2) + "\n")
 

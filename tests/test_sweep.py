@@ -26,6 +26,18 @@ def test_learning_rate_grid_square_root_rule():
     assert len(SweepConfig(n_envs=(4, 8), seeds=2, lr_points=3).runs()) == 12
 
 
+def test_a_sweep_directory_refuses_other_settings(tmp_path):
+    from dataclasses import asdict
+
+    from rl_gns.sweep import check
+
+    first = SweepConfig(env="Breakout", backend="ram", out=tmp_path, n_envs=(2, 4))
+    (tmp_path / "sweep.json").write_text(json.dumps(asdict(first), default=str))
+    check(SweepConfig(env="Breakout", backend="ram", out=tmp_path, n_envs=(2, 4), workers=7))  # execution may change
+    with pytest.raises(ValueError, match="other settings \\(n_envs\\)"):
+        check(SweepConfig(env="Breakout", backend="ram", out=tmp_path, n_envs=(2, 8)))
+
+
 def test_tiny_sweep_and_analyze_end_to_end(tmp_path):
     out = tmp_path / "sweep"
     sweep = subprocess.run(

@@ -24,7 +24,6 @@ Shape glossary: ``K`` rollout sizes, ``R`` seeds.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -108,7 +107,8 @@ def load_run(run_dir: Path, targets: list[float], window: int) -> RunRecord | No
     config = json.loads((run_dir / "config.json").read_text())
     status = "done" if (run_dir / "summary.json").exists() else "failed" if (run_dir / "error.txt").exists() else "unfinished"
     progress = read_progress(run_dir / "progress.csv") if (run_dir / "progress.csv").exists() else {}
-    episodes = _read_episodes(run_dir / "episodes.csv")
+    episodes = read_progress(run_dir / "episodes.csv") if (run_dir / "episodes.csv").exists() else {}
+    episodes = {key: episodes.get(key, np.array([])) for key in ("env_steps", "score", "wall_s")}
     record = RunRecord(
         name=run_dir.name,
         n_envs=config["n_envs"],
@@ -127,16 +127,6 @@ def load_run(run_dir: Path, targets: list[float], window: int) -> RunRecord | No
             sums = noise_sums(progress, env_steps)
             record.reached[target] = Reach(iterations, env_steps, float(episodes["wall_s"][game]), *sums)
     return record
-
-
-def _read_episodes(path: Path) -> dict[str, np.ndarray]:
-    columns: dict[str, list[float]] = {"env_steps": [], "score": [], "wall_s": []}
-    if path.exists():
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                for key in columns:
-                    columns[key].append(float(row[key]))
-    return {key: np.array(values) for key, values in columns.items()}
 
 
 @dataclass

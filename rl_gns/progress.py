@@ -1,4 +1,4 @@
-"""Reading SB3 ``progress.csv`` logs back from disk (analysis never needs the live objects)."""
+"""Reading logs back from disk (analysis never needs the live objects)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 
 
 def read_progress(path: str | Path) -> dict[str, np.ndarray]:
-    """Columns of an SB3 ``progress.csv`` as float arrays, one entry per logged row.
+    """Columns of an SB3 ``progress.csv`` (or any CSV of numbers with a header, such as ``episodes.csv``)
+    as float arrays, one entry per row.
 
     Empty cells (a key not recorded in that row) become NaN.
 

@@ -1,0 +1,70 @@
+"""Measuring must not change training: parameters after N iterations, measurement on vs off vs plain SB3 PPO.
+
+Trains the same agent from the same seed three times on a real Atari game (rl-zoo3 PPO settings)
+and prints the largest absolute parameter difference between the runs (0.0 = bit-identical).
+
+    python benchmarks/determinism.py --env BeamRider --n-envs 8 --iterations 8
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch as th
+import tyro
+from stable_baselines3 import PPO
+
+from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.measure import LOSSES
+
+
+@dataclass
+class Args:
+    """Compare parameters after training with and without noise-scale measurement."""
+
+    env: str = "BeamRider"
+    """Atari game."""
+    n_envs: int = 8
+    """Parallel environments (n_steps 128, minibatch 256, 4 epochs)."""
+    iterations: int = 8
+    """PPO iterations per run."""
+    seed: int = 0
+    """Seed shared by the runs."""
+    out: Path = Path("benchmarks/results/determinism_cpu.json")
+    """Where to write the JSON record."""
+
+
+def train(args: Args, algo: type[PPO], **kwargs) -> list[th.Tensor]:
+    env = make_atari_vec_env(args.env, args.n_envs, seed=args.seed)
+    model = algo("CnnPolicy", env, n_steps=128, batch_size=256, n_epochs=4, learning_rate=2.5e-4, clip_range=0.1,
+                 ent_coef=0.01, seed=args.seed, device="cpu", **kwargs)  # fmt: skip
+    model.learn(args.iterations * args.n_envs * 128)
+    return [p.detach().clone() for p in model.policy.parameters()]
+
+
+def max_abs_difference(a: list[th.Tensor], b: list[th.Tensor]) -> float:
+    return max(float((x - y).abs().max()) for x, y in zip(a, b, strict=True))
+
+
+def main(args: Args) -> dict:
+    runs = {
+        "measure_every_iteration_all_losses": train(args, NoiseScalePPO, noise_scale=NoiseScaleConfig(losses=LOSSES, every=1)),
+        "measurement_off": train(args, NoiseScalePPO, noise_scale=None),
+        "plain_sb3_ppo": train(args, PPO),
+    }
+    reference = runs["measure_every_iteration_all_losses"]
+    record = {
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(args).items()},
+        "max_abs_param_difference_vs_measuring": {name: max_abs_difference(reference, p) for name, p in runs.items()},
+        "n_parameters": sum(p.numel() for p in reference),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(record, indent=2))
+    return record
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

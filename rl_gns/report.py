@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
+from rl_gns.noise_scale import cumulative_b_simple
 from rl_gns.plots import STEP_KEY
 from rl_gns.progress import read_progress
 from rl_gns.tradeoff import tradeoff_curve
@@ -67,7 +68,8 @@ def plot_wall_vs_experience(results: list[TargetResult], ax: Axes | None = None)
 
 
 def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes | None = None) -> Axes:
-    """``gns/b_simple_policy`` over training, one line per rollout size (the seed-0 run at the grid's centre rate)."""
+    """B_simple of the policy loss averaged over training so far (:func:`cumulative_b_simple`), one line per
+    rollout size (its seed-0 run at the grid's upper-middle learning rate)."""
     ax = ax or plt.gca()
     sizes = sorted({run.rollout_size for run in runs})
     for size, color in zip(sizes, _colors(len(sizes)), strict=True):
@@ -77,13 +79,16 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes | 
         run = candidates[len(candidates) // 2]
         path = sweep_dir / "runs" / run.name / "progress.csv"
         progress = read_progress(path) if path.exists() else {}
-        if "gns/b_simple_policy" in progress:
-            y = progress["gns/b_simple_policy"]
-            ok = np.isfinite(y) & (y > 0)
-            ax.plot(progress[STEP_KEY][ok], y[ok], color=color, label=f"{size} ({run.n_envs} envs)")
+        if "gns/g2_policy_raw" in progress:
+            measured = np.isfinite(progress["gns/g2_policy_raw"])
+            average = cumulative_b_simple(
+                progress["gns/g2_policy_raw"][measured], progress["gns/trace_sigma_policy_raw"][measured]
+            )
+            ok = np.isfinite(average) & (average > 0)
+            ax.plot(progress[STEP_KEY][measured][ok], average[ok], color=color, label=f"{size} ({run.n_envs} envs)")
     ax.set_yscale("log")
     ax.set_xlabel("agent steps")
-    ax.set_ylabel("B_simple, policy loss (samples)")
+    ax.set_ylabel("B_simple, policy loss, average so far (samples)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(title="rollout size", fontsize=7)
     return ax

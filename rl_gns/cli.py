@@ -9,13 +9,14 @@ from typing import Any
 
 import tyro
 
-from rl_gns import analyze, sweep, train
+from rl_gns import analyze, plots, sweep, train
 
 #: subcommand -> (config dataclass, check that raises on bad settings before anything is written, runner)
 COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], object]]] = {
     "train": (train.TrainConfig, train.check, train.train),
     "sweep": (sweep.SweepConfig, sweep.check, sweep.sweep),
     "analyze": (analyze.AnalyzeConfig, analyze.check, analyze.analyze),
+    "plot": (plots.PlotConfig, plots.check, plots.plot_run),
 }
 
 

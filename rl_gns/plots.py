@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -9,9 +11,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+import tyro
 from matplotlib.axes import Axes
 
 from rl_gns.noise_scale import cumulative_b_simple
+from rl_gns.progress import read_progress
 
 STEP_KEY = "time/total_timesteps"
 
@@ -63,3 +67,24 @@ def plot_training(progress: dict[str, np.ndarray], path: str | Path, title: str 
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
+
+
+@dataclass
+class PlotConfig:
+    """Redraw a run directory's training.png from its progress.csv (reads only files on disk)."""
+
+    run_dir: tyro.conf.Positional[Path]
+    """A run directory written by rl-gns train."""
+
+
+def check(config: PlotConfig) -> None:
+    """Fail early (``ValueError``) if the directory holds no training log."""
+    if not (config.run_dir / "progress.csv").exists():
+        raise ValueError(f"{config.run_dir} holds no progress.csv")
+
+
+def plot_run(config: PlotConfig) -> Path:
+    """Write ``training.png`` of a run directory."""
+    run = json.loads((config.run_dir / "config.json").read_text()) if (config.run_dir / "config.json").exists() else {}
+    title = f"{run.get('game', '')}: {run.get('n_envs', '?')} envs × {run.get('n_steps', '?')} steps" if run else ""
+    return plot_training(read_progress(config.run_dir / "progress.csv"), config.run_dir / "training.png", title=title)

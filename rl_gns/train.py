@@ -28,7 +28,7 @@ import rl_gns
 from rl_gns.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
 from rl_gns.callbacks import EpisodeLogger
 from rl_gns.noise_scale import cumulative_b_simple
-from rl_gns.plots import plot_training
+from rl_gns.plots import PlotConfig, plot_run
 from rl_gns.ppo import NoiseScaleConfig, NoiseScalePPO
 from rl_gns.progress import read_progress
 from rl_gns.targets import DEFAULT_WINDOW
@@ -237,6 +237,6 @@ def train(config: TrainConfig) -> Path:
         **{f"b_simple_{name}": ema.b_simple for name, ema in (model.gns_emas or {}).items()},
         **{f"b_simple_{name}_run_average": run_average(progress, name) for name in (model.gns_emas or {})},
     }
-    plot_training(progress, out / "training.png", title=f"{game}: {config.n_envs} envs × {config.n_steps} steps")
+    plot_run(PlotConfig(out))
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")  # last: marks the run finished
     return out

@@ -44,6 +44,10 @@ def test_train_end_to_end(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["env_steps"] == 128 and summary["frames"] == 512
 
+    (out / "training.png").unlink()
+    assert run_cli("plot", str(out)).returncode == 0  # redrawn from the files on disk
+    assert (out / "training.png").stat().st_size > 10_000
+
     again = run_cli("train", "--total-steps", "128", "--out", str(out), *tiny)
     assert again.returncode == 2 and "already holds a run" in again.stderr
 

@@ -16,6 +16,7 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.ppo import ATARI_PPO_KWARGS
 
 
 @dataclass
@@ -50,14 +51,9 @@ def main(args: Args) -> NoiseScalePPO:
         "CnnPolicy",
         env,
         noise_scale=NoiseScaleConfig(losses=("policy",), every=1),
-        n_steps=128,
-        batch_size=256,
-        n_epochs=4,
-        learning_rate=2.5e-4,
-        clip_range=0.1,
-        ent_coef=0.01,
         seed=args.seed,
         device="cpu",
+        **ATARI_PPO_KWARGS,
     )
     model.set_logger(configure(str(args.log_dir), ["stdout", "csv", "tensorboard"]))
 

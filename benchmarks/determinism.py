@@ -18,6 +18,7 @@ from stable_baselines3 import PPO
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
 from rl_gns.measure import LOSSES
+from rl_gns.ppo import ATARI_PPO_KWARGS
 
 
 @dataclass
@@ -38,8 +39,7 @@ class Args:
 
 def train(args: Args, algo: type[PPO], **kwargs) -> list[th.Tensor]:
     env = make_atari_vec_env(args.env, args.n_envs, seed=args.seed)
-    model = algo("CnnPolicy", env, n_steps=128, batch_size=256, n_epochs=4, learning_rate=2.5e-4, clip_range=0.1,
-                 ent_coef=0.01, seed=args.seed, device="cpu", **kwargs)  # fmt: skip
+    model = algo("CnnPolicy", env, seed=args.seed, device="cpu", **ATARI_PPO_KWARGS, **kwargs)
     model.learn(args.iterations * args.n_envs * 128)
     return [p.detach().clone() for p in model.policy.parameters()]
 

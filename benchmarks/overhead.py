@@ -23,6 +23,7 @@ import tyro
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
 from rl_gns.measure import LOSSES
+from rl_gns.ppo import ATARI_PPO_KWARGS
 
 
 @dataclass
@@ -59,9 +60,8 @@ def main(args: Args) -> dict:
     for name, noise_scale in CONFIGS.items():
         env = make_atari_vec_env(args.env, args.n_envs, seed=args.seed)
         models[name] = NoiseScalePPO(
-            "CnnPolicy", env, noise_scale=noise_scale, n_steps=128, batch_size=256, n_epochs=4,
-            learning_rate=2.5e-4, clip_range=0.1, ent_coef=0.01, vf_coef=0.5, seed=args.seed, device=args.device,
-        )  # fmt: skip
+            "CnnPolicy", env, noise_scale=noise_scale, seed=args.seed, device=args.device, **ATARI_PPO_KWARGS
+        )
         models[name].learn(args.warmup_steps)
 
     seconds = {name: [] for name in CONFIGS}

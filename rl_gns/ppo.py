@@ -21,6 +21,17 @@ from rl_gns.measure import (
 )
 from rl_gns.noise_scale import NoiseScaleEMA, g2_and_trace
 
+#: rl-zoo3's Atari PPO settings (constant rates here; rl-zoo3 decays learning rate and clip range linearly).
+ATARI_PPO_KWARGS: dict[str, Any] = {
+    "n_steps": 128,
+    "batch_size": 256,
+    "n_epochs": 4,
+    "learning_rate": 2.5e-4,
+    "clip_range": 0.1,
+    "ent_coef": 0.01,
+    "vf_coef": 0.5,
+}
+
 
 @dataclass(frozen=True)
 class NoiseScaleConfig:

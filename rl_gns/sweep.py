@@ -26,6 +26,7 @@ from tqdm import tqdm
 from rl_gns.ppo import NoiseScaleConfig
 from rl_gns.targets import DEFAULT_WINDOW
 from rl_gns.train import TrainConfig
+from rl_gns.train import check as check_run
 
 
 @dataclass
@@ -148,16 +149,19 @@ def is_finished(run_dir: Path) -> bool:
 EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address")
 
 
+def settings(config: SweepConfig) -> dict:
+    """The sweep's settings as JSON values (what ``sweep.json`` records)."""
+    return json.loads(json.dumps(asdict(config), default=str))
+
+
 def check(config: SweepConfig) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
-    from rl_gns.train import check as check_run
-
     if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1:
         raise ValueError("a sweep needs targets, n_envs, seeds >= 1 and lr_points >= 1")
     record = config.out / "sweep.json"
     if record.exists():
         before = json.loads(record.read_text())
-        now = json.loads(json.dumps(asdict(config), default=str))
+        now = settings(config)
         changed = sorted(k for k in now if k not in EXECUTION_FIELDS and before.get(k) != now[k])
         if changed:
             raise ValueError(f"{config.out} holds a sweep with other settings ({', '.join(changed)}); use another --out")
@@ -201,8 +205,7 @@ def sweep(config: SweepConfig) -> dict[str, str]:
     specs = config.runs()
     (config.out / "specs").mkdir(parents=True, exist_ok=True)
     (config.out / "runs").mkdir(parents=True, exist_ok=True)
-    sweep_record = json.loads(json.dumps(asdict(config), default=str))
-    sweep_record["runs"] = sorted(specs)
+    sweep_record = {**settings(config), "runs": sorted(specs)}
     (config.out / "sweep.json").write_text(json.dumps(sweep_record, indent=2) + "\n")
 
     outcome = {name: "skipped" for name, spec in specs.items() if is_finished(spec.out)}

@@ -100,12 +100,17 @@ def noise_sums(progress: dict[str, np.ndarray], until_env_steps: float, loss: st
     return float(progress[g2_key][rows].sum()), float(progress[trace_key][rows].sum()), int(rows.sum())
 
 
+def run_status(run_dir: Path) -> str:
+    """``done`` (``summary.json`` written), ``failed`` (``error.txt``), or ``unfinished`` (running or killed)."""
+    return "done" if (run_dir / "summary.json").exists() else "failed" if (run_dir / "error.txt").exists() else "unfinished"
+
+
 def load_run(run_dir: Path, targets: list[float], window: int) -> RunRecord | None:
     """Read one run directory; ``None`` if it has not even written its configuration."""
     if not (run_dir / "config.json").exists():
         return None
     config = json.loads((run_dir / "config.json").read_text())
-    status = "done" if (run_dir / "summary.json").exists() else "failed" if (run_dir / "error.txt").exists() else "unfinished"
+    status = run_status(run_dir)
     progress = read_progress(run_dir / "progress.csv") if (run_dir / "progress.csv").exists() else {}
     episodes = read_progress(run_dir / "episodes.csv") if (run_dir / "episodes.csv").exists() else {}
     episodes = {key: episodes.get(key, np.array([])) for key in ("env_steps", "score", "wall_s")}

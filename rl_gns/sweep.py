@@ -154,17 +154,27 @@ def settings(config: SweepConfig) -> dict:
     return json.loads(json.dumps(asdict(config), default=str))
 
 
+def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> None:
+    """Refuse to reuse a directory whose ``record`` (``sweep.json``, ``bench.json``) holds other settings.
+
+    :param record: the JSON settings file written by the first run of the command in that directory.
+    :param now: the settings of this invocation, as JSON values.
+    :param ignore: keys that may differ (how runs execute, not what they train).
+    :raises ValueError: naming the keys that differ.
+    """
+    if not record.exists():
+        return
+    before = json.loads(record.read_text())
+    changed = sorted(k for k in now if k not in ignore and before.get(k) != now[k])
+    if changed:
+        raise ValueError(f"{record.parent} holds runs with other settings ({', '.join(changed)}); use another --out")
+
+
 def check(config: SweepConfig) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
     if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1:
         raise ValueError("a sweep needs targets, n_envs, seeds >= 1 and lr_points >= 1")
-    record = config.out / "sweep.json"
-    if record.exists():
-        before = json.loads(record.read_text())
-        now = settings(config)
-        changed = sorted(k for k in now if k not in EXECUTION_FIELDS and before.get(k) != now[k])
-        if changed:
-            raise ValueError(f"{config.out} holds a sweep with other settings ({', '.join(changed)}); use another --out")
+    check_same_settings(config.out / "sweep.json", settings(config), EXECUTION_FIELDS)
     for spec in config.runs().values():
         check_run(spec)
 
@@ -199,30 +209,44 @@ def _record_outcome(run_dir: Path, returncode: int, log_path: Path) -> str:
     return "failed"
 
 
-def sweep(config: SweepConfig) -> dict[str, str]:
-    """Run every unfinished run of the sweep; return ``{run name: "done" | "skipped" | "failed"}``."""
-    check(config)
-    specs = config.runs()
-    (config.out / "specs").mkdir(parents=True, exist_ok=True)
-    (config.out / "runs").mkdir(parents=True, exist_ok=True)
-    sweep_record = {**settings(config), "runs": sorted(specs)}
-    (config.out / "sweep.json").write_text(json.dumps(sweep_record, indent=2) + "\n")
+def run_all(
+    out: Path,
+    specs: dict[str, TrainConfig],
+    executor: Literal["local", "ray"] = "local",
+    workers: int | None = None,
+    threads_per_run: int = 1,
+    ray_address: str | None = None,
+    label: str = "sweep",
+) -> dict[str, str]:
+    """Run every unfinished run of ``specs``, each in its own process; return ``{run name: "done" | "skipped" | "failed"}``.
 
+    Finished runs (with ``summary.json``) are skipped, unfinished ones restart from scratch, and a failing
+    run leaves ``error.txt`` in its directory without stopping the others.
+
+    :param out: directory of the spec files (``<out>/specs/<run>.json``); each run writes to its ``spec.out``.
+    :param specs: the runs, by name.
+    :param executor: ``local``: a pool of ``workers`` processes; ``ray``: Ray tasks of ``threads_per_run`` CPUs.
+    :param workers: runs at once for the local executor (default: CPU cores // threads_per_run).
+    :param threads_per_run: Ray CPUs per run.
+    :param ray_address: a running Ray cluster; ``None`` starts a local Ray instance.
+    :param label: what the progress lines call the collection of runs (``sweep``, ``bench``).
+    """
+    (out / "specs").mkdir(parents=True, exist_ok=True)
     outcome = {name: "skipped" for name, spec in specs.items() if is_finished(spec.out)}
     todo = [name for name in specs if name not in outcome]
     for name in todo:  # unfinished runs restart from scratch
         shutil.rmtree(specs[name].out, ignore_errors=True)
         specs[name].out.mkdir(parents=True)
-        _write_spec(config.out / "specs" / f"{name}.json", specs[name])
-    print(f"sweep {config.out}: {len(specs)} runs, {len(outcome)} finished before, {len(todo)} to run", flush=True)
+        _write_spec(out / "specs" / f"{name}.json", specs[name])
+    print(f"{label} {out}: {len(specs)} runs, {len(outcome)} finished before, {len(todo)} to run", flush=True)
 
     def paths(name: str) -> tuple[Path, Path]:
-        return config.out / "specs" / f"{name}.json", specs[name].out / "log.txt"
+        return out / "specs" / f"{name}.json", specs[name].out / "log.txt"
 
     bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not todo)
-    if config.executor == "local":
-        workers = config.workers or max(1, (os.cpu_count() or 1) // config.threads_per_run)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+    if executor == "local":
+        n_workers = workers or max(1, (os.cpu_count() or 1) // threads_per_run)
+        with ThreadPoolExecutor(max_workers=n_workers) as pool:
             futures = {pool.submit(run_spec, *paths(name)): name for name in todo}
             for future in as_completed(futures):
                 name = futures[future]
@@ -232,8 +256,8 @@ def sweep(config: SweepConfig) -> dict[str, str]:
     else:
         import ray
 
-        ray.init(address=config.ray_address, ignore_reinit_error=True, log_to_driver=False)
-        remote_run = ray.remote(num_cpus=config.threads_per_run)(run_spec)
+        ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False)
+        remote_run = ray.remote(num_cpus=threads_per_run)(run_spec)
         refs = {remote_run.remote(*map(str, paths(name))): name for name in todo}
         pending = list(refs)
         while pending:
@@ -244,10 +268,22 @@ def sweep(config: SweepConfig) -> dict[str, str]:
             bar.update()
     bar.close()
     failed = sorted(name for name, status in outcome.items() if status == "failed")
-    print(f"sweep {config.out}: {sum(s != 'failed' for s in outcome.values())}/{len(specs)} finished", flush=True)
+    print(f"{label} {out}: {sum(s != 'failed' for s in outcome.values())}/{len(specs)} finished", flush=True)
     for name in failed:
         print(f"  failed: {name} (see {specs[name].out / 'error.txt'})", flush=True)
     return outcome
+
+
+def sweep(config: SweepConfig) -> dict[str, str]:
+    """Run every unfinished run of the sweep; return ``{run name: "done" | "skipped" | "failed"}``."""
+    check(config)
+    specs = config.runs()
+    (config.out / "runs").mkdir(parents=True, exist_ok=True)
+    sweep_record = {**settings(config), "runs": sorted(specs)}
+    (config.out / "sweep.json").write_text(json.dumps(sweep_record, indent=2) + "\n")
+    return run_all(
+        config.out, specs, config.executor, config.workers, config.threads_per_run, config.ray_address, label="sweep"
+    )
 
 
 if __name__ == "__main__":  # one run of a sweep: python -m rl_gns.sweep <spec.json>

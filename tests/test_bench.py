@@ -1,0 +1,133 @@
+"""The benchmark suite: its data files, the report maths on hand-built runs, and the smoke tier end to end."""
+
+import csv
+import json
+import math
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rl_gns.atari import resolve_game
+from rl_gns.bench import BenchConfig, check, load_games, load_tier, record
+from rl_gns.bench_report import analyze_game, iqm_with_ci, load_run, pooled_noise_scale
+
+ENVS = Path(__file__).parents[1] / "envs"
+CLI = [sys.executable, "-m", "rl_gns.cli"]
+
+
+def test_suite_files_parse_and_every_game_resolves():
+    games = load_games(ENVS / "atari_games.toml")
+    assert len(games) == 7
+    for game, entry in games.items():
+        assert resolve_game(entry["name"]) == game
+        assert entry["human_score"] > entry["random_score"]
+        assert entry["random_score"] < entry["target_score"]
+        assert all(ref["source"] and ref["agent_steps"] == 10_000_000 for ref in entry["ppo_references"])
+    tiers = tomllib.loads((ENVS / "suites.toml").read_text())["tiers"]
+    assert set(tiers) == {"smoke", "cpu", "full"}
+    for name in tiers:
+        tier = load_tier(ENVS / "suites.toml", name, list(games))
+        assert tier.total_steps > 0 and tier.n_envs > 0 and tier.seeds > 0 and tier.every > 0
+        assert set(tier.games) <= set(games)
+    cpu = load_tier(ENVS / "suites.toml", "cpu", list(games))
+    assert (cpu.total_steps, cpu.n_envs, cpu.seeds, cpu.every, len(cpu.games)) == (40_000, 8, 2, 1, 7)
+
+
+def test_a_bench_directory_refuses_other_settings(tmp_path):
+    out = tmp_path / "bench"
+    out.mkdir()
+    first = BenchConfig(suite="cpu", out=out, suite_file=ENVS / "suites.toml", games_file=ENVS / "atari_games.toml")
+    (out / "bench.json").write_text(json.dumps(record(first)))
+    check(BenchConfig(**{**first.__dict__, "games": ("Pong",), "seeds": 1, "workers": 3}))  # a selection may change
+    other_suite = tmp_path / "suites.toml"
+    other_suite.write_text((ENVS / "suites.toml").read_text().replace("total_steps = 40_000", "total_steps = 50_000"))
+    with pytest.raises(ValueError, match="other settings \\(tier\\)"):
+        check(BenchConfig(**{**first.__dict__, "suite_file": other_suite}))
+    with pytest.raises(ValueError, match="not in suite 'smoke'"):
+        check(BenchConfig(suite="smoke", out=tmp_path / "b2", games=("Qbert",)))
+
+
+def _write_run(run_dir: Path, game: str, seed: int, g2_T: list, trace_T: list, scores_N: list) -> None:
+    """A finished run directory: 4 iterations at 250, 500, 750, 1000 agent steps (budget 1000)."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps({"game": game, "seed": seed, "total_steps": 1000}))
+    with open(run_dir / "progress.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        keys = [f"gns/{q}_{loss}_raw" for loss in ("policy", "total") for q in ("g2", "trace_sigma")]
+        writer.writerow(["time/total_timesteps", *keys])
+        for t, (g2, trace) in enumerate(zip(g2_T, trace_T, strict=True)):
+            writer.writerow([250 * (t + 1), g2, trace, 2 * g2, trace])  # total: twice the policy's g2
+    with open(run_dir / "episodes.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["env_steps", "score", "length_frames", "wall_s"])
+        for n, score in enumerate(scores_N):
+            writer.writerow([10 * (n + 1), score, 100, n])
+    (run_dir / "summary.json").write_text("{}")
+
+
+def test_report_maths_on_hand_built_runs(tmp_path):
+    # seed 0: start = first 250 agent steps = the first row only; average = all rows
+    _write_run(tmp_path / "pong_s0", "pong", 0, [2.0, -1.0, 1.0, 2.0], [100.0, 50.0, 30.0, 20.0], [-21.0] * 5 + [-11.0] * 20)
+    _write_run(tmp_path / "pong_s1", "pong", 1, [-3.0, 1.0, 1.0, 1.0], [60.0, 10.0, 10.0, 10.0], [-20.0] * 10)
+    runs = [load_run(tmp_path / "pong_s0", target=-15.0), load_run(tmp_path / "pong_s1", target=-15.0)]
+    assert runs[0].sums["policy"]["start"] == (2.0, 100.0, 1)
+    assert runs[0].sums["policy"]["average"] == (4.0, 200.0, 4)
+    assert runs[0].score == -11.0 and runs[0].reached_target_at is not None
+    assert runs[1].score is None and runs[1].n_games == 10  # fewer than 20 games: no final score
+
+    entry = {"name": "Pong", "random_score": -20.7, "human_score": 9.3, "target_score": -15.0}
+    result = analyze_game("pong", entry, runs, reps=500, rng=np.random.default_rng(0))
+    # pooled over seeds: start Σg2 = 2 - 3 < 0 -> not resolved; average = (200 + 90) / (4 + 0)
+    assert not result.noise["policy"]["start"].resolved
+    assert result.noise["policy"]["average"].b_simple == pytest.approx(290.0 / 4.0)
+    assert result.noise["total"]["average"].b_simple == pytest.approx(290.0 / 8.0)
+    assert result.noise["policy"]["average"].n_measurements == 8
+    low, high = result.noise["policy"]["average"].ci
+    assert low == pytest.approx(200.0 / 4.0) and math.isinf(high)  # resampling seed 1 twice: Σg2 = 0
+    assert result.human_normalised_R == [pytest.approx((-11.0 + 20.7) / 30.0), None]
+    assert result.reached_target == 1
+
+
+def test_pooled_noise_scale_and_iqm():
+    rng = np.random.default_rng(0)
+    scale = pooled_noise_scale(np.array([2.0, 1.0]), np.array([100.0, 200.0]), 7, reps=1000, rng=rng)
+    assert scale.b_simple == pytest.approx(100.0) and scale.n_measurements == 7
+    assert scale.ci[0] == pytest.approx(50.0) and scale.ci[1] == pytest.approx(200.0)  # all from seed 0 or seed 1
+    assert pooled_noise_scale(np.array([1.0]), np.array([5.0]), 1, reps=10, rng=rng).ci is None
+    assert not pooled_noise_scale(np.array([1.0, -1.0]), np.array([5.0, 5.0]), 2, reps=10, rng=rng).resolved
+
+    scores_RG = np.arange(8.0).reshape(2, 4)  # IQM of 0..7 = mean of 2, 3, 4, 5
+    iqm, (low, high) = iqm_with_ci(scores_RG, reps=500, rng=rng)
+    assert iqm == pytest.approx(3.5) and low <= iqm <= high
+    iqm, (low, high) = iqm_with_ci(np.full((1, 3), 0.4), reps=50, rng=rng)
+    assert iqm == low == high == pytest.approx(0.4)
+
+
+@pytest.mark.atari
+def test_smoke_tier_end_to_end(tmp_path):
+    out = tmp_path / "bench"
+    command = [*CLI, "bench", "--suite", "smoke", "--out", str(out), "--bootstrap", "200"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "2 runs, 0 finished before, 2 to run" in result.stdout and "2/2 finished" in result.stdout
+
+    results = json.loads((out / "results.json").read_text())
+    assert [g["game"] for g in results["games"]] == ["breakout", "pong"]
+    for game in results["games"]:
+        assert game["seeds"] == [0]
+        assert game["noise"]["policy"]["average"]["n_measurements"] == 4  # every iteration of 512 / 128
+        assert game["noise"]["policy"]["start"]["n_measurements"] == 1  # the first 25 %: 128 agent steps
+    report = (out / "report.md").read_text()
+    assert "| game | seeds | B_simple policy, start (frames) |" in report and "| Breakout | 1 |" in report
+    assert (out / "b_simple_start_vs_average.png").stat().st_size > 10_000
+
+    (out / "report.md").unlink()
+    again = subprocess.run([*CLI, "bench-report", str(out), "--bootstrap", "50"], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "| Pong | 1 |" in (out / "report.md").read_text()
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert "2 finished before, 0 to run" in resumed.stdout

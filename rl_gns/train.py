@@ -14,6 +14,7 @@ import platform
 import sys
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +26,7 @@ from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import get_linear_fn
 
 import rl_gns
+from rl_gns.adaptive import AdaptiveConfig, AdaptivePPO
 from rl_gns.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
 from rl_gns.callbacks import EpisodeLogger
 from rl_gns.noise_scale import cumulative_b_simple
@@ -101,6 +103,18 @@ class TrainConfig:
     gns_ema_beta: float = NoiseScaleConfig.ema_beta
     """Decay per measurement of the moving averages of |G|² and tr(Σ)."""
 
+    # Adaptive rollout size (McCandlish et al. App. D)
+    adaptive_r: float | None = None
+    """Grow n_envs during training to rollout_size = sqrt(r · M · B_simple) (power-of-2 envs, never shrinking), r in
+    agent steps per PPO iteration; learning_rate applies at the starting n_envs and scales by sqrt(n_envs ratio).
+    Needs --no-anneal. Default: fixed n_envs."""
+    max_n_envs: int = 64
+    """Largest env count of an adaptive run."""
+    adaptive_loss: Literal["policy", "value", "total"] = AdaptiveConfig.loss
+    """Loss whose noise scale drives the adaptive rollout size (total: the best resolved on Beam Rider)."""
+    adaptive_min_measurements: int = AdaptiveConfig.min_measurements
+    """Noise-scale measurements before an adaptive run first grows."""
+
     stop_score: float | None = None
     """Stop once the mean raw score of the last score_window games reaches this (default: train the whole budget)."""
     score_window: int = DEFAULT_WINDOW
@@ -128,6 +142,12 @@ class TrainConfig:
             ema_beta=self.gns_ema_beta,
         )
 
+    def adaptive_config(self) -> AdaptiveConfig | None:
+        """The adaptive rollout-size settings, or ``None`` for a fixed ``n_envs``."""
+        if self.adaptive_r is None:
+            return None
+        return AdaptiveConfig(self.adaptive_r, self.max_n_envs, self.adaptive_loss, self.adaptive_min_measurements)
+
 
 def schedule(value: float, anneal: bool) -> float | Schedule:
     """A linear decay from ``value`` to 0 over training, or the constant ``value``."""
@@ -147,9 +167,29 @@ def check(config: TrainConfig) -> tuple[str, tuple[int, int] | None]:
         raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size {config.rollout_size}")
     noise_scale = config.noise_scale_config()
     sizes = noise_scale.sizes(config.n_envs, config.n_steps, config.minibatch_size) if noise_scale else None
+    if config.adaptive_r is not None:
+        check_adaptive(config)
     if (config.out / "config.json").exists() and not config.overwrite:
         raise FileExistsError(f"{config.out} already holds a run; pass --overwrite or choose another --out")
     return game, sizes
+
+
+def check_adaptive(config: TrainConfig) -> None:
+    """Validate adaptive rollout-size settings (raises ``ValueError`` with the reason)."""
+    if not (config.adaptive_r is not None and config.adaptive_r > 0):
+        raise ValueError(f"--adaptive-r must be > 0, got {config.adaptive_r}")
+    for name, n in (("n_envs", config.n_envs), ("max_n_envs", config.max_n_envs)):
+        if n < 1 or n & (n - 1):
+            raise ValueError(f"an adaptive run grows by powers of 2: {name} must be a power of 2, got {n}")
+    if config.max_n_envs < config.n_envs:
+        raise ValueError(f"max_n_envs ({config.max_n_envs}) must be >= n_envs ({config.n_envs})")
+    if config.anneal:
+        raise ValueError("an adaptive run rescales a constant learning rate at each growth: pass --no-anneal")
+    noise_scale = config.noise_scale_config()
+    if noise_scale is None or config.adaptive_loss not in noise_scale.losses:
+        raise ValueError(f"--adaptive-loss {config.adaptive_loss} must be measured (--gns and --gns-losses)")
+    n_minibatches = config.rollout_size // config.minibatch_size
+    noise_scale.sizes(config.max_n_envs, config.n_steps, config.max_n_envs * config.n_steps // n_minibatches)
 
 
 def run_average(progress: dict[str, np.ndarray], loss: str) -> float | None:
@@ -189,12 +229,15 @@ def train(config: TrainConfig) -> Path:
     (out / "config.json").write_text(json.dumps(resolved, indent=2) + "\n")
 
     # --- environments and agent
-    env = make_atari_vec_env(
-        game, config.n_envs, seed=config.seed, backend=config.backend, repeat_action_probability=config.sticky_actions
-    )
+    make_env = partial(make_atari_vec_env, game, backend=config.backend, repeat_action_probability=config.sticky_actions)
+    env = make_env(config.n_envs, config.seed)
     if config.torch_threads is not None:
         th.set_num_threads(config.torch_threads)
-    model = NoiseScalePPO(
+    adaptive = config.adaptive_config()
+    model_class, adaptive_kwargs = (
+        (NoiseScalePPO, {}) if adaptive is None else (AdaptivePPO, {"adaptive": adaptive, "make_env": make_env})
+    )
+    model = model_class(
         "MlpPolicy" if config.backend == "ram" else "CnnPolicy",
         env,
         noise_scale=config.noise_scale_config(),
@@ -210,6 +253,7 @@ def train(config: TrainConfig) -> Path:
         max_grad_norm=config.max_grad_norm,
         seed=config.seed,
         device=config.device,
+        **adaptive_kwargs,
     )
     model.set_logger(configure(str(out), ["stdout", "csv", "tensorboard"]))
 
@@ -220,7 +264,7 @@ def train(config: TrainConfig) -> Path:
     model.learn(total_timesteps=config.total_steps, callback=episodes, progress_bar=show_bar)
     wall_s = time.perf_counter() - start
     model.save(out / "model.zip")
-    env.close()
+    model.get_env().close()  # an adaptive run may have replaced env
 
     # --- summarise and plot from the files on disk
     progress = read_progress(out / "progress.csv")
@@ -233,6 +277,7 @@ def train(config: TrainConfig) -> Path:
         "agent_steps_per_s": round(model.num_timesteps / wall_s, 1),
         "score_last_100_mean": float(np.mean(scores)) if scores else None,
         "stop_score_reached_at": episodes.reached_at,
+        "n_envs_final": model.n_envs,
         "n_scored_episodes": len(scores),
         **{f"b_simple_{name}": ema.b_simple for name, ema in (model.gns_emas or {}).items()},
         **{f"b_simple_{name}_run_average": run_average(progress, name) for name in (model.gns_emas or {})},

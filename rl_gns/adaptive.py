@@ -1,0 +1,174 @@
+"""Adaptive rollout size: grow ``n_envs`` during training from the measured noise scale.
+
+McCandlish et al. 2018, Appendix D: if one optimiser step is worth ``r`` examples (an exchange
+rate, here agent steps per PPO iteration), the cost ``r·S + E`` to a target is least when each step
+uses the batch ``B(s) = sqrt(r · B_noise(s))``. In PPO the batch is the rollout, and the critical
+rollout size the noise scale predicts is ``M × B_simple`` (METHOD.md §5: ``B_simple`` is measured on
+minibatch gradients, in samples per gradient step; ``M`` minibatches per epoch). So
+
+    rollout_size(s) = n_envs(s) · n_steps = sqrt(r · M · B_simple(s))
+
+with ``n_steps``, ``M`` and ``n_epochs`` fixed (the minibatch grows with ``n_envs``) and Adam's
+step size following the square-root rule of the sweeps, ``lr(n_envs) = lr_0 · sqrt(n_envs / n_envs_0)``.
+
+``B_simple(s)`` is the average over training so far (``Σ raw trace_sigma / Σ raw g2`` since the
+start), the steadiest estimate the measurements give (single estimates are mostly noise; see
+README, Limits). It lags a growing noise scale, which only delays growth.
+
+Growing replaces the VecEnv: the games in progress in the old envs are abandoned. They never
+finish, so ``info["episode"]`` and ``episodes.csv`` hold only whole games; their agent steps were
+trained on and count as experience. ``gns/games_abandoned`` counts them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
+
+from rl_gns.measure import GradNorms
+from rl_gns.noise_scale import b_simple, g2_and_trace
+from rl_gns.ppo import NoiseScalePPO
+
+#: ``make_env(n_envs, seed) -> VecEnv``: builds the environments of a grown rollout.
+EnvFactory = Callable[[int, int | None], VecEnv]
+
+
+@dataclass(frozen=True)
+class AdaptiveConfig:
+    """How :class:`AdaptivePPO` grows the rollout."""
+
+    r: float
+    """Exchange rate: agent steps one PPO iteration is worth. The rollout size is sqrt(r · M · B_simple)."""
+    max_n_envs: int = 64
+    """Largest env count the rollout may grow to."""
+    loss: Literal["policy", "value", "total"] = "total"
+    """Loss whose noise scale drives the rule (must be measured)."""
+    min_measurements: int = 8
+    """Noise-scale measurements before the first growth (the average of fewer is mostly noise)."""
+
+
+def adaptive_n_envs(b_noise: float, r: float, n_steps: int, n_envs: int, max_n_envs: int) -> int:
+    """Env count for the next rollout: ``B = sqrt(r · B_noise)`` (McCandlish et al. 2018, App. D) as envs,
+    ``2^round(log2(B / n_steps))``, clipped to ``[n_envs, max_n_envs]``: the rollout only grows.
+
+    :param b_noise: predicted critical rollout size ``M × B_simple``, agent steps; NaN or ``<= 0`` (not
+        resolved yet) keeps ``n_envs``.
+    :param r: exchange rate, agent steps per PPO iteration (> 0).
+    :param n_steps: agent steps per env per rollout.
+    :param n_envs: current env count (the smallest allowed).
+    :param max_n_envs: largest env count allowed.
+    :return: the env count, ``n_envs <= result <= max_n_envs``.
+    """
+    if not r > 0:
+        raise ValueError(f"exchange rate r must be > 0, got {r}")
+    if not (math.isfinite(b_noise) and b_noise > 0):
+        return n_envs
+    rollout_size = math.sqrt(r * b_noise)
+    power_of_2 = 2 ** round(math.log2(rollout_size / n_steps))
+    return max(n_envs, min(max_n_envs, power_of_2))
+
+
+def scaled_learning_rate(learning_rate: float, n_envs: int, n_envs_0: int) -> float:
+    """Adam's square-root rule (Hilton et al.; the sweeps' grid centre): ``lr_0 · sqrt(n_envs / n_envs_0)``
+    when both PPO batch sizes scale by ``n_envs / n_envs_0``.
+
+    :param learning_rate: ``lr_0``, the step size at ``n_envs_0`` envs.
+    :param n_envs: env count now.
+    :param n_envs_0: env count at which ``learning_rate`` applies.
+    """
+    return learning_rate * math.sqrt(n_envs / n_envs_0)
+
+
+class AdaptivePPO(NoiseScalePPO):
+    """:class:`NoiseScalePPO` whose rollout grows during training by :func:`adaptive_n_envs`.
+
+    After each update it computes the env count for the next rollout from ``M × B_simple`` of
+    ``adaptive.loss`` (averaged since the start). When it grows, it closes the VecEnv and builds a
+    new one with ``make_env``, and rebuilds the rollout buffer, the minibatch size (``M`` fixed)
+    and the constant learning rate (square-root rule); ``n_steps`` and ``n_epochs`` stay.
+
+    Logged per iteration: ``gns/n_envs`` and ``train/rollout_size`` (of the rollout just trained on),
+    ``gns/b_noise`` (``M × B_simple`` averaged so far, agent steps), ``gns/games_abandoned``.
+
+    :param make_env: ``make_env(n_envs, seed)`` builds a VecEnv of ``n_envs`` games (env ``i`` seeded ``seed + i``).
+    :param adaptive: the rule's settings.
+    :param args: positional arguments of :class:`NoiseScalePPO`.
+    :param kwargs: keyword arguments of :class:`NoiseScalePPO`; ``learning_rate`` must be a constant
+        (it applies at the starting ``n_envs``) and ``noise_scale`` must measure ``adaptive.loss``.
+    """
+
+    def __init__(self, *args: Any, make_env: EnvFactory, adaptive: AdaptiveConfig, **kwargs: Any) -> None:
+        self.make_env = make_env
+        self.adaptive = adaptive
+        self.games_abandoned = 0
+        self._g2_sum = 0.0
+        self._trace_sigma_sum = 0.0
+        self._n_measurements = 0
+        super().__init__(*args, **kwargs)
+        if self.noise_scale is None or adaptive.loss not in self.noise_scale.losses:
+            raise ValueError(f"adaptive rollout size needs the noise scale of the {adaptive.loss!r} loss measured")
+        if callable(self.learning_rate):
+            raise ValueError("adaptive rollout size needs a constant learning rate (it is rescaled at each growth)")
+        self.n_minibatches = self.n_envs * self.n_steps // self.batch_size
+        self.n_envs_0, self.learning_rate_0 = self.n_envs, float(self.learning_rate)
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "make_env"]
+
+    @property
+    def b_noise(self) -> float:
+        """``M × B_simple`` of ``adaptive.loss``, averaged over training so far (agent steps); NaN until resolved."""
+        if self._n_measurements < self.adaptive.min_measurements:
+            return math.nan
+        return self.n_minibatches * b_simple(self._g2_sum, self._trace_sigma_sum)
+
+    def _record_estimate(self, name: str, norms: GradNorms) -> None:
+        super()._record_estimate(name, norms)
+        g2, trace_sigma = g2_and_trace(norms.g2_small, norms.g2_big, self.b_small, self.b_big)
+        if name == self.adaptive.loss and math.isfinite(g2) and math.isfinite(trace_sigma):
+            self._g2_sum += g2
+            self._trace_sigma_sum += trace_sigma
+            self._n_measurements += 1
+            self.logger.record("gns/b_noise", self.b_noise)
+
+    def train(self) -> None:
+        """PPO's update (with measurement), then grow the rollout for the next iteration if the rule says so."""
+        self.logger.record("gns/n_envs", self.n_envs)
+        self.logger.record("train/rollout_size", self.n_envs * self.n_steps)
+        self.logger.record("gns/games_abandoned", self.games_abandoned)
+        super().train()
+        n_envs = adaptive_n_envs(self.b_noise, self.adaptive.r, self.n_steps, self.n_envs, self.adaptive.max_n_envs)
+        if n_envs != self.n_envs:
+            self.grow(n_envs)
+
+    def grow(self, n_envs: int) -> None:
+        """Continue training with ``n_envs`` envs: a new VecEnv (fresh games), rollout buffer, minibatch size
+        and learning rate. The old envs' games in progress are abandoned (counted in ``games_abandoned``)."""
+        assert self.env is not None
+        self.env.close()
+        self.games_abandoned += self.n_envs
+        self.n_envs = n_envs
+        seed = None if self.seed is None else self.seed + self.num_timesteps  # new games, not replays of the first
+        self.set_env(self.make_env(n_envs, seed))
+        self._last_obs = self.env.reset()  # type: ignore[union-attr]
+        self._last_episode_starts = np.ones((n_envs,), dtype=bool)
+        self.batch_size = n_envs * self.n_steps // self.n_minibatches
+        self.learning_rate = scaled_learning_rate(self.learning_rate_0, n_envs, self.n_envs_0)
+        self._setup_lr_schedule()
+        self.rollout_buffer = self.rollout_buffer_class(
+            self.n_steps,
+            self.observation_space,  # type: ignore[arg-type]
+            self.action_space,
+            device=self.device,
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            n_envs=n_envs,
+            **self.rollout_buffer_kwargs,
+        )
+        assert self.noise_scale is not None
+        self.b_small, self.b_big = self.noise_scale.sizes(n_envs, self.n_steps, self.batch_size)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Adaptive rollout size on Beam Rider from RAM (README, "Adaptive rollout size"), against the fixed-size sweep
+# sweeps/beamrider_ram: same n_steps 32, M = 4 minibatches, 4 epochs, clip 0.1, noise scale measured on the whole
+# rollout every iteration, stop at the highest target 525. Start at 4 envs with the sweep's square-root rule
+# (5e-4 at 8 envs -> 3.54e-4 at 4 envs); n_envs grows to sqrt(r · M · B_simple(total)) / 32, at most 64.
+# One run at a time; rerunning skips finished runs (summary.json) and restarts unfinished ones.
+set -euo pipefail
+out=sweeps/adaptive_beamrider_ram
+for r in 64 512; do
+  for seed in 0 1; do
+    run=$out/runs/r$(printf %04d $r)_s$seed
+    [[ -f $run/summary.json ]] && continue
+    mkdir -p "$run"
+    rl-gns train --env BeamRider --backend ram --n-envs 4 --n-steps 32 --minibatch-size 32 --n-epochs 4 \
+      --learning-rate 3.54e-4 --no-anneal --clip-range 0.1 --ent-coef 0.01 --gns-scheme envs --gns-every 1 \
+      --adaptive-r $r --max-n-envs 64 --adaptive-loss total --stop-score 525 --total-steps 800000 \
+      --seed $seed --torch-threads 1 --progress-bar False --overwrite --out "$run" > "$run/log.txt" 2>&1
+  done
+done
+python -m rl_gns.compare_adaptive $out --fixed sweeps/beamrider_ram

@@ -22,15 +22,33 @@ def params_after(model, steps):
 
 
 def test_measuring_does_not_change_training():
-    """Same seed: parameters after 3 iterations are bit-identical with measurement on, off, and in plain SB3 PPO."""
+    """Same seed: parameters after 3 iterations are bit-identical with measurement on and off; with NCHW
+    weights they are bit-identical to plain SB3 PPO (the rollout thread count does not change a bit), and
+    channels-last weights, the default on a CPU, change them only at float rounding."""
     steps = 3 * 64
     on = params_after(tiny_model(NoiseScaleConfig(every=1)), steps)
     off = params_after(tiny_model(None), steps)
+    nchw = params_after(tiny_model(NoiseScaleConfig(every=1), channels_last=False), steps)
     plain = params_after(PPO("CnnPolicy", make_atari_vec_env("BeamRider", 2, seed=3), device="cpu", **TINY_PPO), steps)
     initial = [p.detach() for p in tiny_model(None).policy.parameters()]
     assert not all(th.equal(a, b) for a, b in zip(on, initial, strict=True))  # it did train
     assert all(th.equal(a, b) for a, b in zip(on, off, strict=True))
-    assert all(th.equal(a, b) for a, b in zip(on, plain, strict=True))
+    assert all(th.equal(a, b) for a, b in zip(nchw, plain, strict=True))
+    assert not all(th.equal(a, b) for a, b in zip(on, plain, strict=True))  # the layout does change rounding
+    for a, b, p0 in zip(on, plain, initial, strict=True):
+        assert th.allclose(a, b, rtol=0, atol=1e-4 * float((b - p0).abs().max()) + 1e-7)
+
+
+def test_rollout_threads_are_restored_for_the_update():
+    threads = th.get_num_threads()
+    seen = []
+    model = tiny_model(None, rollout_threads=1)
+    train = model.train
+    model.train = lambda: (seen.append(th.get_num_threads()), train())[1]
+    model.learn(64)
+    assert seen == [threads] and th.get_num_threads() == threads
+    with pytest.raises(ValueError, match="rollout_threads"):
+        tiny_model(None, rollout_threads=0)
 
 
 def test_log_rows_carry_their_own_rollouts_env_steps(tmp_path):

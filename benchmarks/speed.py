@@ -6,11 +6,11 @@ hyperparameters in all):
 - ``a_sb3``: plain ``stable_baselines3.PPO`` on ``make_atari_env`` + ``DummyVecEnv`` + ``VecFrameStack(4)``,
   what users run today;
 - ``b_off``: ``rl_gns.NoiseScalePPO`` without measurement (native ale-py vector env, channels-last
-  convolutions, single-threaded rollout inference);
+  convolutions);
 - ``c_default``: ``NoiseScalePPO`` with the default measurement (3 losses every 4 iterations);
 - ``d_all_every_iteration``: every loss measured every iteration;
-- ``b_off_plain_torch`` (ablation, opt-in): ``b_off`` with NCHW weights and torch's default threads,
-  i.e. only the native env.
+- ablations, opt-in: ``b_off_nchw`` (``b_off`` with NCHW convolutions: the native env alone) and
+  ``b_off_rollout_1_thread`` (``b_off`` with single-threaded rollout inference).
 
 Each configuration lives in its own worker process (so peak memory is its own); the workers take
 turns, one chunk of PPO iterations at a time, in a rotating order, so all see the same machine
@@ -46,7 +46,7 @@ from rl_gns.ppo import ATARI_PPO_KWARGS
 from rl_gns.throughput import peak_rss_mib, time_phases
 
 DEFAULT_CONFIGS = ("a_sb3", "b_off", "c_default", "d_all_every_iteration")
-ALL_CONFIGS = (*DEFAULT_CONFIGS, "b_off_plain_torch")
+ALL_CONFIGS = (*DEFAULT_CONFIGS, "b_off_nchw", "b_off_rollout_1_thread")
 
 
 @dataclass
@@ -58,7 +58,7 @@ class Args:
     n_envs: list[int] = field(default_factory=lambda: [4, 8, 16])
     """Env counts to benchmark, one after the other."""
     configs: list[str] = field(default_factory=lambda: list(DEFAULT_CONFIGS))
-    """Configurations, from a_sb3, b_off, c_default, d_all_every_iteration, b_off_plain_torch."""
+    """Configurations, from a_sb3, b_off, c_default, d_all_every_iteration, b_off_nchw, b_off_rollout_1_thread."""
     chunk_iterations: int = 4
     """PPO iterations per timed chunk (4: one default measurement per chunk)."""
     n_chunks: int = 4
@@ -82,7 +82,8 @@ def build(name: str, env: str, n_envs: int, seed: int, device: str) -> PPO:
         "b_off": {"noise_scale": None},
         "c_default": {"noise_scale": NoiseScaleConfig()},
         "d_all_every_iteration": {"noise_scale": NoiseScaleConfig(losses=LOSSES, every=1)},
-        "b_off_plain_torch": {"noise_scale": None, "channels_last": False, "rollout_threads": None},
+        "b_off_nchw": {"noise_scale": None, "channels_last": False},
+        "b_off_rollout_1_thread": {"noise_scale": None, "rollout_threads": 1},
     }
     vec_env = make_atari_vec_env(env, n_envs, seed)
     return NoiseScalePPO("CnnPolicy", vec_env, seed=seed, device=device, **variants[name], **ATARI_PPO_KWARGS)

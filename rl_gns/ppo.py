@@ -10,6 +10,9 @@ from typing import Any, Literal
 import numpy as np
 import torch as th
 from stable_baselines3 import PPO
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.utils import get_device
 
 from rl_gns.measure import (
     LOSSES,
@@ -21,6 +24,7 @@ from rl_gns.measure import (
     two_batch_grad_norms,
 )
 from rl_gns.noise_scale import NoiseScaleEMA, g2_and_trace
+from rl_gns.policies import ChannelsLastCnnPolicy
 
 #: rl-zoo3's Atari PPO settings (constant rates here; rl-zoo3 decays learning rate and clip range linearly).
 ATARI_PPO_KWARGS: dict[str, Any] = {
@@ -112,32 +116,39 @@ class NoiseScalePPO(PPO):
 
     Two engineering options make it faster than plain PPO without changing what it learns (same
     network, data, minibatches and hyperparameters; ``benchmarks/speed.py`` measures it):
-    convolution weights in channels-last layout (oneDNN's backward pass is about 1.4x faster with
-    it on a CPU; results equal NCHW to float rounding, ~1e-6 relative) and rollouts on
-    ``rollout_threads`` torch threads (an inference batch of ``n_envs`` observations gains nothing
-    from more, while the extra OpenMP threads spin against the emulator threads; the forward pass
-    is bit-identical across thread counts).
+    channels-last convolutions on a CPU (``"CnnPolicy"`` becomes
+    :class:`~rl_gns.policies.ChannelsLastCnnPolicy`, other policies get channels-last weights;
+    results equal NCHW to float rounding, ~1e-6 relative), and optionally rollouts on
+    ``rollout_threads`` torch threads (1 helps on a busy machine, where OpenMP threads spin against
+    the emulator threads, and costs on an idle one; the forward pass is bit-identical across
+    thread counts).
 
+    :param policy: as for :class:`stable_baselines3.PPO`.
+    :param env: as for :class:`stable_baselines3.PPO`.
     :param noise_scale: measurement settings, or ``None`` to train without measuring.
-    :param channels_last: store 4-D (convolution) weights channels-last; ``None``: on a CPU device only.
+    :param channels_last: channels-last convolutions; ``None``: on a CPU device only.
     :param rollout_threads: torch threads while collecting rollouts (restored for the update);
-        ``None`` leaves the thread count alone.
+        ``None`` (default) leaves the thread count alone.
     :param args: positional arguments of :class:`stable_baselines3.PPO`.
     :param kwargs: keyword arguments of :class:`stable_baselines3.PPO`.
     """
 
     def __init__(
         self,
+        policy: str | type[BasePolicy],
+        env: GymEnv | str,
         *args: Any,
         noise_scale: NoiseScaleConfig | None = NoiseScaleConfig(),
         channels_last: bool | None = None,
-        rollout_threads: int | None = 1,
+        rollout_threads: int | None = None,
         **kwargs: Any,
     ) -> None:
         if rollout_threads is not None and rollout_threads < 1:
             raise ValueError(f"rollout_threads must be >= 1 or None, got {rollout_threads}")
         self.noise_scale = noise_scale
-        self.channels_last = channels_last
+        self.channels_last = get_device(kwargs.get("device", "auto")).type == "cpu" if channels_last is None else channels_last
+        if self.channels_last and policy == "CnnPolicy":
+            policy = ChannelsLastCnnPolicy
         self.rollout_threads = rollout_threads
         self.gns_emas: dict[str, NoiseScaleEMA] | None = None
         self.gns_n_skipped = 0
@@ -145,11 +156,11 @@ class NoiseScalePPO(PPO):
         self._gns_tap: GradNormTap | None = None
         self._n_train_calls = 0
         self._pending_dump: int | None = None
-        super().__init__(*args, **kwargs)
+        super().__init__(policy, env, *args, **kwargs)
 
     def _setup_model(self) -> None:
         super()._setup_model()
-        if self.channels_last or (self.channels_last is None and self.device.type == "cpu"):
+        if self.channels_last:
             self.policy.to(memory_format=th.channels_last)  # only 4-D tensors change layout
         if self.noise_scale is None:
             return

@@ -5,8 +5,10 @@ import copy
 import numpy as np
 import pytest
 import torch as th
+from conftest import collect_one_rollout, tiny_model
 from torch.func import functional_call, grad, vmap
 
+from rl_gns import NoiseScaleConfig
 from rl_gns.measure import (
     GradNormTap,
     normalize_advantages,
@@ -76,8 +78,10 @@ def test_rollout_samples_match_sb3_flattening(rollout_model):
         rollout_samples(buffer, idx)
 
 
-def test_big_gradient_and_trace_match_exact_per_example_computation(rollout_model):
-    model = rollout_model
+def test_big_gradient_and_trace_match_exact_per_example_computation():
+    # NCHW weights: torch.func.vmap cannot reorder tensors channels-last (the estimator does not depend on layout)
+    model = tiny_model(NoiseScaleConfig(every=1), channels_last=False)
+    collect_one_rollout(model)
     samples = normalize_advantages(rollout_samples(model.rollout_buffer, np.arange(64)))
     per_example = per_example_policy_grads(model, samples)  # (64, P)
     assert per_example.shape == (64, flat_param_count(model))

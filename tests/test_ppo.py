@@ -11,6 +11,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.policies import ChannelsLastCnnPolicy
 from rl_gns.progress import read_progress
 
 pytestmark = pytest.mark.atari
@@ -139,3 +140,17 @@ def test_drop_in_for_any_env_and_policy():
     model.learn(128)
     assert len(seen) == 128
     assert model.gns_emas["policy"].n_updates == 1  # every=4 by default: iteration 1 measured, 2 not
+
+
+def test_channels_last_policy_computes_the_same_function():
+    """On a CPU "CnnPolicy" becomes ChannelsLastCnnPolicy: same parameters and outputs as SB3's to float rounding."""
+    fast, stock = tiny_model(None), tiny_model(None, channels_last=False)
+    assert isinstance(fast.policy, ChannelsLastCnnPolicy) and not isinstance(stock.policy, ChannelsLastCnnPolicy)
+    stock.policy.load_state_dict(fast.policy.state_dict())
+    conv = fast.policy.features_extractor.cnn[0].weight
+    assert conv.is_contiguous(memory_format=th.channels_last)
+    obs = th.as_tensor(np.random.default_rng(0).integers(0, 256, size=(16, 4, 84, 84), dtype=np.uint8))
+    actions = th.zeros(16, dtype=th.long)
+    with th.no_grad():
+        for a, b in zip(fast.policy.evaluate_actions(obs, actions), stock.policy.evaluate_actions(obs, actions), strict=True):
+            assert th.allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -1,7 +1,10 @@
-"""Measuring must not change training: parameters after N iterations, measurement on vs off vs plain SB3 PPO.
+"""Measuring must not change training, nor must rl-gns's speed-ups: parameters after N iterations.
 
-Trains the same agent from the same seed three times on a real Atari game (rl-zoo3 PPO settings)
-and prints the largest absolute parameter difference between the runs (0.0 = bit-identical).
+Trains the same agent from the same seed on a real Atari game (rl-zoo3 PPO settings): rl-gns with
+every loss measured every iteration, with measurement off, and with NCHW convolutions, and plain SB3
+PPO; prints the largest absolute parameter difference between runs (0.0 = bit-identical) and, for
+the channels-last default against plain SB3, that difference relative to how far training moved
+the parameters (float rounding, not different learning).
 
     python benchmarks/determinism.py --env BeamRider --n-envs 8 --iterations 8
 """
@@ -37,10 +40,11 @@ class Args:
     """Where to write the JSON record."""
 
 
-def train(args: Args, algo: type[PPO], **kwargs) -> list[th.Tensor]:
+def train(args: Args, algo: type[PPO], iterations: int, **kwargs) -> list[th.Tensor]:
     env = make_atari_vec_env(args.env, args.n_envs, seed=args.seed)
     model = algo("CnnPolicy", env, seed=args.seed, device="cpu", **ATARI_PPO_KWARGS, **kwargs)
-    model.learn(args.iterations * args.n_envs * 128)
+    if iterations:
+        model.learn(iterations * args.n_envs * 128)
     return [p.detach().clone() for p in model.policy.parameters()]
 
 
@@ -49,15 +53,24 @@ def max_abs_difference(a: list[th.Tensor], b: list[th.Tensor]) -> float:
 
 
 def main(args: Args) -> dict:
+    n = args.iterations
+    measuring = NoiseScaleConfig(losses=LOSSES, every=1)
     runs = {
-        "measure_every_iteration_all_losses": train(args, NoiseScalePPO, noise_scale=NoiseScaleConfig(losses=LOSSES, every=1)),
-        "measurement_off": train(args, NoiseScalePPO, noise_scale=None),
-        "plain_sb3_ppo": train(args, PPO),
+        "measure_every_iteration_all_losses": train(args, NoiseScalePPO, n, noise_scale=measuring),
+        "measurement_off": train(args, NoiseScalePPO, n, noise_scale=None),
+        "measure_every_iteration_nchw": train(args, NoiseScalePPO, n, noise_scale=measuring, channels_last=False),
+        "plain_sb3_ppo": train(args, PPO, n),
     }
+    initial = train(args, PPO, 0)
     reference = runs["measure_every_iteration_all_losses"]
+    plain = runs["plain_sb3_ppo"]
+    moved = max_abs_difference(plain, initial)
     record = {
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(args).items()},
         "max_abs_param_difference_vs_measuring": {name: max_abs_difference(reference, p) for name, p in runs.items()},
+        "max_abs_param_difference_nchw_vs_plain_sb3": max_abs_difference(runs["measure_every_iteration_nchw"], plain),
+        "max_abs_param_change_by_training": moved,
+        "channels_last_vs_plain_sb3_relative_to_change": max_abs_difference(reference, plain) / moved,
         "n_parameters": sum(p.numel() for p in reference),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

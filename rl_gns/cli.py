@@ -9,7 +9,7 @@ from typing import Any
 
 import tyro
 
-from rl_gns import analyze, bench, bench_report, plots, sweep, train
+from rl_gns import analyze, bench, bench_report, plots, scaling, sweep, train
 
 #: subcommand -> (config dataclass, check that raises on bad settings before anything is written, runner)
 COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], object]]] = {
@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], object]
     "plot": (plots.PlotConfig, plots.check, plots.plot_run),
     "bench": (bench.BenchConfig, bench.check, bench.bench),
     "bench-report": (bench_report.BenchReportConfig, bench_report.check, bench_report.report),
+    "scaling": (scaling.ScalingConfig, scaling.check, scaling.scaling),
 }
 
 

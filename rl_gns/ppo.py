@@ -53,7 +53,7 @@ class NoiseScaleConfig:
     every: int = 4
     """Measure every ``every`` PPO iterations (rollouts). Each measured loss costs one extra forward-backward
     pass over ``b_big`` samples, about 1/16 of an rl-zoo3 update: three losses every 4 iterations keep the
-    default near 3 % of wall time (``benchmarks/overhead.py``)."""
+    default near 3 % of wall time (``benchmarks/speed.py``)."""
     b_big: int | None = None
     """Big-batch size in samples (agent steps). Default: the minibatch size (``minibatch``) or the rollout size (``envs``)."""
     b_small: int | None = None

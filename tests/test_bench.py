@@ -34,7 +34,7 @@ def test_suite_files_parse_and_every_game_resolves():
         assert tier.total_steps > 0 and tier.n_envs > 0 and tier.seeds > 0 and tier.every > 0
         assert set(tier.games) <= set(games)
     cpu = load_tier(ENVS / "suites.toml", "cpu", list(games))
-    assert (cpu.total_steps, cpu.n_envs, cpu.seeds, cpu.every, len(cpu.games)) == (40_000, 8, 2, 1, 7)
+    assert (cpu.total_steps, cpu.n_envs, cpu.seeds, cpu.every, len(cpu.games)) == (50_000, 8, 3, 1, 7)
 
 
 def test_a_bench_directory_refuses_other_settings(tmp_path):
@@ -44,7 +44,7 @@ def test_a_bench_directory_refuses_other_settings(tmp_path):
     (out / "bench.json").write_text(json.dumps(record(first)))
     check(BenchConfig(**{**first.__dict__, "games": ("Pong",), "seeds": 1, "workers": 3}))  # a selection may change
     other_suite = tmp_path / "suites.toml"
-    other_suite.write_text((ENVS / "suites.toml").read_text().replace("total_steps = 40_000", "total_steps = 50_000"))
+    other_suite.write_text((ENVS / "suites.toml").read_text().replace("total_steps = 50_000", "total_steps = 60_000"))
     with pytest.raises(ValueError, match="other settings \\(tier\\)"):
         check(BenchConfig(**{**first.__dict__, "suite_file": other_suite}))
     with pytest.raises(ValueError, match="not in suite 'smoke'"):

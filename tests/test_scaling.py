@@ -1,0 +1,62 @@
+"""Env-count scaling: the throughput model against closed forms, and the real CLI with a tiny budget."""
+
+import json
+
+import numpy as np
+import pytest
+
+from rl_gns.cli import main
+from rl_gns.scaling import ThroughputModel, fit_throughput_model, predicted_wall_s
+from rl_gns.tradeoff import TradeoffFit
+
+MODEL = ThroughputModel(alpha=2e-3, beta=4e-4, gamma=5e-3, delta=3e-4, n_steps=128, n_minibatches=4, n_epochs=4)
+
+
+def test_throughput_model_by_hand():
+    # n_envs 8: rollout 128·(0.002 + 0.0004·8) = 0.6656 s; update 4·4·0.005 + 0.0003·4·8·128 = 0.08 + 1.2288 s
+    assert MODEL.rollout_s(8) == pytest.approx(0.6656)
+    assert MODEL.update_s(8) == pytest.approx(1.3088)
+    assert MODEL.seconds_per_iteration(8) == pytest.approx(1.9744)
+    # 2 devices halve the per-env and per-sample parts only
+    assert MODEL.seconds_per_iteration(8, devices=2) == pytest.approx(128 * (0.002 + 0.0016) + 0.08 + 0.6144)
+
+
+def test_fit_recovers_the_model_from_its_own_times():
+    n_K = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], dtype=float)
+    fit = fit_throughput_model(n_K, MODEL.rollout_s(n_K), MODEL.update_s(n_K), 128, 4, 4)
+    for name in ("alpha", "beta", "gamma", "delta"):
+        assert getattr(fit, name) == pytest.approx(getattr(MODEL, name), rel=1e-6)
+
+
+def test_predicted_wall_time_is_steps_times_seconds_per_iteration():
+    tradeoff = TradeoffFit(s_min=20.0, e_min=10_240.0, rms_log_residual=0.0)
+    # n_envs 8 -> B = 1024 -> S = 20 + 10 = 30 iterations of 1.9744 s
+    assert predicted_wall_s(MODEL, tradeoff, np.array([8.0]))[0] == pytest.approx(30 * 1.9744)
+    # past B_crit more envs stop paying: the prediction bottoms out, then rises with update cost
+    wall = predicted_wall_s(MODEL, tradeoff, np.geomspace(1, 4096, 50))
+    assert 0 < np.argmin(wall) < len(wall) - 1
+
+
+@pytest.mark.atari
+def test_scaling_cli_tiny(tmp_path):
+    """Two env counts on real Beam Rider, then the report stage again from disk alone."""
+    out = tmp_path / "scaling"
+    args = ["scaling", "--n-envs", "1,2", "--n-steps", "16", "--iterations", "1", "--env-agent-steps", "64"]
+    args += ["--out", str(out), "--sweep", "sweeps/beamrider_ram", "--noise-run", "results/beamrider_100k", "--devices", "1,2"]
+    assert main(args) == 0
+    rows = [json.loads(line) for line in (out / "measurements.jsonl").read_text().splitlines()]
+    assert [r["n_envs"] for r in rows] == [1, 2]
+    assert all(r["agent_steps_per_s"] > 0 and r["peak_rss_mib"] > 0 and r["update_s_per_iteration"] > 0 for r in rows)
+    result = json.loads((out / "scaling.json").read_text())
+    assert set(result["prediction"]["wall_s"]) == {"1", "2"}
+    assert any("B_crit" in label for label in result["marks_n_envs"])
+    assert (out / "scaling.png").stat().st_size > 0 and "| 2 | 32 |" in (out / "report.md").read_text()
+    (out / "scaling.png").unlink()
+    assert main([*args, "--report-only"]) == 0 and (out / "scaling.png").exists()
+    assert len((out / "measurements.jsonl").read_text().splitlines()) == 2  # nothing re-measured
+
+
+def test_scaling_cli_refuses_bad_settings(tmp_path, capsys):
+    assert main(["scaling", "--n-envs", "3", "--n-minibatches", "5", "--out", str(tmp_path / "s")]) == 2
+    assert "n_minibatches" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()

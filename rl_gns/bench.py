@@ -16,10 +16,9 @@ import json
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
 
 from rl_gns.atari import resolve_game
-from rl_gns.sweep import check_same_settings, run_all
+from rl_gns.sweep import ExecutionConfig, check_same_settings, run_all
 from rl_gns.train import TrainConfig
 from rl_gns.train import check as check_run
 
@@ -52,7 +51,7 @@ class Tier:
 
 
 @dataclass
-class BenchConfig:
+class BenchConfig(ExecutionConfig):
     """Train every game of a benchmark tier for several seeds with noise-scale logging, then write the report."""
 
     suite: str = "cpu"
@@ -71,19 +70,6 @@ class BenchConfig:
     """Analysed sweep directories (results.json) whose fitted B_crit the report shows next to their game."""
     bootstrap: int = 2000
     """Bootstrap resamples of the report's confidence intervals."""
-
-    # Execution
-    executor: Literal["local", "ray"] = "local"
-    """local: a pool of processes on this machine; ray: Ray tasks on the cluster at --ray-address."""
-    workers: int | None = None
-    """Runs at once for the local executor (default: CPU cores // threads_per_run)."""
-    threads_per_run: int = 1
-    """Torch threads (and Ray CPUs) per run."""
-    ray_address: str | None = None
-    """Address of a running Ray cluster (e.g. ray://head:10001 or auto); default: start a local Ray instance.
-    --out must be at the same path on every node (a shared filesystem)."""
-    device: str = "cpu"
-    """Torch device of every run."""
 
 
 def load_tier(suite_file: Path, name: str, all_games: list[str]) -> Tier:

@@ -54,7 +54,9 @@ class ScalingConfig:
     n_steps: int = 128
     """Agent steps per env per rollout (fixed; rl-zoo3 Atari setting)."""
     n_minibatches: int = 4
-    """Minibatches per epoch, M (fixed: the minibatch grows with n_envs; rl-zoo3's 256 at 8 envs)."""
+    """Minibatches per epoch, M, fixed as in a sweep (the minibatch grows with n_envs; rl-zoo3's 256 at 8 envs)."""
+    minibatch_size: int | None = None
+    """Fix the minibatch instead (rl-zoo3: 256 samples), so M grows with n_envs; overrides --n-minibatches."""
     n_epochs: int = 4
     """Passes over each rollout (fixed)."""
     iterations: int = 4
@@ -92,8 +94,10 @@ def check(config: ScalingConfig) -> None:
     if config.report_only and not (config.out / "measurements.jsonl").exists():
         raise ValueError(f"--report-only needs {config.out}/measurements.jsonl")
     for n_envs in config.n_envs:
-        if (n_envs * config.n_steps) % config.n_minibatches:
+        if config.minibatch_size is None and (n_envs * config.n_steps) % config.n_minibatches:
             raise ValueError(f"n_minibatches {config.n_minibatches} must divide the rollout size of n_envs {n_envs}")
+        if config.minibatch_size is not None and (n_envs * config.n_steps) % config.minibatch_size:
+            raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size of n_envs {n_envs}")
 
 
 # --- stage 1: measure -------------------------------------------------------------------------
@@ -106,7 +110,7 @@ def measure_n_envs(config: ScalingConfig, n_envs: int) -> dict:
     env_sps = env_steps_per_s(env, max(32, config.env_agent_steps // n_envs))
     rollout_size = n_envs * config.n_steps
     ppo_kwargs = {**ATARI_PPO_KWARGS, "n_steps": config.n_steps, "n_epochs": config.n_epochs}
-    ppo_kwargs["batch_size"] = rollout_size // config.n_minibatches
+    ppo_kwargs["batch_size"] = config.minibatch_size or rollout_size // config.n_minibatches
     model = NoiseScalePPO("CnnPolicy", env, seed=0, device=config.device, **ppo_kwargs)
     model.learn(rollout_size)  # warm-up iteration
     times = time_phases(model)
@@ -180,8 +184,19 @@ class ThroughputModel:
     delta: float
     """Update seconds per sample per epoch (forward and backward)."""
     n_steps: int
-    n_minibatches: int
     n_epochs: int
+    n_minibatches: int | None = None
+    """Minibatches per epoch when fixed (a sweep's protocol); else ``minibatch_size`` is."""
+    minibatch_size: int | None = None
+    """Samples per minibatch when fixed (rl-zoo3's protocol); the number of minibatches then grows with n_envs."""
+
+    def minibatches(self, n_envs: np.ndarray | float) -> np.ndarray:
+        """Minibatches per epoch, M: fixed, or ``n_envs · n_steps / minibatch_size``."""
+        n = np.asarray(n_envs, dtype=float)
+        if self.minibatch_size is not None:
+            return n * self.n_steps / self.minibatch_size
+        assert self.n_minibatches is not None, "one of n_minibatches and minibatch_size must be set"
+        return np.full_like(n, self.n_minibatches)
 
     def rollout_s(self, n_envs: np.ndarray | float, devices: int = 1) -> np.ndarray:
         """``n_steps · (α + β·n_envs / D)``, seconds."""
@@ -190,7 +205,7 @@ class ThroughputModel:
     def update_s(self, n_envs: np.ndarray | float, devices: int = 1) -> np.ndarray:
         """``n_epochs · M · γ + δ · n_epochs · n_envs · n_steps / D``, seconds."""
         samples = self.n_epochs * np.asarray(n_envs, dtype=float) * self.n_steps
-        return self.n_epochs * self.n_minibatches * self.gamma + self.delta * samples / devices
+        return self.n_epochs * self.minibatches(n_envs) * self.gamma + self.delta * samples / devices
 
     def seconds_per_iteration(self, n_envs: np.ndarray | float, devices: int = 1) -> np.ndarray:
         """Rollout plus update seconds of one PPO iteration."""
@@ -198,28 +213,51 @@ class ThroughputModel:
 
 
 def fit_throughput_model(
-    n_envs_K: np.ndarray, rollout_s_K: np.ndarray, update_s_K: np.ndarray, n_steps: int, n_minibatches: int, n_epochs: int
+    n_envs_K: np.ndarray,
+    rollout_s_K: np.ndarray,
+    update_s_K: np.ndarray,
+    n_steps: int,
+    n_epochs: int,
+    n_minibatches: int | None = None,
+    minibatch_size: int | None = None,
 ) -> ThroughputModel:
     """Non-negative least squares of the two linear laws, each in relative error (every size weighs alike).
 
     :param n_envs_K: ``(K,)`` env counts measured.
     :param rollout_s_K: ``(K,)`` rollout seconds per iteration.
     :param update_s_K: ``(K,)`` update seconds per iteration.
+    :param n_steps: agent steps per env per rollout.
+    :param n_epochs: passes over each rollout.
+    :param n_minibatches: minibatches per epoch if fixed, else ``None``.
+    :param minibatch_size: samples per minibatch if fixed, else ``None`` (exactly one of the two). Then the
+        gradient steps grow in step with the samples, so only their joint per-sample cost is identified:
+        it is returned as ``delta``, with ``gamma = 0``.
     """
+    if (n_minibatches is None) == (minibatch_size is None):
+        raise ValueError("give exactly one of n_minibatches and minibatch_size")
+    shape = ThroughputModel(0.0, 0.0, 0.0, 0.0, n_steps, n_epochs, n_minibatches, minibatch_size)
     n = np.asarray(n_envs_K, dtype=float)
     rollout = np.asarray(rollout_s_K, dtype=float)
     update = np.asarray(update_s_K, dtype=float)
     rollout_design = np.stack([np.full_like(n, n_steps), n_steps * n], axis=1) / rollout[:, None]
     (alpha, beta), _ = nnls(rollout_design, np.ones_like(n))
-    update_design = np.stack([np.full_like(n, n_epochs * n_minibatches), n_epochs * n * n_steps], axis=1) / update[:, None]
-    (gamma, delta), _ = nnls(update_design, np.ones_like(n))
-    return ThroughputModel(float(alpha), float(beta), float(gamma), float(delta), n_steps, n_minibatches, n_epochs)
+    if minibatch_size is None:
+        update_design = np.stack([n_epochs * shape.minibatches(n), n_epochs * n * n_steps], axis=1) / update[:, None]
+        (gamma, delta), _ = nnls(update_design, np.ones_like(n))
+    else:  # gradient steps grow with the samples: gamma and delta are one per-sample cost, reported as delta
+        (delta,), _ = nnls((n_epochs * n * n_steps / update)[:, None], np.ones_like(n))
+        gamma = 0.0
+    return ThroughputModel(
+        float(alpha), float(beta), float(gamma), float(delta), n_steps, n_epochs, n_minibatches, minibatch_size
+    )
 
 
 def predicted_wall_s(model: ThroughputModel, fit: TradeoffFit, n_envs: np.ndarray, devices: int = 1) -> np.ndarray:
-    """Wall seconds to the target: ``S(B) · seconds_per_iteration(n_envs, D)`` with ``B = n_envs · n_steps``."""
+    """Wall seconds to the target: ``S(B) · seconds_per_iteration(n_envs, D)`` with ``B = n_envs · n_steps``;
+    NaN where ``n_envs < D`` (a device holds at least one env)."""
     n = np.asarray(n_envs, dtype=float)
-    return fit.steps(n * model.n_steps) * model.seconds_per_iteration(n, devices)
+    wall = fit.steps(n * model.n_steps) * model.seconds_per_iteration(n, devices)
+    return np.where(n >= devices, wall, np.nan)
 
 
 # --- stage 3: report --------------------------------------------------------------------------
@@ -249,8 +287,9 @@ def report(config: ScalingConfig) -> Path:
         np.array([r["rollout_s_per_iteration"] for r in rows]),
         np.array([r["update_s_per_iteration"] for r in rows]),
         config.n_steps,
-        config.n_minibatches,
         config.n_epochs,
+        None if config.minibatch_size else config.n_minibatches,
+        config.minibatch_size,
     )
     result: dict = {"config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}}
     result["measurements"] = rows
@@ -332,7 +371,8 @@ def plot_scaling(result: dict, path: Path) -> None:
     ax.set(xscale="log", yscale="log", xlabel="n_envs", ylabel="hours")
     ax.legend(fontsize=8)
     axes[0, 0].legend(fontsize=8)
-    fig.suptitle(f"{result['config']['env']}: PPO scaling with n_envs (n_steps {model.n_steps}, M {model.n_minibatches})")
+    batches = f"M {model.n_minibatches}" if model.minibatch_size is None else f"minibatch {model.minibatch_size}"
+    fig.suptitle(f"{result['config']['env']}: PPO scaling with n_envs (n_steps {model.n_steps}, {batches})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -341,13 +381,15 @@ def plot_scaling(result: dict, path: Path) -> None:
 def write_report(result: dict, path: Path) -> None:
     """A markdown table of the measurements, the fitted model and the prediction."""
     model = result["model"]
+    fixed = model["minibatch_size"]
+    batches = f"M {model['n_minibatches']} minibatches" if fixed is None else f"minibatch {fixed}"
     lines = [
         f"# Env-count scaling: {result['config']['env']}",
         "",
         f"Command: `rl-gns scaling --env {result['config']['env']} --n-envs "
         f"{','.join(str(r['n_envs']) for r in result['measurements'])} --out {result['config']['out']}`. "
         f"Agent steps (1 agent step = {FRAME_SKIP} frames); NoiseScalePPO with the default measurement, n_steps "
-        f"{model['n_steps']}, M {model['n_minibatches']} minibatches, {model['n_epochs']} epochs.",
+        f"{model['n_steps']}, {batches}, {model['n_epochs']} epochs.",
         "",
         "| n_envs | rollout size | env only, agent steps/s | end to end, agent steps/s | rollout s/iter | update s/iter"
         " | rollout share | peak RSS MiB | model s/iter |",
@@ -386,7 +428,8 @@ def write_report(result: dict, path: Path) -> None:
             "|---|" + "---|" * len(prediction["wall_s"]),
         ]
         for i, row in enumerate(result["measurements"]):
-            cells = " | ".join(f"{prediction[f'wall_s_measured_n_envs_D{d}'][i] / 3600:.2f}" for d in prediction["wall_s"])
+            walls = [prediction[f"wall_s_measured_n_envs_D{d}"][i] for d in prediction["wall_s"]]
+            cells = " | ".join("—" if math.isnan(wall) else f"{wall / 3600:.2f}" for wall in walls)
             lines.append(f"| {row['n_envs']} | {cells} |")
     path.write_text("\n".join(lines) + "\n")
 

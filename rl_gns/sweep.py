@@ -30,7 +30,24 @@ from rl_gns.train import check as check_run
 
 
 @dataclass
-class SweepConfig:
+class ExecutionConfig:
+    """Where the runs of a sweep or a benchmark execute: one process per run, a local pool or Ray tasks."""
+
+    executor: Literal["local", "ray"] = "local"
+    """local: a pool of processes on this machine; ray: Ray tasks on the cluster at --ray-address."""
+    workers: int | None = None
+    """Runs at once for the local executor (default: CPU cores // threads_per_run)."""
+    threads_per_run: int = 1
+    """Torch threads (and Ray CPUs) per run."""
+    ray_address: str | None = None
+    """Address of a running Ray cluster (e.g. ray://head:10001 or auto); default: start a local Ray instance.
+    --out must be at the same path on every node (a shared filesystem)."""
+    device: str = "cpu"
+    """Torch device of every run."""
+
+
+@dataclass
+class SweepConfig(ExecutionConfig):
     """Train PPO at several env counts, learning rates and seeds, each run until the highest target or its budget."""
 
     env: str = "BeamRider"
@@ -80,19 +97,6 @@ class SweepConfig:
     """Noise-scale scheme of every run (envs: big batch = the whole rollout, the most samples per measurement)."""
     gns_losses: tuple[Literal["policy", "value", "total"], ...] = NoiseScaleConfig.losses
     """Losses whose noise scale is measured."""
-
-    # Execution
-    executor: Literal["local", "ray"] = "local"
-    """local: a pool of processes on this machine; ray: Ray tasks on the cluster at --ray-address."""
-    workers: int | None = None
-    """Runs at once for the local executor (default: CPU cores // threads_per_run)."""
-    threads_per_run: int = 1
-    """Torch threads (and Ray CPUs) per run."""
-    ray_address: str | None = None
-    """Address of a running Ray cluster (e.g. ray://head:10001 or auto); default: start a local Ray instance.
-    --out must be at the same path on every node (a shared filesystem)."""
-    device: str = "cpu"
-    """Torch device of every run."""
 
     def learning_rates(self, n_envs: int) -> list[float]:
         """The grid at one env count: centre * lr_factor^k for k symmetric around 0."""

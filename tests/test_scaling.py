@@ -9,7 +9,7 @@ from rl_gns.cli import main
 from rl_gns.scaling import ThroughputModel, fit_throughput_model, predicted_wall_s
 from rl_gns.tradeoff import TradeoffFit
 
-MODEL = ThroughputModel(alpha=2e-3, beta=4e-4, gamma=5e-3, delta=3e-4, n_steps=128, n_minibatches=4, n_epochs=4)
+MODEL = ThroughputModel(alpha=2e-3, beta=4e-4, gamma=5e-3, delta=3e-4, n_steps=128, n_epochs=4, n_minibatches=4)
 
 
 def test_throughput_model_by_hand():
@@ -23,15 +23,24 @@ def test_throughput_model_by_hand():
 
 def test_fit_recovers_the_model_from_its_own_times():
     n_K = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], dtype=float)
-    fit = fit_throughput_model(n_K, MODEL.rollout_s(n_K), MODEL.update_s(n_K), 128, 4, 4)
+    fit = fit_throughput_model(n_K, MODEL.rollout_s(n_K), MODEL.update_s(n_K), 128, 4, n_minibatches=4)
     for name in ("alpha", "beta", "gamma", "delta"):
         assert getattr(fit, name) == pytest.approx(getattr(MODEL, name), rel=1e-6)
+    # rl-zoo3's protocol: minibatch fixed at 256, so M = n_envs * 128 / 256 grows with n_envs
+    zoo = ThroughputModel(2e-3, 4e-4, 5e-3, 3e-4, n_steps=128, n_epochs=4, minibatch_size=256)
+    assert zoo.update_s(8) == pytest.approx(4 * 4 * 0.005 + 0.0003 * 4 * 8 * 128)
+    assert zoo.update_s(16) == pytest.approx(4 * 8 * 0.005 + 0.0003 * 4 * 16 * 128)
+    fit = fit_throughput_model(n_K, zoo.rollout_s(n_K), zoo.update_s(n_K), 128, 4, minibatch_size=256)
+    np.testing.assert_allclose(fit.update_s(n_K), zoo.update_s(n_K), rtol=1e-6)  # gamma, delta: one per-sample cost
+    with pytest.raises(ValueError, match="exactly one"):
+        fit_throughput_model(n_K, zoo.rollout_s(n_K), zoo.update_s(n_K), 128, 4)
 
 
 def test_predicted_wall_time_is_steps_times_seconds_per_iteration():
     tradeoff = TradeoffFit(s_min=20.0, e_min=10_240.0, rms_log_residual=0.0)
     # n_envs 8 -> B = 1024 -> S = 20 + 10 = 30 iterations of 1.9744 s
     assert predicted_wall_s(MODEL, tradeoff, np.array([8.0]))[0] == pytest.approx(30 * 1.9744)
+    assert np.isnan(predicted_wall_s(MODEL, tradeoff, np.array([2.0]), devices=4)[0])  # fewer envs than devices
     # past B_crit more envs stop paying: the prediction bottoms out, then rises with update cost
     wall = predicted_wall_s(MODEL, tradeoff, np.geomspace(1, 4096, 50))
     assert 0 < np.argmin(wall) < len(wall) - 1

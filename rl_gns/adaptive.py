@@ -15,9 +15,14 @@ step size following the square-root rule of the sweeps, ``lr(n_envs) = lr_0 · s
 start), the steadiest estimate the measurements give (single estimates are mostly noise; see
 README, Limits). It lags a growing noise scale, which only delays growth.
 
-Growing replaces the VecEnv: the games in progress in the old envs are abandoned. They never
-finish, so ``info["episode"]`` and ``episodes.csv`` hold only whole games; their agent steps were
-trained on and count as experience. ``gns/games_abandoned`` counts them.
+Growing keeps the games in progress where it can. A ``DummyVecEnv`` (the ``ram`` backend) is
+extended: its gym envs, with their games, episode counters and ``Monitor``, carry on, and the new envs
+are appended with fresh games. Other VecEnvs are replaced and their games in progress abandoned:
+ale-py's native ``AtariVectorEnv`` (the ``ale_vector`` backend) holds a fixed set of emulators and
+cannot add one, and the ``sb3`` backend's ``VecFrameStack`` keeps frame stacks that a rebuilt wrapper
+would lose. Abandoned games never finish, so ``info["episode"]`` and ``episodes.csv`` hold only whole
+games either way; their agent steps were trained on and count as experience. ``gns/games_abandoned``
+counts them (0 for a ``DummyVecEnv``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rl_gns.measure import GradNorms
 from rl_gns.noise_scale import b_simple, g2_and_trace
@@ -84,13 +89,25 @@ def scaled_learning_rate(learning_rate: float, n_envs: int, n_envs_0: int) -> fl
     return learning_rate * math.sqrt(n_envs / n_envs_0)
 
 
+def extend_dummy_vec_env(env: DummyVecEnv, added: DummyVecEnv) -> DummyVecEnv:
+    """One ``DummyVecEnv`` over the gym envs of ``env`` then those of ``added``, the same objects: games in
+    progress, episode counters and ``Monitor`` statistics carry on. Neither env is reset; ``env`` must no
+    longer be stepped (its gym envs belong to the result).
+
+    :param env: the envs kept, first (indices ``0 .. env.num_envs - 1`` stay theirs).
+    :param added: the envs appended, with the same observation and action spaces.
+    """
+    return DummyVecEnv([lambda gym_env=gym_env: gym_env for gym_env in [*env.envs, *added.envs]])
+
+
 class AdaptivePPO(NoiseScalePPO):
     """:class:`NoiseScalePPO` whose rollout grows during training by :func:`adaptive_n_envs`.
 
     After each update it computes the env count for the next rollout from ``M × B_simple`` of
-    ``adaptive.loss`` (averaged since the start). When it grows, it closes the VecEnv and builds a
-    new one with ``make_env``, and rebuilds the rollout buffer, the minibatch size (``M`` fixed)
-    and the constant learning rate (square-root rule); ``n_steps`` and ``n_epochs`` stay.
+    ``adaptive.loss`` (averaged since the start). When it grows, it appends new envs built with
+    ``make_env`` to a ``DummyVecEnv`` (games in progress continue) or replaces any other VecEnv by
+    ``make_env`` (games in progress abandoned), and rebuilds the rollout buffer, the minibatch size
+    (``M`` fixed) and the constant learning rate (square-root rule); ``n_steps`` and ``n_epochs`` stay.
 
     Logged per iteration: ``gns/n_envs`` and ``train/rollout_size`` (of the rollout just trained on),
     ``gns/b_noise`` (``M × B_simple`` averaged so far, agent steps), ``gns/games_abandoned``.
@@ -147,16 +164,9 @@ class AdaptivePPO(NoiseScalePPO):
             self.grow(n_envs)
 
     def grow(self, n_envs: int) -> None:
-        """Continue training with ``n_envs`` envs: a new VecEnv (fresh games), rollout buffer, minibatch size
-        and learning rate. The old envs' games in progress are abandoned (counted in ``games_abandoned``)."""
-        assert self.env is not None
-        self.env.close()
-        self.games_abandoned += self.n_envs
-        self.n_envs = n_envs
-        seed = None if self.seed is None else self.seed + self.num_timesteps  # new games, not replays of the first
-        self.set_env(self.make_env(n_envs, seed))
-        self._last_obs = self.env.reset()  # type: ignore[union-attr]
-        self._last_episode_starts = np.ones((n_envs,), dtype=bool)
+        """Continue training with ``n_envs`` envs: more envs (:meth:`_grow_env`), a new rollout buffer,
+        minibatch size and learning rate."""
+        self._grow_env(n_envs)
         self.batch_size = n_envs * self.n_steps // self.n_minibatches
         self.learning_rate = scaled_learning_rate(self.learning_rate_0, n_envs, self.n_envs_0)
         self._setup_lr_schedule()
@@ -172,3 +182,27 @@ class AdaptivePPO(NoiseScalePPO):
         )
         assert self.noise_scale is not None
         self.b_small, self.b_big = self.noise_scale.sizes(n_envs, self.n_steps, self.batch_size)
+
+    def _grow_env(self, n_envs: int) -> None:
+        """Set ``env``, ``n_envs``, ``_last_obs`` and ``_last_episode_starts`` for ``n_envs`` envs. A ``DummyVecEnv``
+        keeps its envs and their games in progress (observations and episode starts as they were) and gains
+        ``n_envs - self.n_envs`` new ones; any other VecEnv is closed, its games abandoned (``games_abandoned``),
+        and replaced by ``n_envs`` new ones. New envs start new games, seeded ``seed + num_timesteps + i``."""
+        assert self.env is not None and self._last_obs is not None and self._last_episode_starts is not None
+        seed = None if self.seed is None else self.seed + self.num_timesteps  # new games, not replays of the first
+        if isinstance(self.env, DummyVecEnv):
+            added = self.make_env(n_envs - self.n_envs, seed)
+            assert isinstance(added, DummyVecEnv), f"make_env built a {type(added).__name__}, not a DummyVecEnv"
+            added_obs = added.reset()
+            last_obs = np.concatenate([self._last_obs, added_obs])  # type: ignore[list-item]
+            episode_starts = np.concatenate([self._last_episode_starts, np.ones((added.num_envs,), dtype=bool)])
+            env = extend_dummy_vec_env(self.env, added)
+        else:
+            self.env.close()
+            self.games_abandoned += self.n_envs
+            env = self.make_env(n_envs, seed)
+            last_obs = env.reset()
+            episode_starts = np.ones((n_envs,), dtype=bool)
+        self.n_envs = n_envs  # set_env checks the count against it
+        self.set_env(env)  # discards _last_obs
+        self._last_obs, self._last_episode_starts = last_obs, episode_starts  # type: ignore[assignment]

@@ -1,12 +1,19 @@
-"""Adaptive rollout size: the rule against hand-computed values, and a tiny real-ALE run that grows."""
+"""Adaptive rollout size: the rule against hand-computed values, and tiny real-ALE runs that grow."""
 
 import json
 import math
+from functools import partial
 
+import gymnasium as gym
 import numpy as np
 import pytest
+from stable_baselines3.common.env_util import unwrap_wrapper
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
 
-from rl_gns.adaptive import adaptive_n_envs, scaled_learning_rate
+from rl_gns.adaptive import AdaptivePPO, adaptive_n_envs, extend_dummy_vec_env, scaled_learning_rate
+from rl_gns.atari import make_atari_vec_env
+from rl_gns.callbacks import EpisodeLogger
 from rl_gns.compare_adaptive import fit_steps, steps_and_experience_logged
 from rl_gns.progress import read_progress
 from rl_gns.targets import steps_and_experience
@@ -75,6 +82,63 @@ def test_invalid_adaptive_settings_fail_in_check(tmp_path):
             check(TrainConfig(**{**base, **overrides}))
 
 
+def test_extend_dummy_vec_env_keeps_envs_without_reset():
+    make = partial(gym.make, "CartPole-v1")
+    env = DummyVecEnv([make, make])
+    env.seed(0)
+    env.reset()
+    for _ in range(3):
+        env.step(np.zeros(2, dtype=np.int64))
+    states = [gym_env.unwrapped.state.copy() for gym_env in env.envs]
+    extended = extend_dummy_vec_env(env, DummyVecEnv([make]))
+    assert extended.num_envs == 3 and extended.envs[:2] == env.envs  # the same objects, in order
+    np.testing.assert_array_equal([gym_env.unwrapped.state for gym_env in extended.envs[:2]], states)  # not reset
+
+
+def monitor(gym_env: gym.Env) -> Monitor:
+    """The ``Monitor`` inside a RAM env's wrappers."""
+    found = unwrap_wrapper(gym_env, Monitor)
+    assert isinstance(found, Monitor)
+    return found
+
+
+@pytest.mark.atari
+def test_ram_growth_keeps_games_in_progress(tmp_path, monkeypatch):
+    """Real Breakout from RAM (short games): growing appends envs, and the games in progress in the old envs
+    carry on and finish as whole games, logged once each."""
+    config = TrainConfig(
+        env="Breakout", backend="ram", n_envs=2, n_steps=32, minibatch_size=16, gns_scheme="envs", gns_every=1,
+        adaptive_r=4096.0, max_n_envs=4, adaptive_min_measurements=2, out=tmp_path / "unused",
+    )  # fmt: skip
+    make_env = partial(make_atari_vec_env, "breakout", backend="ram")
+    env = make_env(2, 0)
+    old_envs, old_monitors = list(env.envs), [monitor(gym_env) for gym_env in env.envs]
+    model = AdaptivePPO(
+        "MlpPolicy", env, noise_scale=config.noise_scale_config(), n_steps=32, batch_size=16, n_epochs=2,
+        learning_rate=3e-4, seed=0, device="cpu", make_env=make_env, adaptive=config.adaptive_config(),
+    )  # fmt: skip
+    at_growth: list[list[tuple[int, int]]] = []  # per growth, per old env: (games finished, steps into the current game)
+    grow = model.grow
+
+    def recording_grow(n_envs: int) -> None:
+        at_growth.append([(len(m.get_episode_rewards()), len(m.rewards)) for m in old_monitors])
+        grow(n_envs)
+
+    monkeypatch.setattr(model, "grow", recording_grow)
+    model.learn(total_timesteps=4_000, callback=EpisodeLogger(tmp_path / "episodes.csv"))
+
+    assert len(at_growth) >= 1 and model.n_envs == 4 and model.games_abandoned == 0
+    assert isinstance(model.env, DummyVecEnv) and model.env.envs[:2] == old_envs  # the same games, first
+    for monitor_, (n_finished, steps_in) in zip(old_monitors, at_growth[0], strict=True):
+        assert steps_in > 0  # a game in progress at the first growth ...
+        assert len(monitor_.get_episode_lengths()) > n_finished  # ... finished after it ...
+        assert monitor_.get_episode_lengths()[n_finished] > steps_in  # ... as one game across the growth
+    # episodes.csv holds exactly the whole games the live envs' Monitors finished (raw scores), each once
+    finished = [score for gym_env in model.env.envs for score in monitor(gym_env).get_episode_rewards()]
+    logged = read_progress(tmp_path / "episodes.csv")["score"]
+    np.testing.assert_array_equal(np.sort(logged), np.sort(finished))
+
+
 @pytest.mark.atari
 def test_tiny_adaptive_run_grows_and_keeps_training(tmp_path):
     """Real Beam Rider from RAM: n_envs grows from 2, training continues at the new size, logs show the schedule."""
@@ -93,6 +157,6 @@ def test_tiny_adaptive_run_grows_and_keeps_training(tmp_path):
     assert np.sum(n_envs == 8) >= 3  # several updates at the grown size
     np.testing.assert_array_equal(progress["gns/b_big"], 32 * n_envs)  # envs scheme: the whole (grown) rollout
     assert np.all(np.isfinite(progress["train/value_loss"]))
-    assert progress["gns/games_abandoned"][-1] == 2 + (4 if 4 in n_envs else 0)
+    assert np.all(progress["gns/games_abandoned"] == 0)  # a DummyVecEnv grows keeping its games
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_envs_final"] == 8 and summary["env_steps"] >= 3000

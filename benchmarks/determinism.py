@@ -2,9 +2,11 @@
 
 Trains the same agent from the same seed on a real Atari game (rl-zoo3 PPO settings): rl-gns with
 every loss measured every iteration, with measurement off, and with NCHW convolutions, and plain SB3
-PPO; prints the largest absolute parameter difference between runs (0.0 = bit-identical) and, for
-the channels-last default against plain SB3, that difference relative to how far training moved
-the parameters (float rounding, not different learning).
+PPO (with torch's default threads and with 1 thread); prints the largest absolute parameter
+difference between runs (0.0 = bit-identical) and, relative to how far training moved the parameters,
+how far the channels-last default and plain SB3 on 1 thread end from plain SB3. Float rounding that
+differs flips a sampled action now and then, after which the runs see different games: they are
+different samples of the same training, as plain SB3 itself is across thread counts.
 
     python benchmarks/determinism.py --env BeamRider --n-envs 8 --iterations 8
 """
@@ -40,11 +42,14 @@ class Args:
     """Where to write the JSON record."""
 
 
-def train(args: Args, algo: type[PPO], iterations: int, **kwargs) -> list[th.Tensor]:
+def train(args: Args, algo: type[PPO], iterations: int, threads: int | None = None, **kwargs) -> list[th.Tensor]:
+    default_threads = th.get_num_threads()
+    th.set_num_threads(threads or default_threads)
     env = make_atari_vec_env(args.env, args.n_envs, seed=args.seed)
     model = algo("CnnPolicy", env, seed=args.seed, device="cpu", **ATARI_PPO_KWARGS, **kwargs)
     if iterations:
         model.learn(iterations * args.n_envs * 128)
+    th.set_num_threads(default_threads)
     return [p.detach().clone() for p in model.policy.parameters()]
 
 
@@ -60,6 +65,7 @@ def main(args: Args) -> dict:
         "measurement_off": train(args, NoiseScalePPO, n, noise_scale=None),
         "measure_every_iteration_nchw": train(args, NoiseScalePPO, n, noise_scale=measuring, channels_last=False),
         "plain_sb3_ppo": train(args, PPO, n),
+        "plain_sb3_ppo_1_thread": train(args, PPO, n, threads=1),
     }
     initial = train(args, PPO, 0)
     reference = runs["measure_every_iteration_all_losses"]
@@ -71,6 +77,8 @@ def main(args: Args) -> dict:
         "max_abs_param_difference_nchw_vs_plain_sb3": max_abs_difference(runs["measure_every_iteration_nchw"], plain),
         "max_abs_param_change_by_training": moved,
         "channels_last_vs_plain_sb3_relative_to_change": max_abs_difference(reference, plain) / moved,
+        "plain_sb3_1_thread_vs_default_threads_relative_to_change": max_abs_difference(runs["plain_sb3_ppo_1_thread"], plain)
+        / moved,
         "n_parameters": sum(p.numel() for p in reference),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rl_gns.measure import GradNorms
-from rl_gns.noise_scale import b_simple, g2_and_trace
+from rl_gns.noise_scale import b_simple
 from rl_gns.ppo import NoiseScalePPO
 
 #: ``make_env(n_envs, seed) -> VecEnv``: builds the environments of a grown rollout.
@@ -144,14 +144,15 @@ class AdaptivePPO(NoiseScalePPO):
             return math.nan
         return self.n_minibatches * b_simple(self._g2_sum, self._trace_sigma_sum)
 
-    def _record_estimate(self, name: str, norms: GradNorms) -> None:
-        super()._record_estimate(name, norms)
-        g2, trace_sigma = g2_and_trace(norms.g2_small, norms.g2_big, self.b_small, self.b_big)
-        if name == self.adaptive.loss and math.isfinite(g2) and math.isfinite(trace_sigma):
+    def _record_estimate(self, name: str, norms: GradNorms) -> tuple[float, float] | None:
+        estimate = super()._record_estimate(name, norms)
+        if name == self.adaptive.loss and estimate is not None:
+            g2, trace_sigma = estimate
             self._g2_sum += g2
             self._trace_sigma_sum += trace_sigma
             self._n_measurements += 1
             self.logger.record("gns/b_noise", self.b_noise)
+        return estimate
 
     def train(self) -> None:
         """PPO's update (with measurement), then grow the rollout for the next iteration if the rule says so."""

@@ -235,13 +235,16 @@ class NoiseScalePPO(PPO):
         self.logger.record("gns/n_skipped", self.gns_n_skipped)
         self.logger.record("gns/time_s", time.perf_counter() - start)
 
-    def _record_estimate(self, name: str, norms: GradNorms) -> None:
-        """Fold one loss's measurement into its moving averages and log it; skip and count non-finite ones."""
+    def _record_estimate(self, name: str, norms: GradNorms) -> tuple[float, float] | None:
+        """Fold one loss's measurement into its moving averages and log it; skip and count non-finite ones.
+
+        :return: the unbiased ``(g2, trace_sigma)`` estimates folded in, or ``None`` when skipped.
+        """
         assert self.gns_emas is not None
         g2, trace_sigma = g2_and_trace(norms.g2_small, norms.g2_big, self.b_small, self.b_big)
         if not (math.isfinite(g2) and math.isfinite(trace_sigma)):
             self.gns_n_skipped += 1
-            return
+            return None
         ema = self.gns_emas[name]
         ema.update(g2, trace_sigma)
         self.logger.record(f"gns/g2_{name}_raw", g2)
@@ -249,3 +252,4 @@ class NoiseScalePPO(PPO):
         self.logger.record(f"gns/g2_{name}", ema.g2)
         self.logger.record(f"gns/trace_sigma_{name}", ema.trace_sigma)
         self.logger.record(f"gns/b_simple_{name}", ema.b_simple)
+        return g2, trace_sigma

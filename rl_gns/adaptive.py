@@ -37,7 +37,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rl_gns.measure import GradNorms
 from rl_gns.noise_scale import b_simple
-from rl_gns.ppo import NoiseScalePPO
+from rl_gns.ppo import NoiseScalePPO, Scheme
 
 #: ``make_env(n_envs, seed) -> VecEnv``: builds the environments of a grown rollout.
 EnvFactory = Callable[[int, int | None], VecEnv]
@@ -55,6 +55,8 @@ class AdaptiveConfig:
     """Loss whose noise scale drives the rule (must be measured)."""
     min_measurements: int = 8
     """Noise-scale measurements before the first growth (the average of fewer is mostly noise)."""
+    scheme: Literal["minibatch", "envs"] = "minibatch"
+    """Measurement scheme whose noise scale drives the rule (must be measured)."""
 
 
 def adaptive_n_envs(b_noise: float, r: float, n_steps: int, n_envs: int, max_n_envs: int) -> int:
@@ -127,8 +129,10 @@ class AdaptivePPO(NoiseScalePPO):
         self._trace_sigma_sum = 0.0
         self._n_measurements = 0
         super().__init__(*args, **kwargs)
-        if self.noise_scale is None or adaptive.loss not in self.noise_scale.losses:
-            raise ValueError(f"adaptive rollout size needs the noise scale of the {adaptive.loss!r} loss measured")
+        if self.noise_scale is None or adaptive.loss not in self.noise_scale.losses or adaptive.scheme not in self.noise_scale.schemes:
+            raise ValueError(
+                f"adaptive rollout size needs the noise scale of the {adaptive.loss!r} loss measured with scheme {adaptive.scheme!r}"
+            )
         if callable(self.learning_rate):
             raise ValueError("adaptive rollout size needs a constant learning rate (it is rescaled at each growth)")
         self.n_minibatches = self.n_envs * self.n_steps // self.batch_size
@@ -144,9 +148,9 @@ class AdaptivePPO(NoiseScalePPO):
             return math.nan
         return self.n_minibatches * b_simple(self._g2_sum, self._trace_sigma_sum)
 
-    def _record_estimate(self, name: str, norms: GradNorms) -> tuple[float, float] | None:
-        estimate = super()._record_estimate(name, norms)
-        if name == self.adaptive.loss and estimate is not None:
+    def _record_estimate(self, scheme: Scheme, name: str, norms: GradNorms) -> tuple[float, float] | None:
+        estimate = super()._record_estimate(scheme, name, norms)
+        if scheme == self.adaptive.scheme and name == self.adaptive.loss and estimate is not None:
             g2, trace_sigma = estimate
             self._g2_sum += g2
             self._trace_sigma_sum += trace_sigma
@@ -182,7 +186,7 @@ class AdaptivePPO(NoiseScalePPO):
             **self.rollout_buffer_kwargs,
         )
         assert self.noise_scale is not None
-        self.b_small, self.b_big = self.noise_scale.sizes(n_envs, self.n_steps, self.batch_size)
+        self.gns_sizes = self.noise_scale.all_sizes(n_envs, self.n_steps, self.batch_size)
 
     def _grow_env(self, n_envs: int) -> None:
         """Set ``env``, ``n_envs``, ``_last_obs`` and ``_last_episode_starts`` for ``n_envs`` envs. A ``DummyVecEnv``

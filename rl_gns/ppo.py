@@ -38,16 +38,22 @@ ATARI_PPO_KWARGS: dict[str, Any] = {
 }
 
 
+Scheme = Literal["minibatch", "envs"]
+#: How the big and small batches are drawn from a rollout (see :class:`NoiseScaleConfig`).
+SCHEMES: tuple[Scheme, ...] = ("minibatch", "envs")
+
+
 @dataclass(frozen=True)
 class NoiseScaleConfig:
     """How :class:`NoiseScalePPO` measures the gradient noise scale."""
 
-    scheme: Literal["minibatch", "envs"] = "minibatch"
-    """``minibatch``: a big batch of ``b_big`` samples drawn at random from the rollout (a PPO minibatch),
-    split into small batches of ``b_small``; B_simple is per gradient step, in samples.
+    schemes: tuple[Scheme, ...] = ("minibatch",)
+    """One or more of: ``minibatch``: a big batch of ``b_big`` samples drawn at random from the rollout (a PPO
+    minibatch), split into small batches of ``b_small``; B_simple is per gradient step, in samples.
     ``envs``: the big batch is ``b_big / n_steps`` whole env trajectories, the small batches groups of
     ``b_small / n_steps`` envs, as data-parallel workers would hold them; captures the correlation of
-    the steps of one trajectory, at the cost of a pass over the whole rollout."""
+    the steps of one trajectory, at the cost of a pass over the whole rollout. Each scheme is logged under
+    ``gns/<scheme>/``."""
     losses: tuple[str, ...] = LOSSES
     """Losses to measure, from ``policy``, ``value``, ``total`` (the loss PPO optimises)."""
     every: int = 4
@@ -55,29 +61,42 @@ class NoiseScaleConfig:
     pass over ``b_big`` samples, about 1/16 of an rl-zoo3 update: three losses every 4 iterations keep the
     default near 3 % of wall time (``benchmarks/speed.py``)."""
     b_big: int | None = None
-    """Big-batch size in samples (agent steps). Default: the minibatch size (``minibatch``) or the rollout size (``envs``)."""
+    """Big-batch size in samples (agent steps), with a single scheme only. Default: the minibatch size
+    (``minibatch``) or the rollout size (``envs``)."""
     b_small: int | None = None
-    """Small-batch size in samples; must divide ``b_big``. Default: ``b_big / 4`` (``envs``: a quarter of the envs)."""
+    """Small-batch size in samples, with a single scheme only; must divide ``b_big``. Default: ``b_big / 4``
+    (``envs``: a quarter of the envs)."""
     ema_beta: float = 0.95
     """Decay of the moving averages of ``g2`` and ``trace_sigma``, per measurement."""
 
-    def sizes(self, n_envs: int, n_steps: int, minibatch_size: int) -> tuple[int, int]:
-        """Resolve and check ``(b_small, b_big)`` for a rollout of ``n_envs * n_steps`` samples.
+    def check(self) -> None:
+        """Check the settings that do not depend on the rollout.
 
-        :raises ValueError: with the reason, when the settings cannot be measured.
+        :raises ValueError: with the reason.
         """
-        rollout_size = n_envs * n_steps
         if self.every < 1:
             raise ValueError(f"noise scale 'every' must be >= 1, got {self.every}")
         unknown = set(self.losses) - set(LOSSES)
         if not self.losses or unknown:
             raise ValueError(f"noise scale losses must be a non-empty subset of {LOSSES}, got {self.losses}")
+        if not self.schemes or set(self.schemes) - set(SCHEMES) or len(set(self.schemes)) != len(self.schemes):
+            raise ValueError(f"noise scale schemes must be distinct names from {SCHEMES}, got {self.schemes}")
+        if len(self.schemes) > 1 and (self.b_big or self.b_small):
+            raise ValueError("b_big and b_small can only be set with a single noise scale scheme")
         if not 0.0 <= self.ema_beta < 1.0:
             raise ValueError(f"noise scale ema_beta must be in [0, 1), got {self.ema_beta}")
-        if self.scheme == "minibatch":
+
+    def sizes(self, scheme: Scheme, n_envs: int, n_steps: int, minibatch_size: int) -> tuple[int, int]:
+        """Resolve and check ``(b_small, b_big)`` of ``scheme`` for a rollout of ``n_envs * n_steps`` samples.
+
+        :raises ValueError: with the reason, when the settings cannot be measured.
+        """
+        self.check()
+        rollout_size = n_envs * n_steps
+        if scheme == "minibatch":
             b_big = self.b_big or minibatch_size
             b_small = self.b_small or b_big // 4
-        elif self.scheme == "envs":
+        elif scheme == "envs":
             b_big = self.b_big or rollout_size
             b_small = self.b_small or n_steps * max(1, (b_big // n_steps) // 4)
             if b_small % n_steps or b_big % n_steps:
@@ -85,14 +104,20 @@ class NoiseScaleConfig:
                     f"scheme 'envs' needs b_small ({b_small}) and b_big ({b_big}) to be multiples of n_steps ({n_steps})"
                 )
         else:
-            raise ValueError(f"unknown noise scale scheme {self.scheme!r}: use 'minibatch' or 'envs'")
+            raise ValueError(f"unknown noise scale scheme {scheme!r}: use one of {SCHEMES}")
         if not 0 < b_small < b_big:
-            raise ValueError(f"noise scale needs 0 < b_small < b_big, got b_small={b_small}, b_big={b_big}")
+            raise ValueError(
+                f"noise scale ({scheme}) needs 0 < b_small < b_big, got b_small={b_small}, b_big={b_big}"
+            )
         if b_big % b_small:
             raise ValueError(f"b_small ({b_small}) must divide b_big ({b_big})")
         if b_big > rollout_size:
             raise ValueError(f"b_big ({b_big}) exceeds the rollout size n_envs * n_steps = {rollout_size}")
         return b_small, b_big
+
+    def all_sizes(self, n_envs: int, n_steps: int, minibatch_size: int) -> dict[Scheme, tuple[int, int]]:
+        """``{scheme: (b_small, b_big)}`` for every scheme (see :meth:`sizes`)."""
+        return {scheme: self.sizes(scheme, n_envs, n_steps, minibatch_size) for scheme in self.schemes}
 
 
 class NoiseScalePPO(PPO):
@@ -105,11 +130,12 @@ class NoiseScalePPO(PPO):
     averages. Measurement uses ``torch.autograd.grad`` and its own RNG, so training is identical
     with measurement on or off.
 
-    The SB3 logger receives, per loss ``L`` in ``noise_scale.losses``: ``gns/b_simple_L`` (ratio
+    The SB3 logger receives, per scheme and per loss ``L`` in ``noise_scale.losses``: ``gns/b_simple_L`` (ratio
     of the moving averages, in samples), ``gns/g2_L`` and ``gns/trace_sigma_L`` (moving averages),
     ``gns/g2_L_raw`` and ``gns/trace_sigma_L_raw`` (this iteration's estimates); and
     ``gns/grad_norm_preclip`` (mean norm of the training gradients before clipping),
-    ``gns/n_skipped`` (non-finite measurements dropped), ``gns/b_small``, ``gns/b_big``, ``gns/time_s``.
+    ``gns/n_skipped`` (non-finite measurements dropped), ``gns/time_s``; and per scheme ``S`` the loss keys
+    above as ``gns/S/<key>`` (``gns/minibatch/b_simple_policy``) with ``gns/S/b_small``, ``gns/S/b_big``.
 
     Unlike plain PPO, each iteration's log row is written **after** its update, so ``train/`` and
     ``gns/`` values share the row (and env-step x-axis) of the rollout they were computed on.
@@ -150,7 +176,8 @@ class NoiseScalePPO(PPO):
         if self.channels_last and policy == "CnnPolicy":
             policy = ChannelsLastCnnPolicy
         self.rollout_threads = rollout_threads
-        self.gns_emas: dict[str, NoiseScaleEMA] | None = None
+        self.gns_emas: dict[str, dict[str, NoiseScaleEMA]] | None = None
+        self.gns_sizes: dict[Scheme, tuple[int, int]] = {}
         self.gns_n_skipped = 0
         self._gns_rng: np.random.Generator | None = None
         self._gns_tap: GradNormTap | None = None
@@ -164,9 +191,12 @@ class NoiseScalePPO(PPO):
             self.policy.to(memory_format=th.channels_last)  # only 4-D tensors change layout
         if self.noise_scale is None:
             return
-        self.b_small, self.b_big = self.noise_scale.sizes(self.n_envs, self.n_steps, self.batch_size)
+        self.gns_sizes = self.noise_scale.all_sizes(self.n_envs, self.n_steps, self.batch_size)
         if self.gns_emas is None:  # a loaded model keeps its saved averages
-            self.gns_emas = {name: NoiseScaleEMA(self.noise_scale.ema_beta) for name in self.noise_scale.losses}
+            beta = self.noise_scale.ema_beta
+            self.gns_emas = {
+                scheme: {name: NoiseScaleEMA(beta) for name in self.noise_scale.losses} for scheme in self.noise_scale.schemes
+            }
         if self._gns_rng is None:
             self._gns_rng = np.random.default_rng(self.seed)
         self._gns_tap = GradNormTap(list(self.policy.parameters()), self.policy.optimizer)
@@ -203,53 +233,57 @@ class NoiseScalePPO(PPO):
             iteration, self._pending_dump = self._pending_dump, None
             super().dump_logs(iteration)
 
-    def _measurement_indices(self) -> np.ndarray:
-        """Flat rollout indices of the big batch, drawn with the measurement's own generator."""
-        assert self._gns_rng is not None and self.noise_scale is not None
-        if self.noise_scale.scheme == "minibatch":
-            return self._gns_rng.choice(self.n_envs * self.n_steps, size=self.b_big, replace=False)
-        envs = self._gns_rng.choice(self.n_envs, size=self.b_big // self.n_steps, replace=False)
+    def _measurement_indices(self, scheme: Scheme) -> np.ndarray:
+        """Flat rollout indices of the big batch of ``scheme``, drawn with the measurement's own generator."""
+        assert self._gns_rng is not None
+        b_big = self.gns_sizes[scheme][1]
+        if scheme == "minibatch":
+            return self._gns_rng.choice(self.n_envs * self.n_steps, size=b_big, replace=False)
+        envs = self._gns_rng.choice(self.n_envs, size=b_big // self.n_steps, replace=False)
         return (envs[:, None] * self.n_steps + np.arange(self.n_steps)).ravel()
 
     def _measure_noise_scale(self) -> None:
-        assert self.noise_scale is not None and self.gns_emas is not None
+        assert self.noise_scale is not None
         start = time.perf_counter()
         self.policy.set_training_mode(True)  # as PPO.train does first: same forward pass
-        samples = rollout_samples(self.rollout_buffer, self._measurement_indices())
-        if self.normalize_advantage:
-            samples = normalize_advantages(samples)
         progress = self._current_progress_remaining
-        norms = two_batch_grad_norms(
-            self.policy,
-            split_samples(samples, self.b_big // self.b_small),
-            self.noise_scale.losses,
-            clip_range=self.clip_range(progress),  # type: ignore[operator]
-            clip_range_vf=None if self.clip_range_vf is None else self.clip_range_vf(progress),  # type: ignore[operator]
-            ent_coef=float(self.ent_coef),
-            vf_coef=float(self.vf_coef),
-        )
-        for name, loss_norms in norms.items():
-            self._record_estimate(name, loss_norms)
-        self.logger.record("gns/b_small", self.b_small)
-        self.logger.record("gns/b_big", self.b_big)
+        for scheme, (b_small, b_big) in self.gns_sizes.items():
+            samples = rollout_samples(self.rollout_buffer, self._measurement_indices(scheme))
+            if self.normalize_advantage:
+                samples = normalize_advantages(samples)
+            norms = two_batch_grad_norms(
+                self.policy,
+                split_samples(samples, b_big // b_small),
+                self.noise_scale.losses,
+                clip_range=self.clip_range(progress),  # type: ignore[operator]
+                clip_range_vf=None if self.clip_range_vf is None else self.clip_range_vf(progress),  # type: ignore[operator]
+                ent_coef=float(self.ent_coef),
+                vf_coef=float(self.vf_coef),
+            )
+            for name, loss_norms in norms.items():
+                self._record_estimate(scheme, name, loss_norms)
+            self.logger.record(f"gns/{scheme}/b_small", b_small)
+            self.logger.record(f"gns/{scheme}/b_big", b_big)
         self.logger.record("gns/n_skipped", self.gns_n_skipped)
         self.logger.record("gns/time_s", time.perf_counter() - start)
 
-    def _record_estimate(self, name: str, norms: GradNorms) -> tuple[float, float] | None:
+    def _record_estimate(self, scheme: Scheme, name: str, norms: GradNorms) -> tuple[float, float] | None:
         """Fold one loss's measurement into its moving averages and log it; skip and count non-finite ones.
 
         :return: the unbiased ``(g2, trace_sigma)`` estimates folded in, or ``None`` when skipped.
         """
         assert self.gns_emas is not None
-        g2, trace_sigma = g2_and_trace(norms.g2_small, norms.g2_big, self.b_small, self.b_big)
+        b_small, b_big = self.gns_sizes[scheme]
+        g2, trace_sigma = g2_and_trace(norms.g2_small, norms.g2_big, b_small, b_big)
         if not (math.isfinite(g2) and math.isfinite(trace_sigma)):
             self.gns_n_skipped += 1
             return None
-        ema = self.gns_emas[name]
+        ema = self.gns_emas[scheme][name]
         ema.update(g2, trace_sigma)
-        self.logger.record(f"gns/g2_{name}_raw", g2)
-        self.logger.record(f"gns/trace_sigma_{name}_raw", trace_sigma)
-        self.logger.record(f"gns/g2_{name}", ema.g2)
-        self.logger.record(f"gns/trace_sigma_{name}", ema.trace_sigma)
-        self.logger.record(f"gns/b_simple_{name}", ema.b_simple)
+        prefix = f"gns/{scheme}"
+        self.logger.record(f"{prefix}/g2_{name}_raw", g2)
+        self.logger.record(f"{prefix}/trace_sigma_{name}_raw", trace_sigma)
+        self.logger.record(f"{prefix}/g2_{name}", ema.g2)
+        self.logger.record(f"{prefix}/trace_sigma_{name}", ema.trace_sigma)
+        self.logger.record(f"{prefix}/b_simple_{name}", ema.b_simple)
         return g2, trace_sigma

@@ -93,8 +93,8 @@ class SweepConfig(ExecutionConfig):
     """Games averaged by the score measure (the same at every size)."""
     gns_every: int = NoiseScaleConfig.every
     """Measure the noise scale every k PPO iterations."""
-    gns_scheme: Literal["minibatch", "envs"] = NoiseScaleConfig.scheme
-    """Noise-scale scheme of every run (envs: big batch = the whole rollout, the most samples per measurement)."""
+    gns_scheme: tuple[Literal["minibatch", "envs"], ...] = NoiseScaleConfig.schemes
+    """Noise-scale schemes of every run (envs: big batch = the whole rollout, the most samples per measurement)."""
     gns_losses: tuple[Literal["policy", "value", "total"], ...] = NoiseScaleConfig.losses
     """Losses whose noise scale is measured."""
 
@@ -193,6 +193,7 @@ def _read_spec(path: Path) -> TrainConfig:
     data = json.loads(Path(path).read_text())
     data["out"] = Path(data["out"])
     data["gns_losses"] = tuple(data["gns_losses"])
+    data["gns_scheme"] = tuple(data["gns_scheme"])
     return TrainConfig(**data)
 
 

@@ -90,8 +90,9 @@ class TrainConfig:
     # Noise scale
     gns: bool = True
     """Measure the gradient noise scale (--no-gns trains the same agent without measuring)."""
-    gns_scheme: Literal["minibatch", "envs"] = NoiseScaleConfig.scheme
-    """minibatch: B_big = one random minibatch split into small batches; envs: whole env trajectories per small batch."""
+    gns_scheme: tuple[Literal["minibatch", "envs"], ...] = NoiseScaleConfig.schemes
+    """One or more schemes, each logged under gns/<scheme>/: minibatch: B_big = one random minibatch split into small
+    batches; envs: whole env trajectories per small batch."""
     gns_losses: tuple[Literal["policy", "value", "total"], ...] = NoiseScaleConfig.losses
     """Losses whose noise scale is measured."""
     gns_every: int = NoiseScaleConfig.every
@@ -134,7 +135,7 @@ class TrainConfig:
         if not self.gns:
             return None
         return NoiseScaleConfig(
-            scheme=self.gns_scheme,
+            schemes=tuple(self.gns_scheme),
             losses=tuple(self.gns_losses),
             every=self.gns_every,
             b_big=self.gns_b_big,
@@ -146,7 +147,9 @@ class TrainConfig:
         """The adaptive rollout-size settings, or ``None`` for a fixed ``n_envs``."""
         if self.adaptive_r is None:
             return None
-        return AdaptiveConfig(self.adaptive_r, self.max_n_envs, self.adaptive_loss, self.adaptive_min_measurements)
+        return AdaptiveConfig(
+            self.adaptive_r, self.max_n_envs, self.adaptive_loss, self.adaptive_min_measurements, self.gns_scheme[0]
+        )
 
 
 def schedule(value: float, anneal: bool) -> float | Schedule:
@@ -154,10 +157,10 @@ def schedule(value: float, anneal: bool) -> float | Schedule:
     return get_linear_fn(value, 0.0, 1.0) if anneal else value
 
 
-def check(config: TrainConfig) -> tuple[str, tuple[int, int] | None]:
+def check(config: TrainConfig) -> tuple[str, dict[str, tuple[int, int]]]:
     """Validate a configuration without writing anything.
 
-    :return: the ale-py ROM id and the noise-scale ``(b_small, b_big)`` (``None`` with ``--no-gns``).
+    :return: the ale-py ROM id and the noise-scale ``{scheme: (b_small, b_big)}`` (empty with ``--no-gns``).
     :raises UnknownGameError: for an unknown game, naming close matches.
     :raises FileExistsError: if ``config.out`` holds a run and ``overwrite`` is off.
     :raises ValueError: for PPO or noise-scale settings that cannot run.
@@ -166,7 +169,7 @@ def check(config: TrainConfig) -> tuple[str, tuple[int, int] | None]:
     if config.rollout_size % config.minibatch_size:
         raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size {config.rollout_size}")
     noise_scale = config.noise_scale_config()
-    sizes = noise_scale.sizes(config.n_envs, config.n_steps, config.minibatch_size) if noise_scale else None
+    sizes = noise_scale.all_sizes(config.n_envs, config.n_steps, config.minibatch_size) if noise_scale else {}
     if config.adaptive_r is not None:
         check_adaptive(config)
     if (config.out / "config.json").exists() and not config.overwrite:
@@ -189,15 +192,15 @@ def check_adaptive(config: TrainConfig) -> None:
     if noise_scale is None or config.adaptive_loss not in noise_scale.losses:
         raise ValueError(f"--adaptive-loss {config.adaptive_loss} must be measured (--gns and --gns-losses)")
     n_minibatches = config.rollout_size // config.minibatch_size
-    noise_scale.sizes(config.max_n_envs, config.n_steps, config.max_n_envs * config.n_steps // n_minibatches)
+    noise_scale.all_sizes(config.max_n_envs, config.n_steps, config.max_n_envs * config.n_steps // n_minibatches)
 
 
-def run_average(progress: dict[str, np.ndarray], loss: str) -> float | None:
+def run_average(progress: dict[str, np.ndarray], scheme: str, loss: str) -> float | None:
     """B_simple of ``loss`` averaged over the whole run (:func:`cumulative_b_simple`); ``None`` if never measured."""
-    g2_key = f"gns/g2_{loss}_raw"
+    g2_key = f"gns/{scheme}/g2_{loss}_raw"
     if g2_key not in progress:
         return None
-    return float(cumulative_b_simple(progress[g2_key], progress[f"gns/trace_sigma_{loss}_raw"])[-1])
+    return float(cumulative_b_simple(progress[g2_key], progress[f"gns/{scheme}/trace_sigma_{loss}_raw"])[-1])
 
 
 def train(config: TrainConfig) -> Path:
@@ -216,8 +219,7 @@ def train(config: TrainConfig) -> Path:
         "game": game,
         "rollout_size": config.rollout_size,
         "frame_skip": FRAME_SKIP,
-        "b_small": sizes[0] if sizes else None,
-        "b_big": sizes[1] if sizes else None,
+        "gns_sizes": {scheme: {"b_small": b_small, "b_big": b_big} for scheme, (b_small, b_big) in sizes.items()},
         "versions": {
             "rl_gns": rl_gns.__version__,
             "stable_baselines3": stable_baselines3.__version__,
@@ -279,8 +281,16 @@ def train(config: TrainConfig) -> Path:
         "stop_score_reached_at": episodes.reached_at,
         "n_envs_final": model.n_envs,
         "n_scored_episodes": len(scores),
-        **{f"b_simple_{name}": ema.b_simple for name, ema in (model.gns_emas or {}).items()},
-        **{f"b_simple_{name}_run_average": run_average(progress, name) for name in (model.gns_emas or {})},
+        **{
+            f"b_simple_{name}_{scheme}": ema.b_simple
+            for scheme, emas in (model.gns_emas or {}).items()
+            for name, ema in emas.items()
+        },
+        **{
+            f"b_simple_{name}_{scheme}_run_average": run_average(progress, scheme, name)
+            for scheme, emas in (model.gns_emas or {}).items()
+            for name in emas
+        },
     }
     plot_run(PlotConfig(out))
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")  # last: marks the run finished

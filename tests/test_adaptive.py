@@ -107,7 +107,7 @@ def test_ram_growth_keeps_games_in_progress(tmp_path, monkeypatch):
     """Real Breakout from RAM (short games): growing appends envs, and the games in progress in the old envs
     carry on and finish as whole games, logged once each."""
     config = TrainConfig(
-        env="Breakout", backend="ram", n_envs=2, n_steps=32, minibatch_size=16, gns_scheme="envs", gns_every=1,
+        env="Breakout", backend="ram", n_envs=2, n_steps=32, minibatch_size=16, gns_scheme=("envs",), gns_every=1,
         adaptive_r=4096.0, max_n_envs=4, adaptive_min_measurements=2, out=tmp_path / "unused",
     )  # fmt: skip
     make_env = partial(make_atari_vec_env, "breakout", backend="ram")
@@ -144,7 +144,7 @@ def test_tiny_adaptive_run_grows_and_keeps_training(tmp_path):
     """Real Beam Rider from RAM: n_envs grows from 2, training continues at the new size, logs show the schedule."""
     config = TrainConfig(
         env="BeamRider", backend="ram", n_envs=2, n_steps=32, minibatch_size=16, n_epochs=2, learning_rate=3e-4,
-        anneal=False, gns_scheme="envs", gns_every=1, adaptive_r=4096.0, max_n_envs=8, adaptive_min_measurements=2,
+        anneal=False, gns_scheme=("envs",), gns_every=1, adaptive_r=4096.0, max_n_envs=8, adaptive_min_measurements=2,
         total_steps=3000, torch_threads=1, progress_bar=False, out=tmp_path / "run",
     )  # fmt: skip
     out = train(config)
@@ -155,7 +155,7 @@ def test_tiny_adaptive_run_grows_and_keeps_training(tmp_path):
     np.testing.assert_allclose(progress["train/learning_rate"], 3e-4 * np.sqrt(n_envs / 2))
     np.testing.assert_array_equal(np.diff(progress["time/total_timesteps"]), progress["train/rollout_size"][1:])
     assert np.sum(n_envs == 8) >= 3  # several updates at the grown size
-    np.testing.assert_array_equal(progress["gns/b_big"], 32 * n_envs)  # envs scheme: the whole (grown) rollout
+    np.testing.assert_array_equal(progress["gns/envs/b_big"], 32 * n_envs)  # envs scheme: the whole (grown) rollout
     assert np.all(np.isfinite(progress["train/value_loss"]))
     assert np.all(progress["gns/games_abandoned"] == 0)  # a DummyVecEnv grows keeping its games
     summary = json.loads((out / "summary.json").read_text())

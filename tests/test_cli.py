@@ -29,16 +29,16 @@ def test_train_end_to_end(tmp_path):
 
     config = json.loads((out / "config.json").read_text())
     assert config["game"] == "beam_rider" and config["rollout_size"] == 64
-    assert (config["b_small"], config["b_big"]) == (8, 32)
+    assert config["gns_sizes"] == {"minibatch": {"b_small": 8, "b_big": 32}}
 
     progress = read_progress(out / "progress.csv")
     np.testing.assert_array_equal(progress["time/total_timesteps"], [64, 128])
     for loss in ("policy", "value", "total"):
         # B_simple itself is NaN while the averaged |G|² is not yet positive (b_big = 32 here)
-        assert f"gns/b_simple_{loss}" in progress
-        for key in (f"gns/g2_{loss}_raw", f"gns/trace_sigma_{loss}_raw", f"gns/g2_{loss}", f"gns/trace_sigma_{loss}"):
+        assert f"gns/minibatch/b_simple_{loss}" in progress
+        for key in (f"gns/minibatch/{q}_{loss}{raw}" for q in ("g2", "trace_sigma") for raw in ("_raw", "")):
             assert np.all(np.isfinite(progress[key])), key
-    assert np.all(progress["gns/trace_sigma_policy"] > 0)
+    assert np.all(progress["gns/minibatch/trace_sigma_policy"] > 0)
     assert np.all(np.isfinite(progress["gns/grad_norm_preclip"])) and np.all(np.isfinite(progress["train/loss"]))
 
     summary = json.loads((out / "summary.json").read_text())

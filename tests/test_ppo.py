@@ -63,9 +63,9 @@ def test_log_rows_carry_their_own_rollouts_env_steps(tmp_path):
     assert np.all(np.isfinite(progress["train/value_loss"]))
     assert np.all(np.isfinite(progress["gns/grad_norm_preclip"]))
     # measured on iterations 1 and 3 (every=2); raw estimates only where measured
-    assert np.isfinite(progress["gns/g2_policy_raw"]).tolist() == [True, False, True, False]
-    assert "gns/b_simple_value" not in progress
-    assert progress["gns/b_small"][0] == 8 and progress["gns/b_big"][0] == 32
+    assert np.isfinite(progress["gns/minibatch/g2_policy_raw"]).tolist() == [True, False, True, False]
+    assert "gns/minibatch/b_simple_value" not in progress
+    assert progress["gns/minibatch/b_small"][0] == 8 and progress["gns/minibatch/b_big"][0] == 32
 
 
 def test_non_finite_gradients_are_skipped_and_counted(tmp_path):
@@ -82,8 +82,8 @@ def test_non_finite_gradients_are_skipped_and_counted(tmp_path):
     model.learn(2 * 64)
     progress = read_progress(tmp_path / "progress.csv")
     assert progress["gns/n_skipped"].tolist() == [1, 2]
-    assert "gns/b_simple_value" not in progress
-    assert np.all(np.isfinite(progress["gns/trace_sigma_policy_raw"]))
+    assert "gns/minibatch/b_simple_value" not in progress
+    assert np.all(np.isfinite(progress["gns/minibatch/trace_sigma_policy_raw"]))
     assert model.num_timesteps == 128
     assert all(th.isfinite(p).all() for p in model.policy.parameters())
 
@@ -95,9 +95,11 @@ def test_non_finite_gradients_are_skipped_and_counted(tmp_path):
         (NoiseScaleConfig(b_small=64, b_big=32), "0 < b_small < b_big"),
         (NoiseScaleConfig(b_small=12, b_big=32), "must divide"),
         (NoiseScaleConfig(b_big=128), "exceeds the rollout size"),
-        (NoiseScaleConfig(scheme="envs", b_small=48), "multiples of n_steps"),
+        (NoiseScaleConfig(schemes=("envs",), b_small=48), "multiples of n_steps"),
         (NoiseScaleConfig(losses=("policy", "advantage")), "subset"),
         (NoiseScaleConfig(every=0), "every"),
+        (NoiseScaleConfig(schemes=("minibatch", "minibatch")), "distinct"),
+        (NoiseScaleConfig(schemes=("minibatch", "envs"), b_big=32), "single noise scale scheme"),
     ],
 )
 def test_invalid_settings_fail_when_the_agent_is_built(noise_scale, message):
@@ -106,14 +108,25 @@ def test_invalid_settings_fail_when_the_agent_is_built(noise_scale, message):
 
 
 def test_envs_scheme_groups_whole_trajectories(tmp_path):
-    model = tiny_model(NoiseScaleConfig(scheme="envs", every=1), n_envs=4)
-    assert (model.b_small, model.b_big) == (32, 128)  # one env's 32 steps per small batch, the whole rollout
+    model = tiny_model(NoiseScaleConfig(schemes=("envs",), every=1), n_envs=4)
+    assert model.gns_sizes == {"envs": (32, 128)}  # one env's 32 steps per small batch, the whole rollout
     model.set_logger(configure(str(tmp_path), ["csv"]))
     model.learn(128)
-    idx = model._measurement_indices()
+    idx = model._measurement_indices("envs")
     assert sorted(idx.reshape(4, 32)[:, 0] // 32) == [0, 1, 2, 3]
     assert np.all(np.diff(idx.reshape(4, 32), axis=1) == 1)
-    assert np.isfinite(read_progress(tmp_path / "progress.csv")["gns/trace_sigma_policy_raw"][0])
+    assert np.isfinite(read_progress(tmp_path / "progress.csv")["gns/envs/trace_sigma_policy_raw"][0])
+
+
+def test_two_schemes_in_one_run_each_logged_under_its_name(tmp_path):
+    model = tiny_model(NoiseScaleConfig(schemes=("minibatch", "envs"), losses=("total",), every=1), n_envs=4)
+    assert model.gns_sizes == {"minibatch": (8, 32), "envs": (32, 128)}
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(128)
+    progress = read_progress(tmp_path / "progress.csv")
+    for scheme in ("minibatch", "envs"):
+        assert np.isfinite(progress[f"gns/{scheme}/g2_total_raw"][0]), scheme
+        assert model.gns_emas[scheme]["total"].n_updates == 1
 
 
 def test_save_load_keeps_averages_and_continues(tmp_path):
@@ -121,10 +134,10 @@ def test_save_load_keeps_averages_and_continues(tmp_path):
     model.learn(128)
     model.save(tmp_path / "model.zip")
     loaded = NoiseScalePPO.load(tmp_path / "model.zip", env=make_atari_vec_env("BeamRider", 2, seed=4))
-    assert loaded.gns_emas["policy"].n_updates == 2
-    assert loaded.gns_emas["policy"].g2 == model.gns_emas["policy"].g2
+    assert loaded.gns_emas["minibatch"]["policy"].n_updates == 2
+    assert loaded.gns_emas["minibatch"]["policy"].g2 == model.gns_emas["minibatch"]["policy"].g2
     loaded.learn(64, reset_num_timesteps=False)
-    assert loaded.gns_emas["policy"].n_updates == 3
+    assert loaded.gns_emas["minibatch"]["policy"].n_updates == 3
 
 
 def test_drop_in_for_any_env_and_policy():
@@ -139,7 +152,7 @@ def test_drop_in_for_any_env_and_policy():
     model = NoiseScalePPO("MlpPolicy", Count(gym.make("CartPole-v1")), n_steps=64, batch_size=32, seed=0, device="cpu")
     model.learn(128)
     assert len(seen) == 128
-    assert model.gns_emas["policy"].n_updates == 1  # every=4 by default: iteration 1 measured, 2 not
+    assert model.gns_emas["minibatch"]["policy"].n_updates == 1  # every=4 by default: iteration 1 measured, 2 not
 
 
 def test_channels_last_policy_computes_the_same_function():

@@ -129,9 +129,10 @@ class AdaptivePPO(NoiseScalePPO):
         self._trace_sigma_sum = 0.0
         self._n_measurements = 0
         super().__init__(*args, **kwargs)
-        if self.noise_scale is None or adaptive.loss not in self.noise_scale.losses or adaptive.scheme not in self.noise_scale.schemes:
+        measured = self.noise_scale is not None and adaptive.scheme in self.noise_scale.schemes
+        if not measured or adaptive.loss not in self.noise_scale.losses:  # type: ignore[union-attr]
             raise ValueError(
-                f"adaptive rollout size needs the noise scale of the {adaptive.loss!r} loss measured with scheme {adaptive.scheme!r}"
+                f"adaptive rollout size needs the {adaptive.loss!r} loss measured with scheme {adaptive.scheme!r}"
             )
         if callable(self.learning_rate):
             raise ValueError("adaptive rollout size needs a constant learning rate (it is rescaled at each growth)")

@@ -106,9 +106,7 @@ class NoiseScaleConfig:
         else:
             raise ValueError(f"unknown noise scale scheme {scheme!r}: use one of {SCHEMES}")
         if not 0 < b_small < b_big:
-            raise ValueError(
-                f"noise scale ({scheme}) needs 0 < b_small < b_big, got b_small={b_small}, b_big={b_big}"
-            )
+            raise ValueError(f"noise scale ({scheme}) needs 0 < b_small < b_big, got b_small={b_small}, b_big={b_big}")
         if b_big % b_small:
             raise ValueError(f"b_small ({b_small}) must divide b_big ({b_big})")
         if b_big > rollout_size:

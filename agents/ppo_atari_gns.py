@@ -16,7 +16,7 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.ppo import ATARI_PPO_KWARGS
+from rl_gns.core.defaults import atari_ppo_kwargs
 
 
 @dataclass
@@ -53,7 +53,7 @@ def main(args: Args) -> NoiseScalePPO:
         noise_scale=NoiseScaleConfig(losses=("policy",), every=1),
         seed=args.seed,
         device="cpu",
-        **ATARI_PPO_KWARGS,
+        **atari_ppo_kwargs(),
     )
     model.set_logger(configure(str(args.log_dir), ["stdout", "csv", "tensorboard"]))
 
@@ -64,7 +64,7 @@ def main(args: Args) -> NoiseScalePPO:
     )
     model.learn(total_timesteps=args.total_steps, callback=evaluate)
 
-    ema = model.gns_emas["policy"]
+    ema = model.gns_emas["minibatch"]["policy"]
     print(f"after {model.num_timesteps} agent steps: B_simple(policy) = {ema.b_simple:.0f} samples per gradient step")
     return model
 

@@ -22,8 +22,8 @@ import tyro
 from stable_baselines3 import PPO
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.measure import LOSSES
-from rl_gns.ppo import ATARI_PPO_KWARGS
+from rl_gns.core.defaults import atari_ppo_kwargs
+from rl_gns.core.measure import LOSSES
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Args:
     """PPO iterations per run."""
     seed: int = 0
     """Seed shared by the runs."""
-    out: Path = Path("benchmarks/results/determinism_cpu.json")
+    out: Path = Path(__file__).resolve().parents[1] / Path("results/benchmarks/determinism_cpu.json")
     """Where to write the JSON record."""
 
 
@@ -46,7 +46,7 @@ def train(args: Args, algo: type[PPO], iterations: int, threads: int | None = No
     default_threads = th.get_num_threads()
     th.set_num_threads(threads or default_threads)
     env = make_atari_vec_env(args.env, args.n_envs, seed=args.seed)
-    model = algo("CnnPolicy", env, seed=args.seed, device="cpu", **ATARI_PPO_KWARGS, **kwargs)
+    model = algo("CnnPolicy", env, seed=args.seed, device="cpu", **atari_ppo_kwargs(anneal=False), **kwargs)
     if iterations:
         model.learn(iterations * args.n_envs * 128)
     th.set_num_threads(default_threads)

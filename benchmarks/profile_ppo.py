@@ -4,8 +4,8 @@ Prints (and writes) the operators by self CPU time for one ``collect_rollouts`` 
 after a warm-up iteration. For Python-level time (env stepping, buffer work) sample a whole run
 with py-spy, e.g. ``py-spy record -f raw -o ppo.txt -- python benchmarks/profile_ppo.py``.
 
-    python benchmarks/profile_ppo.py --config sb3 --out benchmarks/results/profile_sb3_cpu.txt
-    python benchmarks/profile_ppo.py --config rl-gns --out benchmarks/results/profile_rl_gns_cpu.txt
+    python benchmarks/profile_ppo.py --config sb3 --out results/benchmarks/profile_sb3_cpu.txt
+    python benchmarks/profile_ppo.py --config rl-gns --out results/benchmarks/profile_rl_gns_cpu.txt
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from torch.profiler import ProfilerActivity, profile
 
 from rl_gns import NoiseScalePPO, make_atari_vec_env
-from rl_gns.ppo import ATARI_PPO_KWARGS
+from rl_gns.core.defaults import atari_ppo_kwargs
 
 
 @dataclass
@@ -47,9 +47,11 @@ class _Continue(BaseCallback):
 
 def main(args: Args) -> str:
     if args.config == "sb3":
-        model = PPO("CnnPolicy", make_atari_vec_env(args.env, args.n_envs, 0, backend="sb3"), seed=0, **ATARI_PPO_KWARGS)
+        env = make_atari_vec_env(args.env, args.n_envs, 0, backend="sb3")
+        model = PPO("CnnPolicy", env, seed=0, **atari_ppo_kwargs(anneal=False))
     else:
-        model = NoiseScalePPO("CnnPolicy", make_atari_vec_env(args.env, args.n_envs, 0), seed=0, **ATARI_PPO_KWARGS)
+        env = make_atari_vec_env(args.env, args.n_envs, 0)
+        model = NoiseScalePPO("CnnPolicy", env, seed=0, **atari_ppo_kwargs(anneal=False))
     model.learn(args.n_envs * model.n_steps)  # warm-up iteration
     callback = _Continue()
     callback.init_callback(model)

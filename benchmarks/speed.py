@@ -17,7 +17,7 @@ turns, one chunk of PPO iterations at a time, in a rotating order, so all see th
 conditions. Ratios are of total wall time; the median of per-chunk ratios is robust to a slow spell.
 Results are written after each ``n_envs`` (a killed run keeps what finished).
 
-    python benchmarks/speed.py --n-envs 4 8 16 --out benchmarks/results/speed_cpu.json
+    python benchmarks/speed.py --n-envs 4 8 16 --out results/benchmarks/speed_cpu.json
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from stable_baselines3 import PPO
 
 import rl_gns
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.measure import LOSSES
-from rl_gns.ppo import ATARI_PPO_KWARGS
-from rl_gns.throughput import peak_rss_mib, time_phases
+from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
+from rl_gns.core.measure import LOSSES
+from rl_gns.experiments.timing import peak_rss_mib, time_phases
 
 DEFAULT_CONFIGS = ("a_sb3", "b_off", "c_default", "d_all_every_iteration")
 ALL_CONFIGS = (*DEFAULT_CONFIGS, "b_off_nchw", "b_off_rollout_1_thread")
@@ -69,7 +69,7 @@ class Args:
     """Seed shared by all configurations."""
     device: str = "cpu"
     """Torch device."""
-    out: Path = Path("benchmarks/results/speed_cpu.json")
+    out: Path = Path(__file__).resolve().parents[1] / Path("results/benchmarks/speed_cpu.json")
     """JSON record, rewritten after each n_envs."""
 
 
@@ -77,7 +77,7 @@ def build(name: str, env: str, n_envs: int, seed: int, device: str) -> PPO:
     """The PPO agent of configuration ``name``."""
     if name == "a_sb3":
         sb3_env = make_atari_vec_env(env, n_envs, seed, backend="sb3")
-        return PPO("CnnPolicy", sb3_env, seed=seed, device=device, **ATARI_PPO_KWARGS)
+        return PPO("CnnPolicy", sb3_env, seed=seed, device=device, **atari_ppo_kwargs(anneal=False))
     variants = {
         "b_off": {"noise_scale": None},
         "c_default": {"noise_scale": NoiseScaleConfig()},
@@ -86,13 +86,13 @@ def build(name: str, env: str, n_envs: int, seed: int, device: str) -> PPO:
         "b_off_rollout_1_thread": {"noise_scale": None, "rollout_threads": 1},
     }
     vec_env = make_atari_vec_env(env, n_envs, seed)
-    return NoiseScalePPO("CnnPolicy", vec_env, seed=seed, device=device, **variants[name], **ATARI_PPO_KWARGS)
+    return NoiseScalePPO("CnnPolicy", vec_env, seed=seed, device=device, **variants[name], **atari_ppo_kwargs(anneal=False))
 
 
 def worker(conn: Connection, name: str, args: Args, n_envs: int) -> None:
     """Build one configuration, warm it up, then run timed chunks on request."""
     model = build(name, args.env, n_envs, args.seed, args.device)
-    rollout_size = n_envs * ATARI_PPO_KWARGS["n_steps"]
+    rollout_size = n_envs * RL_ZOO3_ATARI_PPO["n_steps"]
     model.learn(args.warmup_iterations * rollout_size)
     times = time_phases(model)
     conn.send("ready")
@@ -115,7 +115,7 @@ def bench_n_envs(args: Args, n_envs: int) -> dict:
         procs[name].start()
         assert conns[name].recv() == "ready"
     chunks: dict[str, list[dict]] = {name: [] for name in args.configs}
-    steps = args.chunk_iterations * n_envs * ATARI_PPO_KWARGS["n_steps"]
+    steps = args.chunk_iterations * n_envs * RL_ZOO3_ATARI_PPO["n_steps"]
     for chunk in range(args.n_chunks):
         order = args.configs[chunk % len(args.configs) :] + args.configs[: chunk % len(args.configs)]
         for name in order:
@@ -209,7 +209,7 @@ def main(args: Args) -> dict:
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(args).items()},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
-        "ppo_kwargs": ATARI_PPO_KWARGS,
+        "ppo_kwargs": atari_ppo_kwargs(anneal=False),
         "results": {},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

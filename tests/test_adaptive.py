@@ -11,14 +11,14 @@ from stable_baselines3.common.env_util import unwrap_wrapper
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from rl_gns.adaptive import AdaptivePPO, adaptive_n_envs, extend_dummy_vec_env, scaled_learning_rate
-from rl_gns.atari import make_atari_vec_env
-from rl_gns.callbacks import EpisodeLogger
-from rl_gns.compare_adaptive import fit_steps, steps_and_experience_logged
-from rl_gns.progress import read_progress
-from rl_gns.targets import steps_and_experience
-from rl_gns.tradeoff import TradeoffFit
-from rl_gns.train import TrainConfig, check, train
+from rl_gns.core.adaptive import AdaptivePPO, adaptive_n_envs, extend_dummy_vec_env, scaled_learning_rate
+from rl_gns.core.atari import make_atari_vec_env
+from rl_gns.core.targets import steps_and_experience
+from rl_gns.core.tradeoff import TradeoffFit
+from rl_gns.experiments.callbacks import EpisodeLogger
+from rl_gns.experiments.train import TrainConfig, check, train
+from rl_gns.records.rundir import read_csv as read_progress
+from rl_gns.reports.adaptive_report import fit_steps, steps_and_experience_logged
 
 
 @pytest.mark.parametrize(

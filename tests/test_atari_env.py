@@ -7,7 +7,7 @@ from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
-from rl_gns.atari import FRAME_SKIP, AtariVecEnv, UnknownGameError, camel_name, make_atari_vec_env, resolve_game
+from rl_gns.core.atari import FRAME_SKIP, AtariVecEnv, UnknownGameError, camel_name, make_atari_vec_env, resolve_game
 
 pytestmark = pytest.mark.atari
 

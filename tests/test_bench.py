@@ -11,12 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rl_gns.atari import resolve_game
-from rl_gns.bench import BenchConfig, check, load_games, load_tier, record
-from rl_gns.bench_report import analyze_game, iqm_with_ci, load_run, pooled_noise_scale
+from rl_gns.core.atari import resolve_game
+from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.experiments.bench import BenchConfig, check, load_games, load_tier, record
+from rl_gns.records.rundir import RunDir
+from rl_gns.reports.bench_report import analyze_game, iqm_with_ci, load_run, pooled_noise_scale
 
 ENVS = Path(__file__).parents[1] / "envs"
-CLI = [sys.executable, "-m", "rl_gns.cli"]
+CLI = [sys.executable, "-m", "rl_gns"]
 
 
 def test_suite_files_parse_and_every_game_resolves():
@@ -30,10 +32,10 @@ def test_suite_files_parse_and_every_game_resolves():
     tiers = tomllib.loads((ENVS / "suites.toml").read_text())["tiers"]
     assert set(tiers) == {"smoke", "cpu", "full"}
     for name in tiers:
-        tier = load_tier(ENVS / "suites.toml", name, list(games))
+        tier = load_tier(BenchConfig(suite=name))  # the table shipped with the package
         assert tier.total_steps > 0 and tier.n_envs > 0 and tier.seeds > 0 and tier.every > 0
         assert set(tier.games) <= set(games)
-    cpu = load_tier(ENVS / "suites.toml", "cpu", list(games))
+    cpu = load_tier(BenchConfig(suite="cpu", suite_file=ENVS / "suites.toml"))
     assert (cpu.total_steps, cpu.n_envs, cpu.seeds, cpu.every, len(cpu.games)) == (50_000, 8, 3, 1, 7)
 
 
@@ -52,9 +54,12 @@ def test_a_bench_directory_refuses_other_settings(tmp_path):
 
 
 def _write_run(run_dir: Path, game: str, seed: int, g2_T: list, trace_T: list, scores_N: list) -> None:
-    """A finished run directory: 4 iterations at 250, 500, 750, 1000 agent steps (budget 1000)."""
+    """A finished run directory: 4 iterations at 250, 500, 750, 1000 agent steps (budget 1000), logged as runs
+    before 2026-11-22 logged a single scheme (no ``gns/<scheme>/`` prefix)."""
     run_dir.mkdir(parents=True)
-    (run_dir / "config.json").write_text(json.dumps({"game": game, "seed": seed, "total_steps": 1000}))
+    (run_dir / "config.json").write_text(
+        json.dumps({"game": game, "seed": seed, "total_steps": 1000, "gns_scheme": "minibatch"})
+    )
     with open(run_dir / "progress.csv", "w", newline="") as f:
         writer = csv.writer(f)
         keys = [f"gns/{q}_{loss}_raw" for loss in ("policy", "total") for q in ("g2", "trace_sigma")]
@@ -73,9 +78,9 @@ def test_report_maths_on_hand_built_runs(tmp_path):
     # seed 0: start = first 250 agent steps = the first row only; average = all rows
     _write_run(tmp_path / "pong_s0", "pong", 0, [2.0, -1.0, 1.0, 2.0], [100.0, 50.0, 30.0, 20.0], [-21.0] * 5 + [-11.0] * 20)
     _write_run(tmp_path / "pong_s1", "pong", 1, [-3.0, 1.0, 1.0, 1.0], [60.0, 10.0, 10.0, 10.0], [-20.0] * 10)
-    runs = [load_run(tmp_path / "pong_s0", target=-15.0), load_run(tmp_path / "pong_s1", target=-15.0)]
-    assert runs[0].sums["policy"]["start"] == (2.0, 100.0, 1)
-    assert runs[0].sums["policy"]["average"] == (4.0, 200.0, 4)
+    runs = [load_run(RunDir(tmp_path / "pong_s0"), target=-15.0), load_run(RunDir(tmp_path / "pong_s1"), target=-15.0)]
+    assert runs[0].sums["policy"]["start"] == NoiseSums(2.0, 100.0, 1)
+    assert runs[0].sums["policy"]["average"] == NoiseSums(4.0, 200.0, 4)
     assert runs[0].score == -11.0 and runs[0].reached_target_at is not None
     assert runs[1].score is None and runs[1].n_games == 10  # fewer than 20 games: no final score
 

@@ -7,11 +7,11 @@ import sys
 import numpy as np
 import pytest
 
-from rl_gns.progress import read_progress
+from rl_gns.records.rundir import read_csv as read_progress
 
 pytestmark = pytest.mark.atari
 
-CLI = [sys.executable, "-m", "rl_gns.cli"]
+CLI = [sys.executable, "-m", "rl_gns"]
 
 
 def run_cli(*args, **kwargs):

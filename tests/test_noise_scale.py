@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.noise_scale import NoiseScaleEMA, b_simple, cumulative_b_simple, g2_and_trace
+from rl_gns.core.noise_scale import NoiseScaleEMA, NoiseSums, b_simple, b_simple_interval, cumulative_b_simple, g2_and_trace
 
 
 @pytest.mark.parametrize(
@@ -119,3 +119,57 @@ def test_cumulative_b_simple_is_a_ratio_of_sums():
     # sums after each measurement: g2 2, 2, 1, 4; trace 10, 10, 40, 60
     np.testing.assert_allclose(cumulative_b_simple(g2, trace), [5.0, 5.0, 40.0, 15.0])
     assert np.isnan(cumulative_b_simple(np.array([-1.0, 0.5]), np.array([1.0, 1.0]))).all()
+
+
+def ar1_measurements(rng, T, phi, g2, trace, noise_g2, noise_trace):
+    """``T`` correlated pairs: AR(1) noise with coefficient ``phi`` around the true ``(g2, trace)``."""
+    eps = rng.normal(size=(T, 2)) * np.sqrt(1 - phi**2)
+    noise = np.empty((T, 2))
+    noise[0] = rng.normal(size=2)
+    for t in range(1, T):
+        noise[t] = phi * noise[t - 1] + eps[t]
+    return g2 + noise_g2 * noise[:, 0], trace + noise_trace * noise[:, 1]
+
+
+@pytest.mark.parametrize(("phi", "noise_g2"), [(0.0, 2.0), (0.7, 2.0), (0.7, 20.0)])
+def test_b_simple_interval_covers_the_truth_95_percent_of_the_time(phi, noise_g2):
+    """Correlated measurements, true B_simple = 100 / 1: resolved (noise 2) and mostly unresolved (noise 20)."""
+    rng = np.random.default_rng(1)
+    covered = 0
+    reps = 600
+    for _ in range(reps):
+        g2_T, trace_T = ar1_measurements(rng, 100, phi, 1.0, 100.0, noise_g2, 30.0)
+        interval = b_simple_interval(g2_T, trace_T)
+        covered += interval.low <= 100.0 <= interval.high
+    assert 0.92 <= covered / reps <= 0.985  # 95 % nominal; 600 reps give a standard error of 0.9 %
+
+
+def test_b_simple_interval_without_batches_undercovers_correlated_data():
+    """The check can fail: treating correlated measurements as independent (batches of one) covers far less."""
+    rng = np.random.default_rng(2)
+    covered = 0
+    for _ in range(300):
+        g2_T, trace_T = ar1_measurements(rng, 100, 0.9, 1.0, 100.0, 0.5, 30.0)
+        x = trace_T
+        y = g2_T
+        r = x.mean() / y.mean()
+        se = np.std(x - r * y, ddof=1) / np.sqrt(len(x)) / y.mean()
+        covered += abs(r - 100.0) <= 1.96 * se
+    assert covered / 300 < 0.8
+    interval = b_simple_interval(g2_T, trace_T)
+    assert interval.resolved and interval.low < interval.point < interval.high
+
+
+def test_b_simple_interval_reports_a_lower_bound_when_g2_is_not_resolved():
+    rng = np.random.default_rng(3)
+    g2_T, trace_T = rng.normal(0.0, 5.0, 400), rng.normal(100.0, 10.0, 400)
+    interval = b_simple_interval(g2_T, trace_T)
+    assert not interval.resolved and interval.low >= 0.0 and "not resolved" in interval.describe()
+    few = b_simple_interval(np.array([1.0, 2.0, np.nan]), np.array([10.0, 20.0, np.nan]))
+    assert few.point == pytest.approx(10.0) and (few.low, few.high) == (0.0, math.inf)
+
+
+def test_noise_sums_pool_by_adding_numerators_and_denominators():
+    a = NoiseSums.of(np.array([1.0, np.nan, 3.0]), np.array([10.0, np.nan, 50.0]))
+    assert a == NoiseSums(4.0, 60.0, 2) and a.b_simple == pytest.approx(15.0)
+    assert (a + NoiseSums(-4.0, 1.0, 1)).b_simple != (a + NoiseSums(-4.0, 1.0, 1)).b_simple  # Σ g2 = 0: NaN

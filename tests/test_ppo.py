@@ -11,8 +11,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.policies import ChannelsLastCnnPolicy
-from rl_gns.progress import read_progress
+from rl_gns.core.policies import ChannelsLastCnnPolicy
+from rl_gns.records.rundir import read_csv as read_progress
 
 pytestmark = pytest.mark.atari
 

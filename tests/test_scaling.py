@@ -1,13 +1,16 @@
 """Env-count scaling: the throughput model against closed forms, and the real CLI with a tiny budget."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rl_gns.cli import main
-from rl_gns.scaling import ThroughputModel, fit_throughput_model, predicted_wall_s
-from rl_gns.tradeoff import TradeoffFit
+from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
+from rl_gns.core.tradeoff import TradeoffFit
+
+REPO = Path(__file__).resolve().parents[1]
 
 MODEL = ThroughputModel(alpha=2e-3, beta=4e-4, gamma=5e-3, delta=3e-4, n_steps=128, n_epochs=4, n_minibatches=4)
 
@@ -51,7 +54,16 @@ def test_scaling_cli_tiny(tmp_path):
     """Two env counts on real Beam Rider, then the report stage again from disk alone."""
     out = tmp_path / "scaling"
     args = ["scaling", "--n-envs", "1,2", "--n-steps", "16", "--iterations", "1", "--env-agent-steps", "64"]
-    args += ["--out", str(out), "--sweep", "sweeps/beamrider_ram", "--noise-run", "results/beamrider_100k", "--devices", "1,2"]
+    args += [
+        "--out",
+        str(out),
+        "--sweep",
+        str(REPO / "results/sweeps/beamrider_ram"),
+        "--noise-run",
+        str(REPO / "results/runs/beamrider_100k"),
+        "--devices",
+        "1,2",
+    ]
     assert main(args) == 0
     rows = [json.loads(line) for line in (out / "measurements.jsonl").read_text().splitlines()]
     assert [r["n_envs"] for r in rows] == [1, 2]

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rl_gns.sweep import SweepConfig
+from rl_gns.experiments.sweep import SweepConfig
 
 pytestmark = pytest.mark.atari
 
-CLI = [sys.executable, "-m", "rl_gns.cli"]
+CLI = [sys.executable, "-m", "rl_gns"]
 #: Breakout from RAM: random play finishes a game every ~200 agent steps, so targets near random play
 #: are reached within a couple of thousand steps.
 TINY = ["--env", "Breakout", "--backend", "ram", "--n-steps", "32", "--window", "5", "--lr-points", "1"]
@@ -29,7 +29,7 @@ def test_learning_rate_grid_square_root_rule():
 def test_a_sweep_directory_refuses_other_settings(tmp_path):
     from dataclasses import asdict
 
-    from rl_gns.sweep import check
+    from rl_gns.experiments.sweep import check
 
     first = SweepConfig(env="Breakout", backend="ram", out=tmp_path, n_envs=(2, 4))
     (tmp_path / "sweep.json").write_text(json.dumps(asdict(first), default=str))
@@ -84,7 +84,7 @@ def test_sweep_resumes_after_a_worker_is_killed(tmp_path):
     second = out / "runs" / "n0004_lr1.77e-04_s0"
     _wait_for(lambda: (first / "summary.json").exists() and (second / "progress.csv").exists(), timeout=120)
     finished_before = (first / "summary.json").stat().st_mtime
-    killed = subprocess.run(["pkill", "-9", "-f", f"rl_gns.sweep {out}/specs/{second.name}.json"])
+    killed = subprocess.run(["pkill", "-9", "-f", f"rl_gns run {out}/specs/{second.name}.json"])
     assert killed.returncode == 0
     stdout, _ = sweep.communicate(timeout=120)
     assert sweep.returncode == 0

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rl_gns.targets import first_reached, running_score, steps_and_experience
+from rl_gns.core.targets import first_reached, running_score, steps_and_experience
 
 
 def test_running_score_hand_computed():

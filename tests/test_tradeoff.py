@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rl_gns.tradeoff import TradeoffFit, fit_tradeoff, tradeoff_curve
+from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff, tradeoff_curve
 
 
 def test_closed_form_at_b_crit():

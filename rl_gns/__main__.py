@@ -1,0 +1,7 @@
+"""``python -m rl_gns``: the same entry point as the ``rl-gns`` command."""
+
+import sys
+
+from rl_gns.cli import main
+
+sys.exit(main())

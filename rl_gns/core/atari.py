@@ -1,0 +1,274 @@
+"""Vectorized Atari for Stable-Baselines3: ale-py's native ``AtariVectorEnv`` behind SB3's ``VecEnv`` contract.
+
+DeepMind preprocessing, done in ale-py's C++ threads: frame skip 4 with max-pool over the last two
+frames, 84×84 grayscale, a stack of 4 frames (channels first), up to 30 no-ops and FIRE on reset,
+life loss reported as terminal for learning, rewards sign-clipped for learning only. Episode
+statistics (``info["episode"]``) carry the **raw game score of whole games** (all lives), so SB3's
+``rollout/ep_rew_mean`` and target-score logic see real scores.
+
+Traps of the native env handled here: its default NEXT_STEP autoreset (SB3 expects SAME_STEP);
+``episodic_life=True`` would reset the whole game on each life loss (we use ``life_loss_info``);
+its reward clipping would lose the raw score (we clip ourselves); ``final_obs`` is only
+meaningful for envs that were really reset.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from ale_py import roms
+from ale_py.vector_env import AtariVectorEnv
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
+
+#: Agent steps are taken every ``FRAME_SKIP`` emulator frames.
+FRAME_SKIP = 4
+
+
+class UnknownGameError(ValueError):
+    """Raised for a game name that matches no ROM shipped with ale-py."""
+
+
+def resolve_game(name: str) -> str:
+    """The ale-py ROM id (snake_case) of a game given as ``BeamRider``, ``ALE/BeamRider-v5``,
+    ``BeamRiderNoFrameskip-v4`` or ``beam_rider``.
+
+    :raises UnknownGameError: naming the closest ROM ids.
+    """
+    base = name.strip().removeprefix("ALE/")
+    base = re.sub(r"-v\d+$", "", base)
+    base = re.sub(r"(NoFrameskip|Deterministic)$", "", base)
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", base).lower().replace("-", "_")
+    rom_ids = roms.get_all_rom_ids()
+    for candidate in (snake, snake.replace("_", "")):
+        if candidate in rom_ids:
+            return candidate
+    squashed = {rom.replace("_", ""): rom for rom in rom_ids}
+    if snake.replace("_", "") in squashed:
+        return squashed[snake.replace("_", "")]
+    close = difflib.get_close_matches(snake, rom_ids, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see ale_py.roms.get_all_rom_ids()"
+    raise UnknownGameError(f"unknown Atari game {name!r}{hint}")
+
+
+def camel_name(game: str) -> str:
+    """``beam_rider`` -> ``BeamRider`` (the Gymnasium id stem)."""
+    return "".join(part.capitalize() for part in game.split("_"))
+
+
+class AtariVecEnv(VecEnv):
+    """SB3 ``VecEnv`` over ale-py's multithreaded ``AtariVectorEnv``.
+
+    Observations are ``(n_envs, 4, 84, 84)`` uint8, channels first (SB3 does not transpose them).
+    A life loss ends a learning episode (``done``, no bootstrap) without resetting the game; a
+    game over or the frame limit resets it in the same step, with the last observation in
+    ``info["terminal_observation"]`` and ``info["episode"] = {"r": raw score, "l": frames, "t": s}``.
+
+    :param game: ale-py ROM id, e.g. ``beam_rider`` (see :func:`resolve_game`).
+    :param n_envs: number of emulators stepped in parallel.
+    :param repeat_action_probability: sticky-action probability (0.25 in ALE v5; 0 is the
+        DeepMind/NoFrameskip-v4 protocol that the published PPO references used).
+    :param noop_max: maximum number of no-op agent steps on reset.
+    :param max_frames_per_episode: truncation limit in emulator frames (108,000 = 30 min of play).
+    :param num_threads: emulator threads; 0 lets ale-py choose.
+    :param terminal_on_life_loss: end learning episodes on each life loss.
+    :param clip_rewards: give ``sign(reward)`` to the learner (episode scores stay raw).
+    :param fire_reset: press FIRE on reset in games that need it.
+    """
+
+    def __init__(
+        self,
+        game: str,
+        n_envs: int,
+        *,
+        repeat_action_probability: float = 0.0,
+        noop_max: int = 30,
+        max_frames_per_episode: int = 108_000,
+        num_threads: int = 0,
+        terminal_on_life_loss: bool = True,
+        clip_rewards: bool = True,
+        fire_reset: bool = True,
+    ) -> None:
+        self.game = game
+        self.clip_rewards = clip_rewards
+        self.ale_env = AtariVectorEnv(
+            game,
+            n_envs,
+            num_threads=num_threads,
+            max_num_frames_per_episode=max_frames_per_episode,
+            repeat_action_probability=repeat_action_probability,
+            autoreset_mode="SameStep",
+            frameskip=FRAME_SKIP,
+            stack_num=4,
+            noop_max=noop_max,
+            episodic_life=False,
+            life_loss_info=terminal_on_life_loss,
+            reward_clipping=False,
+            use_fire_reset=fire_reset,
+        )
+        self.render_mode = None  # emulators render nothing here
+        super().__init__(n_envs, self.ale_env.single_observation_space, self.ale_env.single_action_space)
+        self._actions: np.ndarray | None = None
+        self._scores = np.zeros(n_envs, dtype=np.float64)
+        self._lengths = np.zeros(n_envs, dtype=np.int64)
+        self._game_offset = np.zeros(n_envs, dtype=np.int64)
+        self._t_start = time.time()
+
+    def reset(self) -> np.ndarray:
+        seeds = None if all(s is None for s in self._seeds) else np.array([-1 if s is None else s for s in self._seeds])
+        obs, info = self.ale_env.reset(seed=seeds)
+        self._reset_seeds()
+        self._reset_options()
+        self._scores[:] = 0.0
+        self._lengths[:] = 0
+        self._game_offset = info["frame_number"] - info["episode_frame_number"]
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        assert self._actions is not None, "step_async must be called before step_wait"
+        obs, raw_rewards, terminated, truncated, ale_info = self.ale_env.step(self._actions)
+        self._actions = None
+        self._scores += raw_rewards
+        self._lengths += FRAME_SKIP
+        # frame_number - episode_frame_number is constant within a game and jumps when ale-py resets it
+        game_offset = ale_info["frame_number"] - ale_info["episode_frame_number"]
+        game_over = game_offset != self._game_offset
+        self._game_offset = game_offset
+        dones = terminated | truncated
+        infos: list[dict[str, Any]] = [{"lives": int(lives)} for lives in ale_info["lives"]]
+        for i in np.flatnonzero(dones | game_over):
+            info = infos[i]
+            info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            info["terminal_observation"] = ale_info["final_obs"][i] if game_over[i] else obs[i]
+            if game_over[i]:
+                info["episode"] = {
+                    "r": float(self._scores[i]),
+                    "l": int(self._lengths[i]),
+                    "t": round(time.time() - self._t_start, 6),
+                }
+                self._scores[i] = 0.0
+                self._lengths[i] = 0
+        rewards = np.sign(raw_rewards) if self.clip_rewards else raw_rewards
+        return obs, rewards.astype(np.float32), dones | game_over, infos
+
+    def close(self) -> None:
+        self.ale_env.close()
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None] * self.num_envs
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        value = getattr(self, attr_name)
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        raise AttributeError(f"{type(self).__name__} sub-environments are native; cannot set {attr_name!r}")
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        raise AttributeError(f"{type(self).__name__} sub-environments are native; cannot call {method_name!r}")
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        # info["episode"] has Monitor's meaning (whole games, raw score), so evaluate_policy may rely on it
+        return [wrapper_class is Monitor for _ in self._get_indices(indices)]
+
+
+class ScaleRam(gym.ObservationWrapper):
+    """The 128 bytes of Atari RAM as float32 in ``[0, 1]`` (an MLP's input)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, env.observation_space.shape, np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return observation.astype(np.float32) / 255.0
+
+
+def make_ram_env(game: str, repeat_action_probability: float = 0.0, noop_max: int = 30) -> gym.Env:
+    """One Atari game observed through its RAM, with the same protocol as the pixel envs.
+
+    Frame skip 4 in the emulator, up to ``noop_max`` no-ops and FIRE on reset, life loss terminal
+    for learning, sign-clipped rewards; ``Monitor`` sits below the life-loss wrapper, so
+    ``info["episode"]`` holds raw whole-game scores. Observations: ``(128,)`` float32 in ``[0, 1]``.
+    """
+    import ale_py
+    from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, NoopResetEnv
+
+    gym.register_envs(ale_py)
+    env = gym.make(
+        f"ALE/{camel_name(game)}-v5",
+        obs_type="ram",
+        frameskip=FRAME_SKIP,
+        repeat_action_probability=repeat_action_probability,
+    )
+    env = Monitor(env)
+    env = NoopResetEnv(env, noop_max=noop_max)
+    env = EpisodicLifeEnv(env)
+    if "FIRE" in env.unwrapped.get_action_meanings():  # type: ignore[attr-defined]
+        env = FireResetEnv(env)
+    return ScaleRam(ClipRewardEnv(env))
+
+
+def make_atari_vec_env(
+    env: str,
+    n_envs: int = 8,
+    seed: int | None = None,
+    *,
+    backend: Literal["ale_vector", "sb3", "ram"] = "ale_vector",
+    repeat_action_probability: float = 0.0,
+    noop_max: int = 30,
+    num_threads: int = 0,
+) -> VecEnv:
+    """Build ``n_envs`` Atari games with DeepMind preprocessing as an SB3 ``VecEnv``.
+
+    :param env: game name in any accepted form (see :func:`resolve_game`).
+    :param n_envs: parallel environments.
+    :param seed: base seed (env ``i`` gets ``seed + i``), or ``None``.
+    :param backend: ``ale_vector`` (native, multithreaded; observations ``(4, 84, 84)``), ``sb3``
+        (reference: ``make_atari_env`` on ``<Game>NoFrameskip-v4`` + ``DummyVecEnv`` +
+        ``VecFrameStack(4)``; observations ``(84, 84, 4)``, which SB3 transposes for its CNN), or
+        ``ram`` (``DummyVecEnv`` of :func:`make_ram_env`: 128 RAM bytes for an MLP, far cheaper on a CPU).
+    :param repeat_action_probability: sticky actions (0 by default; see :class:`AtariVecEnv`).
+    :param noop_max: maximum no-op agent steps on reset.
+    :param num_threads: emulator threads for ``ale_vector`` (0: ale-py's choice).
+    :raises UnknownGameError: for a name that matches no ROM.
+    """
+    game = resolve_game(env)
+    if backend == "ram":
+        vec_env: VecEnv = DummyVecEnv([lambda: make_ram_env(game, repeat_action_probability, noop_max) for _ in range(n_envs)])
+    elif backend == "ale_vector":
+        vec_env = AtariVecEnv(
+            game,
+            n_envs,
+            repeat_action_probability=repeat_action_probability,
+            noop_max=noop_max,
+            num_threads=num_threads,
+        )
+    elif backend == "sb3":
+        import ale_py
+        from stable_baselines3.common.env_util import make_atari_env
+
+        gym.register_envs(ale_py)
+        vec_env = make_atari_env(
+            f"{camel_name(game)}NoFrameskip-v4",
+            n_envs=n_envs,
+            vec_env_cls=DummyVecEnv,
+            wrapper_kwargs={"noop_max": noop_max},
+            env_kwargs={"repeat_action_probability": repeat_action_probability},
+        )
+        vec_env = VecFrameStack(vec_env, n_stack=4)
+    else:
+        raise ValueError(f"unknown backend {backend!r}: use 'ale_vector', 'sb3' or 'ram'")
+    vec_env.seed(seed)
+    return vec_env

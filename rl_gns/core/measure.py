@@ -1,0 +1,221 @@
+"""Gradient measurements for the noise scale, taken at fixed parameters and outside the optimiser.
+
+Nothing here touches ``param.grad``, the optimiser, NumPy's global RNG or torch's RNG: gradients
+are taken with :func:`torch.autograd.grad`, so a measurement leaves training exactly as it was.
+
+Shape glossary: ``N`` samples in a batch, ``K`` small batches, ``*obs`` one observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+import numpy as np
+import torch as th
+import torch.nn.functional as F
+from gymnasium import spaces
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.type_aliases import RolloutBufferSamples
+
+#: The losses whose gradient noise can be measured. ``total`` is the loss PPO optimises:
+#: ``policy + ent_coef * entropy + vf_coef * value``.
+Loss = Literal["policy", "value", "total"]
+LOSSES: tuple[Loss, ...] = ("policy", "value", "total")
+
+
+class LossTerms(NamedTuple):
+    """The three terms of SB3's PPO loss on one batch, each a mean over the batch (scalar tensors)."""
+
+    policy: th.Tensor
+    """Clipped surrogate ``-mean(min(A·r, A·clip(r, 1±ε)))``."""
+    value: th.Tensor
+    """``mean((returns - V)²)``, with SB3's optional value clipping."""
+    entropy: th.Tensor
+    """``-mean(entropy)``."""
+
+
+class GradNorms(NamedTuple):
+    """Squared norms of the small- and big-batch mean gradients of one loss."""
+
+    g2_small: float
+    """``|G_small|²`` averaged over the ``K`` small batches."""
+    g2_big: float
+    """``|G_big|²`` of the mean of the ``K`` small-batch gradients (the big batch)."""
+
+
+def rollout_samples(buffer: RolloutBuffer, flat_indices: np.ndarray) -> RolloutBufferSamples:
+    """Gather samples of a filled, not yet flattened :class:`RolloutBuffer` as torch tensors.
+
+    Flat index ``i`` is step ``i % n_steps`` of env ``i // n_steps``, the order SB3's
+    ``swap_and_flatten`` gives, so contiguous runs of ``n_steps`` indices are one env's trajectory.
+    The buffer itself is not modified (``buffer.get()`` still flattens and shuffles it as usual).
+
+    :param buffer: a full rollout buffer whose returns and advantages are computed.
+    :param flat_indices: ``(N,)`` integer indices into the ``n_envs * n_steps`` samples.
+    :return: ``N`` samples on the buffer's device; advantages are **not** normalised.
+    """
+    if buffer.generator_ready:
+        raise RuntimeError("rollout buffer is already flattened: measure before buffer.get() is called")
+    env_idx, step_idx = np.divmod(np.asarray(flat_indices), buffer.buffer_size)
+    observations = buffer.observations
+    obs: th.Tensor | dict[str, th.Tensor]
+    if isinstance(observations, dict):  # DictRolloutBuffer
+        obs = {key: buffer.to_torch(array[step_idx, env_idx]) for key, array in observations.items()}
+    else:
+        obs = buffer.to_torch(observations[step_idx, env_idx])
+    fields = (
+        buffer.actions,
+        buffer.values,
+        buffer.log_probs,
+        buffer.advantages,
+        buffer.returns,
+    )
+    actions, *per_step = (buffer.to_torch(array[step_idx, env_idx]) for array in fields)
+    # values, log_probs, advantages and returns are stored as (n_steps, n_envs): flatten to (N,)
+    return RolloutBufferSamples(obs, actions, *(t.flatten() for t in per_step))  # type: ignore[arg-type]
+
+
+def split_samples(samples: RolloutBufferSamples, n_parts: int) -> list[RolloutBufferSamples]:
+    """Split ``N`` samples into ``n_parts`` contiguous parts of ``N / n_parts`` samples each."""
+    n = len(samples.advantages)
+    if n % n_parts:
+        raise ValueError(f"{n} samples do not split into {n_parts} equal parts")
+    size = n // n_parts
+
+    def part(x: th.Tensor | dict[str, th.Tensor], i: int) -> th.Tensor | dict[str, th.Tensor]:
+        if isinstance(x, dict):
+            return {key: value[i * size : (i + 1) * size] for key, value in x.items()}
+        return x[i * size : (i + 1) * size]
+
+    return [RolloutBufferSamples(*(part(t, i) for t in samples)) for i in range(n_parts)]  # type: ignore[arg-type]
+
+
+def normalize_advantages(samples: RolloutBufferSamples) -> RolloutBufferSamples:
+    """SB3's per-minibatch advantage normalisation ``(A - mean A) / (std A + 1e-8)`` over all ``N`` samples.
+
+    Apply it to the big batch **before** splitting it, so that the small-batch losses are parts
+    of the big-batch loss and their mean gradient is exactly the big-batch gradient.
+    """
+    adv = samples.advantages
+    if len(adv) > 1:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    return samples._replace(advantages=adv)
+
+
+def ppo_loss_terms(
+    policy: ActorCriticPolicy,
+    samples: RolloutBufferSamples,
+    clip_range: float,
+    clip_range_vf: float | None = None,
+) -> LossTerms:
+    """The terms of ``stable_baselines3.PPO``'s loss on a batch whose advantages are already prepared.
+
+    Mirrors ``PPO.train`` for one minibatch, so the measured gradients are those training follows.
+
+    :param policy: the actor-critic being trained.
+    :param samples: ``N`` rollout samples (advantages normalised as training would).
+    :param clip_range: PPO's ratio clip ``ε`` at the current progress.
+    :param clip_range_vf: value clip, or ``None`` (SB3's default) for no value clipping.
+    """
+    actions = samples.actions
+    if isinstance(policy.action_space, spaces.Discrete):
+        actions = actions.long().flatten()
+    values, log_prob, entropy = policy.evaluate_actions(samples.observations, actions)
+    values = values.flatten()
+    ratio = th.exp(log_prob - samples.old_log_prob)
+    adv = samples.advantages
+    policy_loss = -th.min(adv * ratio, adv * th.clamp(ratio, 1 - clip_range, 1 + clip_range)).mean()
+    if clip_range_vf is not None:
+        values = samples.old_values + th.clamp(values - samples.old_values, -clip_range_vf, clip_range_vf)
+    value_loss = F.mse_loss(samples.returns, values)
+    entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
+    return LossTerms(policy_loss, value_loss, entropy_loss)
+
+
+def two_batch_grad_norms(
+    policy: ActorCriticPolicy,
+    small_batches: Sequence[RolloutBufferSamples],
+    losses: Sequence[str],
+    clip_range: float,
+    clip_range_vf: float | None,
+    ent_coef: float,
+    vf_coef: float,
+) -> dict[str, GradNorms]:
+    """``|G_small|²`` and ``|G_big|²`` of each loss, the big batch being the union of the small ones.
+
+    Each small batch gets one forward pass and one :func:`torch.autograd.grad` call per loss; the
+    big-batch gradient is the mean of the small-batch gradients (equal sizes, mean losses), so it
+    costs nothing extra. Parameters are not changed and ``param.grad`` is not touched.
+
+    :param policy: the actor-critic, at the parameters to measure.
+    :param small_batches: ``K >= 2`` batches of equal size, advantages prepared for the big batch.
+    :param losses: names from :data:`LOSSES`.
+    :param clip_range: PPO ratio clip at the current progress.
+    :param clip_range_vf: value clip or ``None``.
+    :param ent_coef: entropy coefficient of the total loss.
+    :param vf_coef: value coefficient of the total loss.
+    :return: squared norms per loss name (floats; may be non-finite if the gradients are).
+    """
+    params = [p for p in policy.parameters() if p.requires_grad]
+    grad_sums = {name: [th.zeros_like(p) for p in params] for name in losses}
+    g2_small_sums = {name: th.zeros((), device=policy.device) for name in losses}
+    for batch in small_batches:
+        terms = ppo_loss_terms(policy, batch, clip_range, clip_range_vf)
+        by_name = {
+            "policy": terms.policy,
+            "value": terms.value,
+            "total": terms.policy + ent_coef * terms.entropy + vf_coef * terms.value,
+        }
+        for i, name in enumerate(losses):
+            grads = th.autograd.grad(by_name[name], params, retain_graph=i < len(losses) - 1, allow_unused=True)
+            for acc, g in zip(grad_sums[name], grads, strict=True):
+                if g is not None:
+                    acc.add_(g)
+                    g2_small_sums[name] += g.pow(2).sum()
+    k = len(small_batches)
+    norms = {}
+    for name in losses:
+        g2_big = sum(acc.pow(2).sum() for acc in grad_sums[name]) / k**2
+        norms[name] = GradNorms(g2_small=(g2_small_sums[name] / k).item(), g2_big=float(g2_big))
+    return norms
+
+
+class GradNormTap:
+    """Records the norm of every training gradient **before** clipping, through tensor hooks.
+
+    SB3's ``PPO.train`` clips inside the loop and discards the norm; an optimiser step pre-hook
+    would see clipped gradients. This tap adds ``|grad|²`` of each parameter when its gradient is
+    accumulated (``register_post_accumulate_grad_hook``) and closes one norm per optimiser step.
+
+    :param params: the parameters the optimiser updates.
+    :param optimizer: the optimiser whose steps delimit gradients.
+    """
+
+    def __init__(self, params: Sequence[th.nn.Parameter], optimizer: th.optim.Optimizer) -> None:
+        self._sq_norm: th.Tensor | float = 0.0
+        self._norms: list[th.Tensor] = []
+        self._handles = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params if p.requires_grad]
+        self._handles.append(optimizer.register_step_pre_hook(self._on_step))
+
+    def _on_grad(self, param: th.Tensor) -> None:
+        assert param.grad is not None
+        self._sq_norm = self._sq_norm + th.linalg.vector_norm(param.grad.detach()).square()
+
+    def _on_step(self, *_: object) -> None:
+        if isinstance(self._sq_norm, th.Tensor):
+            self._norms.append(self._sq_norm.sqrt())
+        self._sq_norm = 0.0
+
+    def pop(self) -> list[float]:
+        """Pre-clip norms of the gradients applied since the last call, in order."""
+        norms = th.stack(self._norms).tolist() if self._norms else []
+        self._norms = []
+        return norms
+
+    def remove(self) -> None:
+        """Remove all hooks."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []

@@ -1,0 +1,235 @@
+"""The gradient noise scale: unbiased two-batch estimates and their moving averages.
+
+Equations are those of McCandlish, Kaplan, Amodei et al., "An Empirical Model of Large-Batch
+Training" (arXiv 1812.06162), Appendix A.1. Notation:
+
+- ``G`` the true gradient of the (mean) loss, ``Σ`` the per-example gradient covariance.
+- ``g2`` an estimate of ``|G|²``; ``trace_sigma`` an estimate of ``tr(Σ)``.
+- ``b_simple = tr(Σ) / |G|²`` (eq. 2.9), in examples (samples per gradient estimate).
+
+For a batch of ``B`` i.i.d. examples, ``E|G_B|² = |G|² + tr(Σ)/B`` (eq. A.1), so two batch sizes
+measured **at the same parameters** give one unbiased estimate of each term.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def g2_and_trace(g2_small: float, g2_big: float, b_small: float, b_big: float) -> tuple[float, float]:
+    """Unbiased estimates of ``|G|²`` and ``tr(Σ)`` from two batch sizes (1812.06162, eq. A.2-A.3).
+
+    .. math::
+
+        g2 = (B_{big}|G_{big}|^2 - B_{small}|G_{small}|^2) / (B_{big} - B_{small})
+
+        trace\\_sigma = (|G_{small}|^2 - |G_{big}|^2) / (1/B_{small} - 1/B_{big})
+
+    Both gradients must be means over their batch (not sums) and taken at the same parameters.
+    When the big batch is split into ``k`` small batches, ``g2_small`` is the mean of the ``k``
+    squared norms; then ``trace_sigma`` equals ``b_small`` times the unbiased sample variance of
+    the ``k`` small-batch gradients.
+
+    :param g2_small: ``|G_small|²``, squared norm of a small-batch mean gradient (mean over the small batches).
+    :param g2_big: ``|G_big|²``, squared norm of the big-batch mean gradient.
+    :param b_small: examples per small batch (samples).
+    :param b_big: examples in the big batch (samples); must exceed ``b_small``.
+    :return: ``(g2, trace_sigma)``; single estimates are noisy and ``g2`` can be negative.
+    """
+    if not b_big > b_small > 0:
+        raise ValueError(f"need b_big > b_small > 0, got b_small={b_small}, b_big={b_big}")
+    g2 = (b_big * g2_big - b_small * g2_small) / (b_big - b_small)
+    trace_sigma = (g2_small - g2_big) / (1.0 / b_small - 1.0 / b_big)
+    return g2, trace_sigma
+
+
+def b_simple(g2: float, trace_sigma: float) -> float:
+    """Simple noise scale ``B_simple = tr(Σ) / |G|²`` (1812.06162, eq. 2.9), in examples.
+
+    Pass averaged numerator and denominator (see :class:`NoiseScaleEMA`), never single
+    estimates averaged after the division.
+
+    :param g2: estimate of ``|G|²``.
+    :param trace_sigma: estimate of ``tr(Σ)``.
+    :return: the ratio, or NaN where ``g2 <= 0`` (the noise swamps the signal: no finite estimate).
+    """
+    if not g2 > 0:
+        return math.nan
+    return trace_sigma / g2
+
+
+def cumulative_b_simple(g2_T: np.ndarray, trace_sigma_T: np.ndarray) -> np.ndarray:
+    """``B_simple`` averaged over training so far: ``Σ_{t'<=t} trace_sigma / Σ_{t'<=t} g2`` after each measurement.
+
+    The paper's "averaged over training"; far steadier than a moving average where ``B_simple``
+    greatly exceeds ``b_big`` (single ``g2`` estimates are then mostly noise).
+
+    :param g2_T: ``(T,)`` raw ``g2`` estimates in measurement order; NaN entries (no measurement) are skipped.
+    :param trace_sigma_T: ``(T,)`` raw ``trace_sigma`` estimates, NaN where ``g2_T`` is.
+    :return: ``(T,)`` ratios; NaN while the cumulative ``g2`` is not positive.
+    """
+    g2_T = np.asarray(g2_T, dtype=float)
+    trace_sigma_T = np.asarray(trace_sigma_T, dtype=float)
+    measured = np.isfinite(g2_T) & np.isfinite(trace_sigma_T)
+    g2_sum = np.cumsum(np.where(measured, g2_T, 0.0))
+    trace_sum = np.cumsum(np.where(measured, trace_sigma_T, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(g2_sum > 0, trace_sum / g2_sum, np.nan)
+
+
+@dataclass(frozen=True)
+class NoiseSums:
+    """Pooled raw estimates: ``Σ g2``, ``Σ trace_sigma`` and their count, added across measurements, runs and seeds.
+
+    The pooled noise scale is the ratio of the sums (:attr:`b_simple`), the paper's "averaged over
+    training", never an average of per-measurement ratios.
+    """
+
+    g2: float = 0.0
+    """``Σ g2`` of the pooled raw estimates."""
+    trace_sigma: float = 0.0
+    """``Σ trace_sigma`` of the pooled raw estimates."""
+    count: int = 0
+    """Measurements pooled."""
+
+    @classmethod
+    def of(cls, g2_T: np.ndarray, trace_sigma_T: np.ndarray) -> NoiseSums:
+        """Pool ``(T,)`` raw estimates; NaN entries (iterations without a measurement) are skipped."""
+        g2_T, trace_sigma_T = np.asarray(g2_T, dtype=float), np.asarray(trace_sigma_T, dtype=float)
+        measured = np.isfinite(g2_T) & np.isfinite(trace_sigma_T)
+        return cls(float(g2_T[measured].sum()), float(trace_sigma_T[measured].sum()), int(measured.sum()))
+
+    def __add__(self, other: NoiseSums) -> NoiseSums:
+        return NoiseSums(self.g2 + other.g2, self.trace_sigma + other.trace_sigma, self.count + other.count)
+
+    @property
+    def b_simple(self) -> float:
+        """``Σ trace_sigma / Σ g2`` (:func:`b_simple`): NaN where ``Σ g2 <= 0`` (not resolved)."""
+        return b_simple(self.g2, self.trace_sigma)
+
+
+def pool(sums: list[NoiseSums] | tuple[NoiseSums, ...]) -> NoiseSums:
+    """The sum of several :class:`NoiseSums` (empty: nothing measured)."""
+    return sum(sums, NoiseSums())
+
+
+class NoiseScaleEMA:
+    """Separate exponential moving averages of ``g2`` and ``trace_sigma``, bias-corrected like Adam's.
+
+    ``m_t = beta * m_{t-1} + (1 - beta) * x_t`` and the reported value is ``m_t / (1 - beta**t)``.
+    The noise scale is the ratio of the two averages (the bias corrections cancel in it).
+
+    :param beta: decay per update, in ``[0, 1)``; ``1 / (1 - beta)`` updates is the memory.
+    """
+
+    def __init__(self, beta: float = 0.95) -> None:
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"EMA beta must be in [0, 1), got {beta}")
+        self.beta = beta
+        self.n_updates = 0
+        self._g2 = 0.0
+        self._trace_sigma = 0.0
+
+    def update(self, g2: float, trace_sigma: float) -> None:
+        """Fold in one unbiased pair of estimates (both finite)."""
+        if not (math.isfinite(g2) and math.isfinite(trace_sigma)):
+            raise ValueError(f"non-finite estimate: g2={g2}, trace_sigma={trace_sigma}")
+        self.n_updates += 1
+        self._g2 = self.beta * self._g2 + (1.0 - self.beta) * g2
+        self._trace_sigma = self.beta * self._trace_sigma + (1.0 - self.beta) * trace_sigma
+
+    def _debias(self, value: float) -> float:
+        if self.n_updates == 0:
+            return math.nan
+        return value / (1.0 - self.beta**self.n_updates)
+
+    @property
+    def g2(self) -> float:
+        """Bias-corrected moving average of ``|G|²`` (NaN before the first update)."""
+        return self._debias(self._g2)
+
+    @property
+    def trace_sigma(self) -> float:
+        """Bias-corrected moving average of ``tr(Σ)`` (NaN before the first update)."""
+        return self._debias(self._trace_sigma)
+
+    @property
+    def b_simple(self) -> float:
+        """``EMA(trace_sigma) / EMA(g2)`` in examples; NaN while ``EMA(g2) <= 0``."""
+        return b_simple(self.g2, self.trace_sigma)
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """A pooled ``B_simple`` with its confidence interval (see :func:`b_simple_interval`), in samples."""
+
+    point: float
+    """``Σ trace_sigma / Σ g2``; NaN where ``Σ g2 <= 0``."""
+    low: float
+    """Lower bound (0 when the data bound nothing)."""
+    high: float
+    """Upper bound; ``inf`` when ``|G|²`` is not resolved (then only ``B_simple > low`` is known)."""
+    level: float = 0.95
+    """Confidence level."""
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the interval is bounded: ``|G|²`` is resolved from zero at this level."""
+        return math.isfinite(self.high)
+
+    def describe(self) -> str:
+        """``1,234 [1,000, 1,500]``, or ``> 1,000 (|G|² not resolved)``, at the interval's level."""
+        if not self.resolved:
+            return f"> {self.low:,.0f} at {self.level:.0%} (|G|² not resolved)"
+        return f"{self.point:,.0f} [{self.low:,.0f}, {self.high:,.0f}]"
+
+
+def b_simple_interval(g2_T: np.ndarray, trace_sigma_T: np.ndarray, level: float = 0.95) -> RatioInterval:
+    """Confidence interval of the pooled ``B_simple = Σ trace_sigma / Σ g2`` from correlated measurements.
+
+    Consecutive measurements are correlated (parameters move slowly), so the ``T`` measurements are
+    cut into ``k = floor(sqrt(T))`` contiguous batches (the last ``k·floor(T/k)``; the first ``T mod k``
+    are left out of the interval only) and the batch means ``x_b`` (of ``trace_sigma``) and ``y_b``
+    (of ``g2``) are treated as independent. Fieller's theorem gives the set of ratios ``R`` with
+
+    .. math::
+
+        (\\bar x - R \\bar y)^2 \\le t^2 (s_{xx} - 2 R s_{xy} + R^2 s_{yy}) / k,
+
+    ``t`` the Student quantile with ``k - 1`` degrees of freedom and ``s`` the sample (co)variances of the
+    batch means. Where ``|G|²`` is resolved from zero (``\\bar y^2 > t^2 s_{yy}/k``) that set is a bounded
+    interval; otherwise it is unbounded above and only the lower bound ``B_simple > low`` is reported.
+
+    :param g2_T: ``(T,)`` raw ``g2`` estimates in measurement order; NaN entries (no measurement) are skipped.
+    :param trace_sigma_T: ``(T,)`` raw ``trace_sigma`` estimates.
+    :param level: confidence level.
+    :return: the pooled point and its interval; ``low = 0, high = inf`` with fewer than 4 measurements.
+    """
+    from scipy.stats import t as student_t
+
+    g2_T, trace_sigma_T = np.asarray(g2_T, dtype=float), np.asarray(trace_sigma_T, dtype=float)
+    measured = np.isfinite(g2_T) & np.isfinite(trace_sigma_T)
+    y, x = g2_T[measured], trace_sigma_T[measured]
+    point = b_simple(float(y.sum()), float(x.sum())) if len(y) else math.nan
+    k = math.isqrt(len(y))
+    if k < 2:
+        return RatioInterval(point, 0.0, math.inf, level)
+    size = len(y) // k
+    x_b = x[len(x) - k * size :].reshape(k, size).mean(axis=1)
+    y_b = y[len(y) - k * size :].reshape(k, size).mean(axis=1)
+    cov = np.cov(np.stack([x_b, y_b]), ddof=1) / k
+    t2 = float(student_t.ppf(0.5 + level / 2, k - 1)) ** 2
+    a = y_b.mean() ** 2 - t2 * cov[1, 1]
+    b = x_b.mean() * y_b.mean() - t2 * cov[0, 1]
+    c = x_b.mean() ** 2 - t2 * cov[0, 0]
+    disc = b * b - a * c
+    if a > 0:  # a bounded interval (disc >= 0 here: the set contains the ratio of the means)
+        root = math.sqrt(max(disc, 0.0))
+        return RatioInterval(point, (b - root) / a, (b + root) / a, level)
+    if disc < 0:  # every ratio is compatible with the data
+        return RatioInterval(point, 0.0, math.inf, level)
+    upper_branch_start = (b - math.sqrt(disc)) / a if a < 0 else c / (2 * b) if b else 0.0
+    return RatioInterval(point, max(upper_branch_start, 0.0), math.inf, level)

@@ -1,0 +1,276 @@
+"""``NoiseScalePPO``: Stable-Baselines3 PPO that measures the gradient noise scale while it trains."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.utils import get_device
+
+from rl_gns.core.measure import (
+    LOSSES,
+    GradNorms,
+    GradNormTap,
+    Loss,
+    normalize_advantages,
+    rollout_samples,
+    split_samples,
+    two_batch_grad_norms,
+)
+from rl_gns.core.noise_scale import NoiseScaleEMA, g2_and_trace
+from rl_gns.core.policies import ChannelsLastCnnPolicy
+
+Scheme = Literal["minibatch", "envs"]
+#: How the big and small batches are drawn from a rollout (see :class:`NoiseScaleConfig`).
+SCHEMES: tuple[Scheme, ...] = ("minibatch", "envs")
+
+
+@dataclass(frozen=True)
+class NoiseScaleConfig:
+    """How :class:`NoiseScalePPO` measures the gradient noise scale."""
+
+    schemes: tuple[Scheme, ...] = ("minibatch",)
+    """One or more of: ``minibatch``: a big batch of ``b_big`` samples drawn at random from the rollout (a PPO
+    minibatch), split into small batches of ``b_small``; B_simple is per gradient step, in samples.
+    ``envs``: the big batch is ``b_big / n_steps`` whole env trajectories, the small batches groups of
+    ``b_small / n_steps`` envs, as data-parallel workers would hold them; captures the correlation of
+    the steps of one trajectory, at the cost of a pass over the whole rollout. Each scheme is logged under
+    ``gns/<scheme>/``."""
+    losses: tuple[Loss, ...] = LOSSES
+    """Losses to measure, from ``policy``, ``value``, ``total`` (the loss PPO optimises)."""
+    every: int = 4
+    """Measure every ``every`` PPO iterations (rollouts). Each measured loss costs one extra forward-backward
+    pass over ``b_big`` samples, about 1/16 of an rl-zoo3 update: three losses every 4 iterations keep the
+    default near 3 % of wall time (``benchmarks/speed.py``)."""
+    b_big: int | None = None
+    """Big-batch size in samples (agent steps), with a single scheme only. Default: the minibatch size
+    (``minibatch``) or the rollout size (``envs``)."""
+    b_small: int | None = None
+    """Small-batch size in samples, with a single scheme only; must divide ``b_big``. Default: ``b_big / 4``
+    (``envs``: a quarter of the envs)."""
+    ema_beta: float = 0.95
+    """Decay of the moving averages of ``g2`` and ``trace_sigma``, per measurement."""
+
+    def check(self) -> None:
+        """Check the settings that do not depend on the rollout.
+
+        :raises ValueError: with the reason.
+        """
+        if self.every < 1:
+            raise ValueError(f"noise scale 'every' must be >= 1, got {self.every}")
+        unknown = set(self.losses) - set(LOSSES)
+        if not self.losses or unknown:
+            raise ValueError(f"noise scale losses must be a non-empty subset of {LOSSES}, got {self.losses}")
+        if not self.schemes or set(self.schemes) - set(SCHEMES) or len(set(self.schemes)) != len(self.schemes):
+            raise ValueError(f"noise scale schemes must be distinct names from {SCHEMES}, got {self.schemes}")
+        if len(self.schemes) > 1 and (self.b_big or self.b_small):
+            raise ValueError("b_big and b_small can only be set with a single noise scale scheme")
+        if not 0.0 <= self.ema_beta < 1.0:
+            raise ValueError(f"noise scale ema_beta must be in [0, 1), got {self.ema_beta}")
+
+    def sizes(self, scheme: Scheme, n_envs: int, n_steps: int, minibatch_size: int) -> tuple[int, int]:
+        """Resolve and check ``(b_small, b_big)`` of ``scheme`` for a rollout of ``n_envs * n_steps`` samples.
+
+        :raises ValueError: with the reason, when the settings cannot be measured.
+        """
+        self.check()
+        rollout_size = n_envs * n_steps
+        if scheme == "minibatch":
+            b_big = self.b_big or minibatch_size
+            b_small = self.b_small or b_big // 4
+        elif scheme == "envs":
+            b_big = self.b_big or rollout_size
+            b_small = self.b_small or n_steps * max(1, (b_big // n_steps) // 4)
+            if b_small % n_steps or b_big % n_steps:
+                raise ValueError(
+                    f"scheme 'envs' needs b_small ({b_small}) and b_big ({b_big}) to be multiples of n_steps ({n_steps})"
+                )
+        else:
+            raise ValueError(f"unknown noise scale scheme {scheme!r}: use one of {SCHEMES}")
+        if not 0 < b_small < b_big:
+            raise ValueError(f"noise scale ({scheme}) needs 0 < b_small < b_big, got b_small={b_small}, b_big={b_big}")
+        if b_big % b_small:
+            raise ValueError(f"b_small ({b_small}) must divide b_big ({b_big})")
+        if b_big > rollout_size:
+            raise ValueError(f"b_big ({b_big}) exceeds the rollout size n_envs * n_steps = {rollout_size}")
+        return b_small, b_big
+
+    def all_sizes(self, n_envs: int, n_steps: int, minibatch_size: int) -> dict[Scheme, tuple[int, int]]:
+        """``{scheme: (b_small, b_big)}`` for every scheme (see :meth:`sizes`)."""
+        return {scheme: self.sizes(scheme, n_envs, n_steps, minibatch_size) for scheme in self.schemes}
+
+
+class NoiseScalePPO(PPO):
+    """PPO (Stable-Baselines3) that logs the gradient noise scale ``B_simple`` under ``gns/``.
+
+    A drop-in subclass: it accepts everything ``PPO`` accepts, plus ``noise_scale``. Before each
+    measured update, at the parameters that collected the rollout, it takes gradients of the PPO
+    losses on ``b_big`` samples split into small batches of ``b_small`` and feeds the unbiased
+    two-batch estimates of ``|G|²`` and ``tr(Σ)`` (McCandlish et al. 2018, App. A.1) to moving
+    averages. Measurement uses ``torch.autograd.grad`` and its own RNG, so training is identical
+    with measurement on or off.
+
+    The SB3 logger receives, per scheme and per loss ``L`` in ``noise_scale.losses``: ``gns/b_simple_L`` (ratio
+    of the moving averages, in samples), ``gns/g2_L`` and ``gns/trace_sigma_L`` (moving averages),
+    ``gns/g2_L_raw`` and ``gns/trace_sigma_L_raw`` (this iteration's estimates); and
+    ``gns/grad_norm_preclip`` (mean norm of the training gradients before clipping),
+    ``gns/n_skipped`` (non-finite measurements dropped), ``gns/time_s``; and per scheme ``S`` the loss keys
+    above as ``gns/S/<key>`` (``gns/minibatch/b_simple_policy``) with ``gns/S/b_small``, ``gns/S/b_big``.
+
+    Unlike plain PPO, each iteration's log row is written **after** its update, so ``train/`` and
+    ``gns/`` values share the row (and env-step x-axis) of the rollout they were computed on.
+
+    Two engineering options make it faster than plain PPO without changing what it learns (same
+    network, data, minibatches and hyperparameters; ``benchmarks/speed.py`` measures it):
+    channels-last convolutions on a CPU (``"CnnPolicy"`` becomes
+    :class:`~rl_gns.core.policies.ChannelsLastCnnPolicy`, other policies get channels-last weights;
+    results equal NCHW to float rounding, ~1e-6 relative), and optionally rollouts on
+    ``rollout_threads`` torch threads (1 helps on a busy machine, where OpenMP threads spin against
+    the emulator threads, and costs on an idle one; the forward pass is bit-identical across
+    thread counts).
+
+    :param policy: as for :class:`stable_baselines3.PPO`.
+    :param env: as for :class:`stable_baselines3.PPO`.
+    :param noise_scale: measurement settings, or ``None`` to train without measuring.
+    :param channels_last: channels-last convolutions; ``None``: on a CPU device only.
+    :param rollout_threads: torch threads while collecting rollouts (restored for the update);
+        ``None`` (default) leaves the thread count alone.
+    :param args: positional arguments of :class:`stable_baselines3.PPO`.
+    :param kwargs: keyword arguments of :class:`stable_baselines3.PPO`.
+    """
+
+    def __init__(
+        self,
+        policy: str | type[ActorCriticPolicy],
+        env: GymEnv | str,
+        *args: Any,
+        noise_scale: NoiseScaleConfig | None = NoiseScaleConfig(),
+        channels_last: bool | None = None,
+        rollout_threads: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if rollout_threads is not None and rollout_threads < 1:
+            raise ValueError(f"rollout_threads must be >= 1 or None, got {rollout_threads}")
+        self.noise_scale = noise_scale
+        self.channels_last = get_device(kwargs.get("device", "auto")).type == "cpu" if channels_last is None else channels_last
+        if self.channels_last and policy == "CnnPolicy":
+            policy = ChannelsLastCnnPolicy
+        self.rollout_threads = rollout_threads
+        self.gns_emas: dict[str, dict[str, NoiseScaleEMA]] | None = None
+        self.gns_sizes: dict[Scheme, tuple[int, int]] = {}
+        self.gns_n_skipped = 0
+        self._gns_rng: np.random.Generator | None = None
+        self._gns_tap: GradNormTap | None = None
+        self._n_train_calls = 0
+        self._pending_dump: int | None = None
+        super().__init__(policy, env, *args, **kwargs)
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        if self.channels_last:
+            self.policy.to(memory_format=th.channels_last)  # type: ignore[call-overload]  # only 4-D tensors change
+        if self.noise_scale is None:
+            return
+        self.gns_sizes = self.noise_scale.all_sizes(self.n_envs, self.n_steps, self.batch_size)
+        if self.gns_emas is None:  # a loaded model keeps its saved averages
+            beta = self.noise_scale.ema_beta
+            self.gns_emas = {
+                scheme: {name: NoiseScaleEMA(beta) for name in self.noise_scale.losses} for scheme in self.noise_scale.schemes
+            }
+        if self._gns_rng is None:
+            self._gns_rng = np.random.default_rng(self.seed)
+        self._gns_tap = GradNormTap(list(self.policy.parameters()), self.policy.optimizer)
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_gns_tap"]
+
+    def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
+        """PPO's rollout collection, on ``rollout_threads`` torch threads."""
+        if self.rollout_threads is None:
+            return super().collect_rollouts(*args, **kwargs)
+        threads = th.get_num_threads()
+        th.set_num_threads(self.rollout_threads)
+        try:
+            return super().collect_rollouts(*args, **kwargs)
+        finally:
+            th.set_num_threads(threads)
+
+    def dump_logs(self, iteration: int = 0) -> None:
+        """Defer the log row until :meth:`train` has recorded this rollout's ``train/`` and ``gns/`` values."""
+        self._pending_dump = iteration
+
+    def train(self) -> None:
+        """Measure the noise scale (every ``noise_scale.every`` iterations), then run PPO's update."""
+        if self.noise_scale is not None and self._n_train_calls % self.noise_scale.every == 0:
+            self._measure_noise_scale()
+        self._n_train_calls += 1
+        super().train()
+        if self._gns_tap is not None:
+            norms = self._gns_tap.pop()
+            if norms:
+                self.logger.record("gns/grad_norm_preclip", float(np.mean(norms)))
+        if self._pending_dump is not None:
+            iteration, self._pending_dump = self._pending_dump, None
+            super().dump_logs(iteration)
+
+    def _measurement_indices(self, scheme: Scheme) -> np.ndarray:
+        """Flat rollout indices of the big batch of ``scheme``, drawn with the measurement's own generator."""
+        assert self._gns_rng is not None
+        b_big = self.gns_sizes[scheme][1]
+        if scheme == "minibatch":
+            return self._gns_rng.choice(self.n_envs * self.n_steps, size=b_big, replace=False)
+        envs = self._gns_rng.choice(self.n_envs, size=b_big // self.n_steps, replace=False)
+        return (envs[:, None] * self.n_steps + np.arange(self.n_steps)).ravel()
+
+    def _measure_noise_scale(self) -> None:
+        assert self.noise_scale is not None
+        start = time.perf_counter()
+        self.policy.set_training_mode(True)  # as PPO.train does first: same forward pass
+        progress = self._current_progress_remaining
+        for scheme, (b_small, b_big) in self.gns_sizes.items():
+            samples = rollout_samples(self.rollout_buffer, self._measurement_indices(scheme))
+            if self.normalize_advantage:
+                samples = normalize_advantages(samples)
+            norms = two_batch_grad_norms(
+                self.policy,
+                split_samples(samples, b_big // b_small),
+                self.noise_scale.losses,
+                clip_range=self.clip_range(progress),  # type: ignore[operator]
+                clip_range_vf=None if self.clip_range_vf is None else self.clip_range_vf(progress),  # type: ignore[operator]
+                ent_coef=float(self.ent_coef),
+                vf_coef=float(self.vf_coef),
+            )
+            for name, loss_norms in norms.items():
+                self._record_estimate(scheme, name, loss_norms)
+            self.logger.record(f"gns/{scheme}/b_small", b_small)
+            self.logger.record(f"gns/{scheme}/b_big", b_big)
+        self.logger.record("gns/n_skipped", self.gns_n_skipped)
+        self.logger.record("gns/time_s", time.perf_counter() - start)
+
+    def _record_estimate(self, scheme: Scheme, name: str, norms: GradNorms) -> tuple[float, float] | None:
+        """Fold one loss's measurement into its moving averages and log it; skip and count non-finite ones.
+
+        :return: the unbiased ``(g2, trace_sigma)`` estimates folded in, or ``None`` when skipped.
+        """
+        assert self.gns_emas is not None
+        b_small, b_big = self.gns_sizes[scheme]
+        g2, trace_sigma = g2_and_trace(norms.g2_small, norms.g2_big, b_small, b_big)
+        if not (math.isfinite(g2) and math.isfinite(trace_sigma)):
+            self.gns_n_skipped += 1
+            return None
+        ema = self.gns_emas[scheme][name]
+        ema.update(g2, trace_sigma)
+        prefix = f"gns/{scheme}"
+        self.logger.record(f"{prefix}/g2_{name}_raw", g2)
+        self.logger.record(f"{prefix}/trace_sigma_{name}_raw", trace_sigma)
+        self.logger.record(f"{prefix}/g2_{name}", ema.g2)
+        self.logger.record(f"{prefix}/trace_sigma_{name}", ema.trace_sigma)
+        self.logger.record(f"{prefix}/b_simple_{name}", ema.b_simple)
+        return g2, trace_sigma

@@ -1,0 +1,149 @@
+"""``rl-gns bench``: the benchmark suite, every game of a tier × seeds, trained with noise-scale logging.
+
+Stage one of two (run -> ``rl-gns bench-report``), talking through files. The suite is data shipped
+with the package (:mod:`rl_gns.records.tables`): the games and their reference scores, and the tiers
+(``smoke``, ``cpu``, ``full``). Each run is a ``rl-gns train`` run directory ``<out>/runs/<game>_s<seed>/``
+launched by :func:`rl_gns.experiments.runner.run_all`. ``<out>/bench.json`` records the tier and the game
+table; a directory made with other settings is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rl_gns.core.atari import resolve_game
+from rl_gns.experiments.config import TrainConfig, base_train_config
+from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, run_all
+from rl_gns.experiments.train import check as check_run
+from rl_gns.records.rundir import write_json
+from rl_gns.records.tables import load_games, load_suites
+
+#: Settings that select or execute runs without changing what a run trains: they may change on resume.
+SELECTION_FIELDS = ("games", "seeds", "executor", "workers", "threads_per_run", "ray_address", "out")
+
+
+@dataclass
+class Tier:
+    """One tier of the suites table: what every run of the tier trains (rl-zoo3 settings unless overridden)."""
+
+    total_steps: int
+    """Budget per run, agent steps."""
+    n_envs: int
+    """Parallel environments."""
+    seeds: int
+    """Runs per game (seeds 0 .. seeds-1)."""
+    every: int
+    """Measure the noise scale every k PPO iterations."""
+    games: tuple[str, ...]
+    """ale-py ROM ids of the tier's games."""
+    description: str = ""
+    """What the tier is for."""
+    n_steps: int | None = None
+    """Agent steps per env per rollout (default: rl-zoo3's)."""
+    minibatch_size: int | None = None
+    """Samples per gradient step (default: rl-zoo3's)."""
+    n_epochs: int | None = None
+    """Passes over each rollout (default: rl-zoo3's)."""
+
+    def train_overrides(self) -> dict:
+        """The fields of :class:`TrainConfig` the tier sets."""
+        overrides = {"total_steps": self.total_steps, "n_envs": self.n_envs, "gns_every": self.every}
+        optional = {"n_steps": self.n_steps, "minibatch_size": self.minibatch_size, "n_epochs": self.n_epochs}
+        return overrides | {key: value for key, value in optional.items() if value is not None}
+
+
+@dataclass
+class BenchConfig(ExecutionConfig):
+    """Train every game of a benchmark tier for several seeds with noise-scale logging."""
+
+    suite: str = "cpu"
+    """Tier of the suites table: smoke (CI, seconds per game), cpu (2-core CPU, ~2 min per run), full (10M agent steps)."""
+    out: Path = Path("runs/bench")
+    """Benchmark directory (bench.json, specs/, runs/<game>_s<seed>/, then results.json, report.md)."""
+    games: tuple[str, ...] | None = None
+    """Run only these games of the tier (any name rl-gns train accepts; default: all of the tier's)."""
+    seeds: int | None = None
+    """Seeds per game, overriding the tier's."""
+    suite_file: Path | None = None
+    """The tiers, TOML (default: the table shipped with rl-gns, envs/suites.toml in the repository)."""
+    games_file: Path | None = None
+    """The games, TOML: random, human and published PPO scores, target scores (default: the shipped table)."""
+
+
+def load_tier(config: BenchConfig) -> Tier:
+    """The tier ``config.suite``; its games default to every game of the game table.
+
+    :raises ValueError: for an unknown tier.
+    """
+    tiers = load_suites(config.suite_file)["tiers"]
+    if config.suite not in tiers:
+        raise ValueError(f"unknown suite {config.suite!r}; choose one of {', '.join(tiers)}")
+    entry = dict(tiers[config.suite])
+    entry["games"] = tuple(entry.get("games", load_games(config.games_file)))
+    return Tier(**entry)
+
+
+def selected_games(config: BenchConfig, tier: Tier) -> list[str]:
+    """ROM ids to run: the tier's games, or the subset ``config.games`` of them.
+
+    :raises ValueError: for a game outside the tier (an unknown name raises ``UnknownGameError``).
+    """
+    if config.games is None:
+        return list(tier.games)
+    games = [resolve_game(name) for name in config.games]
+    outside = [game for game in games if game not in tier.games]
+    if outside:
+        raise ValueError(f"games {outside} are not in suite {config.suite!r} ({', '.join(tier.games)})")
+    return games
+
+
+def runs(config: BenchConfig, tier: Tier) -> dict[str, TrainConfig]:
+    """Every run to do, by run name ``<game>_s<seed>``."""
+    base = base_train_config(
+        config, **tier.train_overrides(), overwrite=True, torch_threads=config.threads_per_run, progress_bar=False
+    )
+    specs = {}
+    for game in selected_games(config, tier):
+        for seed in range(config.seeds or tier.seeds):
+            name = f"{game}_s{seed}"
+            specs[name] = TrainConfig(**{**vars(base), "env": game, "seed": seed, "out": config.out / "runs" / name})
+    return specs
+
+
+def record(config: BenchConfig) -> dict:
+    """What ``bench.json`` records: the settings, the tier, and the game table and paper ranges the report uses."""
+    games = load_games(config.games_file)
+    tier = load_tier(config)
+    settings = {
+        "suite": config.suite,
+        "device": config.device,
+        "tier": {key: getattr(TrainConfig, key) if value is None else value for key, value in asdict(tier).items()},
+        "games_table": {game: games[game] for game in tier.games},
+        "paper_ranges_frames": load_suites(config.suite_file)["paper_ranges_frames"],
+        **{key: getattr(config, key) for key in SELECTION_FIELDS},
+    }
+    return json.loads(json.dumps(settings, default=str))  # as JSON values, comparable with bench.json
+
+
+def check(config: BenchConfig) -> None:
+    """Validate the benchmark without writing anything (raises ``ValueError`` with the reason)."""
+    if config.seeds is not None and config.seeds < 1:
+        raise ValueError("--seeds must be >= 1")
+    games = load_games(config.games_file)
+    tier = load_tier(config)
+    unknown = [game for game in tier.games if game not in games]
+    if unknown:
+        raise ValueError(f"suite {config.suite!r} names games missing from the game table: {unknown}")
+    check_same_settings(config.out / "bench.json", record(config), SELECTION_FIELDS)
+    for spec in runs(config, tier).values():
+        check_run(spec)
+
+
+def bench(config: BenchConfig) -> dict[str, str]:
+    """Run every unfinished run of the tier; return ``{run name: "done" | "skipped" | "failed"}``."""
+    check(config)
+    (config.out / "runs").mkdir(parents=True, exist_ok=True)
+    write_json(config.out / "bench.json", record(config))
+    return run_all(config.out, runs(config, load_tier(config)), config, label="bench")

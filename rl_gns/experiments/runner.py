@@ -1,0 +1,135 @@
+"""Running many training runs: one process per run, on a local pool or as Ray tasks, resumable.
+
+Shared by ``rl-gns sweep`` and ``rl-gns bench``. Each run is a ``rl-gns train`` run directory; its settings
+are written to ``<out>/specs/<run>.json`` and a child process runs ``python -m rl_gns run <spec>``.
+Finished runs (``summary.json``) are skipped, unfinished ones restart, and a failing run leaves
+``error.txt`` in its directory without stopping the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from tqdm import tqdm
+
+from rl_gns.experiments.config import TrainConfig, to_json
+from rl_gns.records.rundir import RunDir, write_json
+
+
+@dataclass
+class ExecutionConfig:
+    """Where the runs of a sweep or a benchmark execute: one process per run, a local pool or Ray tasks."""
+
+    executor: Literal["local", "ray"] = "local"
+    """local: a pool of processes on this machine; ray: Ray tasks on the cluster at --ray-address."""
+    workers: int | None = None
+    """Runs at once for the local executor (default: CPU cores // threads_per_run)."""
+    threads_per_run: int = 1
+    """Torch threads (and Ray CPUs) per run."""
+    ray_address: str | None = None
+    """Address of a running Ray cluster (e.g. ray://head:10001 or auto); default: start a local Ray instance.
+    --out must be at the same path on every node (a shared filesystem)."""
+    device: str = "cpu"
+    """Torch device of every run."""
+
+
+#: Settings that say how runs execute or where they are written, not what they train: they may change on resume.
+EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address", "out")
+
+
+def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> None:
+    """Refuse to reuse a directory whose ``record`` (``sweep.json``, ``bench.json``) holds other settings.
+
+    :param record: the JSON settings file written by the first run of the command in that directory.
+    :param now: the settings of this invocation, as JSON values.
+    :param ignore: keys that may differ (how runs execute, not what they train).
+    :raises ValueError: naming the keys that differ.
+    """
+    if not record.exists():
+        return
+    before = json.loads(record.read_text())
+
+    def same(a: object, b: object) -> bool:  # a scheme recorded as "envs" before schemes became a list
+        return a == b or [a] == b or a == [b]
+
+    # settings added since the record was written default to what the code did before them
+    changed = sorted(k for k in now if k not in ignore and k in before and not same(before[k], now[k]))
+    if changed:
+        raise ValueError(f"{record.parent} holds runs with other settings ({', '.join(changed)}); use another --out")
+
+
+def run_spec(spec_path: str | Path, log_path: str | Path) -> int:
+    """Run one spec in a child process (``python -m rl_gns run``), output to ``log_path``; returns its exit status."""
+    with open(log_path, "w") as log:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        return subprocess.run(
+            [sys.executable, "-m", "rl_gns", "run", str(spec_path)], stdout=log, stderr=log, env=env
+        ).returncode
+
+
+def _record_outcome(run: RunDir, returncode: int, log_path: Path) -> str:
+    if returncode == 0 and run.status() == "done":
+        return "done"
+    tail = log_path.read_text().splitlines()[-30:] if log_path.exists() else []
+    run.write_error(f"exit status {returncode}\n" + "\n".join(tail) + "\n")
+    return "failed"
+
+
+def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:
+    """Run every unfinished run of ``specs``, each in its own process; return ``{run name: "done" | "skipped" | "failed"}``.
+
+    :param out: directory of the spec files (``<out>/specs/<run>.json``); each run writes to its ``spec.out``.
+    :param specs: the runs, by name (every ``spec.out`` set).
+    :param execution: local pool or Ray, runs at once, threads per run.
+    :param label: what the progress lines call the collection of runs (``sweep``, ``bench``).
+    """
+    (out / "specs").mkdir(parents=True, exist_ok=True)
+    run_dirs = {name: RunDir(spec.out) for name, spec in specs.items() if spec.out is not None}
+    outcome = {name: "skipped" for name, run in run_dirs.items() if run.status() == "done"}
+    todo = [name for name in specs if name not in outcome]
+    for name in todo:  # unfinished runs restart from scratch
+        shutil.rmtree(run_dirs[name].path, ignore_errors=True)
+        run_dirs[name].path.mkdir(parents=True)
+        write_json(out / "specs" / f"{name}.json", to_json(specs[name]))
+    print(f"{label} {out}: {len(specs)} runs, {len(outcome)} finished before, {len(todo)} to run", flush=True)
+
+    def paths(name: str) -> tuple[Path, Path]:
+        return out / "specs" / f"{name}.json", run_dirs[name].path / "log.txt"
+
+    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not todo)
+
+    def finish(name: str, returncode: int) -> None:
+        outcome[name] = _record_outcome(run_dirs[name], returncode, paths(name)[1])
+        bar.set_postfix_str(f"{name}: {outcome[name]}")
+        bar.update()
+
+    if execution.executor == "local":
+        n_workers = execution.workers or max(1, (os.cpu_count() or 1) // execution.threads_per_run)
+        with ThreadPoolExecutor(max_workers=n_workers) as pool:
+            futures = {pool.submit(run_spec, *paths(name)): name for name in todo}
+            for future in as_completed(futures):
+                finish(futures[future], future.result())
+    else:
+        import ray
+
+        ray.init(address=execution.ray_address, ignore_reinit_error=True, log_to_driver=False)
+        remote_run = ray.remote(num_cpus=execution.threads_per_run)(run_spec)
+        refs = {remote_run.remote(*map(str, paths(name))): name for name in todo}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            finish(refs[ready[0]], ray.get(ready[0]))
+    bar.close()
+    failed = sorted(name for name, status in outcome.items() if status == "failed")
+    print(f"{label} {out}: {sum(s != 'failed' for s in outcome.values())}/{len(specs)} finished", flush=True)
+    for name in failed:
+        print(f"  failed: {name} (see {run_dirs[name].path / 'error.txt'})", flush=True)
+    return outcome

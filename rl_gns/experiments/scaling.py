@@ -1,0 +1,133 @@
+"""``rl-gns scaling`` (measure stage): PPO throughput, time split and peak memory against ``n_envs``.
+
+One fresh process per ``n_envs`` (so peak memory is its own): env-only throughput with random actions,
+then end-to-end :class:`rl_gns.NoiseScalePPO` (default measurement, rl-zoo3 settings with constant
+rates) with ``n_steps``, the number of minibatches ``M`` (or the minibatch size) and ``n_epochs`` fixed:
+per-iteration rollout and update time and peak memory. ``<out>/settings.json`` records the settings
+(a directory measured with other settings is refused) and ``<out>/measurements.jsonl`` gets one JSON
+line per ``n_envs``, appended as each finishes, so a rerun skips those measured. The report stage
+(:mod:`rl_gns.reports.scaling_report`) fits the throughput model and predicts.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rl_gns.core.atari import make_atari_vec_env, resolve_game
+from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
+from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.experiments.runner import check_same_settings
+from rl_gns.experiments.timing import env_steps_per_s, peak_rss_mib, time_phases
+from rl_gns.records.rundir import write_json
+from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, read_measurements
+
+
+@dataclass
+class ScalingConfig:
+    """Measure PPO throughput against n_envs on this machine."""
+
+    env: str = "BeamRider"
+    """Atari game."""
+    n_envs: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128, 256])
+    """Env counts to measure, smallest first."""
+    out: Path = Path("runs/scaling")
+    """Directory for settings.json and measurements.jsonl (then scaling.json, report.md, scaling.png)."""
+    n_steps: int = RL_ZOO3_ATARI_PPO["n_steps"]
+    """Agent steps per env per rollout (fixed)."""
+    n_minibatches: int = 4
+    """Minibatches per epoch, M, fixed as in a sweep (the minibatch grows with n_envs; rl-zoo3's 256 at 8 envs)."""
+    minibatch_size: int | None = None
+    """Fix the minibatch instead (rl-zoo3: 256 samples), so M grows with n_envs; overrides --n-minibatches."""
+    n_epochs: int = RL_ZOO3_ATARI_PPO["n_epochs"]
+    """Passes over each rollout (fixed)."""
+    iterations: int = 4
+    """Timed PPO iterations per n_envs, after one untimed warm-up iteration (4: one default noise-scale
+    measurement among them, so the update time includes its amortised cost)."""
+    env_agent_steps: int = 16384
+    """Agent steps of the env-only measurement per n_envs (at least 32 vector steps)."""
+    device: str = "cpu"
+    """Torch device of the agent."""
+
+    def settings(self) -> dict:
+        """What ``settings.json`` records: what is measured, not which env counts."""
+        keys = ("env", "n_steps", "n_minibatches", "minibatch_size", "n_epochs", "iterations", "env_agent_steps", "device")
+        return {key: getattr(self, key) for key in keys}
+
+
+def check(config: ScalingConfig) -> None:
+    """Validate settings before anything is written (raises ``ValueError``)."""
+    resolve_game(config.env)
+    if not config.n_envs or min(config.n_envs) < 1:
+        raise ValueError(f"--n-envs must be positive integers, got {config.n_envs}")
+    if config.iterations < 1 or config.n_epochs < 1 or config.n_steps < 2:
+        raise ValueError("iterations and n_epochs must be >= 1 and n_steps >= 2")
+    for n_envs in config.n_envs:
+        if config.minibatch_size is None and (n_envs * config.n_steps) % config.n_minibatches:
+            raise ValueError(f"n_minibatches {config.n_minibatches} must divide the rollout size of n_envs {n_envs}")
+        if config.minibatch_size is not None and (n_envs * config.n_steps) % config.minibatch_size:
+            raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size of n_envs {n_envs}")
+    check_same_settings(config.out / SETTINGS, config.settings(), ())
+
+
+def measure_n_envs(config: ScalingConfig, n_envs: int) -> dict:
+    """Env-only and end-to-end throughput, time split and peak memory at one ``n_envs`` (run in a fresh process)."""
+    game = resolve_game(config.env)
+    env = make_atari_vec_env(game, n_envs, seed=0)
+    env_sps = env_steps_per_s(env, max(32, config.env_agent_steps // n_envs))
+    rollout_size = n_envs * config.n_steps
+    ppo_kwargs = {**atari_ppo_kwargs(anneal=False), "n_steps": config.n_steps, "n_epochs": config.n_epochs}
+    ppo_kwargs["batch_size"] = config.minibatch_size or rollout_size // config.n_minibatches
+    model = NoiseScalePPO("CnnPolicy", env, seed=0, device=config.device, **ppo_kwargs)
+    model.learn(rollout_size)  # warm-up iteration
+    times = time_phases(model)
+    start = time.perf_counter()
+    model.learn(config.iterations * rollout_size, reset_num_timesteps=False)
+    wall = time.perf_counter() - start
+    env.close()
+    return {
+        "n_envs": n_envs,
+        "rollout_size": rollout_size,
+        "minibatch_size": ppo_kwargs["batch_size"],
+        "env_only_agent_steps_per_s": env_sps,
+        "agent_steps_per_s": config.iterations * rollout_size / wall,
+        "seconds_per_iteration": wall / config.iterations,
+        "rollout_s_per_iteration": times.rollout_s / config.iterations,
+        "update_s_per_iteration": times.update_s / config.iterations,
+        "peak_rss_mib": peak_rss_mib(),
+    }
+
+
+def _measure_child(config: ScalingConfig, n_envs: int, queue: mp.Queue) -> None:
+    queue.put(measure_n_envs(config, n_envs))
+
+
+def measure(config: ScalingConfig) -> list[dict]:
+    """Measure every ``n_envs`` not yet in ``measurements.jsonl``, each in a fresh process, appending as it goes."""
+    check(config)
+    config.out.mkdir(parents=True, exist_ok=True)
+    write_json(config.out / SETTINGS, config.settings())
+    path = config.out / MEASUREMENTS
+    done = {row["n_envs"] for row in read_measurements(path)}
+    context = mp.get_context("spawn")
+    for n_envs in config.n_envs:
+        if n_envs in done:
+            print(f"scaling: n_envs {n_envs} measured before, skipped", flush=True)
+            continue
+        queue = context.Queue()
+        process = context.Process(target=_measure_child, args=(config, n_envs, queue))
+        process.start()
+        row = queue.get()
+        process.join()
+        with path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(
+            f"scaling: n_envs {n_envs:>4}: env-only {row['env_only_agent_steps_per_s']:7.0f}, end to end"
+            f" {row['agent_steps_per_s']:6.0f} agent steps/s; rollout {row['rollout_s_per_iteration']:.2f} s +"
+            f" update {row['update_s_per_iteration']:.2f} s per iteration; peak {row['peak_rss_mib']:.0f} MiB",
+            flush=True,
+        )
+    return read_measurements(path)

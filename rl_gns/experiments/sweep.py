@@ -1,0 +1,114 @@
+"""``rl-gns sweep``: train at many rollout sizes (env counts), seeds and learning rates.
+
+Stage one of two (sweep -> analyze), talking through files: each run is a ``rl-gns train`` run
+directory under ``<out>/runs/``, launched by :func:`rl_gns.experiments.runner.run_all` (local pool or
+Ray; rerunning skips finished runs). ``<out>/sweep.json`` records the settings; a directory made
+with other settings is refused.
+
+Protocol (McCandlish et al.'s, mapped onto PPO as in Hilton et al.): ``n_steps``, the number of
+minibatches per epoch ``M`` and ``n_epochs`` are fixed, so both PPO batch sizes scale with ``n_envs``;
+the learning rate is re-tuned at every size on a grid around a scaling rule; learning rate and clip
+range are constant, so that a run does not depend on its budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from rl_gns.core.targets import DEFAULT_WINDOW
+from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
+from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_same_settings, run_all
+from rl_gns.experiments.train import check as check_run
+from rl_gns.records.rundir import write_json
+
+
+@dataclass
+class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
+    """Train PPO at several env counts, learning rates and seeds, each run until the highest target or its budget."""
+
+    targets: tuple[float, ...] = (600.0, 800.0, 1000.0)
+    """Target scores (mean raw score of the last --window games); runs stop at the highest."""
+    n_envs: tuple[int, ...] = (4, 8, 16, 32, 64, 128)
+    """Env counts; the rollout size is n_envs * n_steps agent steps."""
+    seeds: int = 2
+    """Seeds per (env count, learning rate): 0 .. seeds-1."""
+    out: Path = Path("runs/sweep")
+    """Sweep directory (sweep.json, specs/, runs/<run>/)."""
+    budget_steps: int = 5_000_000
+    """Budget per run in agent steps, if the highest target is not reached first."""
+    n_minibatches: int = 4
+    """M, minibatches per epoch: minibatch_size = rollout_size / M (fixed, so the minibatch grows with n_envs)."""
+    lr_ref: float = 2.5e-4
+    """Adam step size at n_envs_ref envs (rl-zoo3 Atari)."""
+    n_envs_ref: int = 8
+    """Env count at which lr_ref applies."""
+    lr_rule: Literal["sqrt", "linear", "constant"] = "sqrt"
+    """Grid centre: lr_ref * (n_envs / n_envs_ref)^p with p = 0.5 (Adam's square-root rule), 1 or 0."""
+    lr_points: int = 3
+    """Learning rates per rollout size, spaced by lr_factor around the centre."""
+    lr_factor: float = 2.0
+    """Ratio between neighbouring learning rates of the grid."""
+    window: int = DEFAULT_WINDOW
+    """Games averaged by the score measure (the same at every size)."""
+
+    def learning_rates(self, n_envs: int) -> list[float]:
+        """The grid at one env count: centre * lr_factor^k for k symmetric around 0."""
+        power = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}[self.lr_rule]
+        centre = self.lr_ref * (n_envs / self.n_envs_ref) ** power
+        offsets = [k - (self.lr_points - 1) / 2 for k in range(self.lr_points)]
+        return [float(f"{centre * self.lr_factor**k:.3g}") for k in offsets]
+
+    def runs(self) -> dict[str, TrainConfig]:
+        """Every run of the sweep, by run name ``n<envs>_lr<rate>_s<seed>``."""
+        base = base_train_config(
+            self,
+            total_steps=self.budget_steps,
+            overwrite=True,
+            anneal=False,
+            stop_score=max(self.targets),
+            score_window=self.window,
+            torch_threads=self.threads_per_run,
+            progress_bar=False,
+        )
+        specs = {}
+        for n_envs in self.n_envs:
+            rollout_size = n_envs * self.n_steps
+            if n_envs < 1 or rollout_size % self.n_minibatches:
+                raise ValueError(
+                    f"n_envs {n_envs}: a rollout of {rollout_size} agent steps does not split into "
+                    f"{self.n_minibatches} minibatches"
+                )
+            for lr in self.learning_rates(n_envs):
+                for seed in range(self.seeds):
+                    name = f"n{n_envs:04d}_lr{lr:.2e}_s{seed}"
+                    specs[name] = TrainConfig(
+                        **{
+                            **vars(base),
+                            "n_envs": n_envs,
+                            "minibatch_size": rollout_size // self.n_minibatches,
+                            "learning_rate": lr,
+                            "seed": seed,
+                            "out": self.out / "runs" / name,
+                        }
+                    )
+        return specs
+
+
+def check(config: SweepConfig) -> None:
+    """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
+    if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1 or config.n_minibatches < 1:
+        raise ValueError("a sweep needs targets, n_envs, seeds >= 1, lr_points >= 1 and n_minibatches >= 1")
+    check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
+    for spec in config.runs().values():
+        check_run(spec)
+
+
+def sweep(config: SweepConfig) -> dict[str, str]:
+    """Run every unfinished run of the sweep; return ``{run name: "done" | "skipped" | "failed"}``."""
+    check(config)
+    specs = config.runs()
+    (config.out / "runs").mkdir(parents=True, exist_ok=True)
+    write_json(config.out / "sweep.json", {**to_json(config), "runs": sorted(specs)})
+    return run_all(config.out, specs, config, label="sweep")

@@ -1,0 +1,76 @@
+"""``rl-gns plot``: a run directory's ``training.png`` (score and noise scale over training), from its files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from rl_gns.core.noise_scale import cumulative_b_simple
+from rl_gns.records.rundir import PLOT, PROGRESS, STEP_KEY, RunDir, measured_schemes, noise_columns
+from rl_gns.reports.figures import Axes, plt, save_figure
+
+LOSS_COLORS = {"policy": "tab:blue", "value": "tab:orange", "total": "tab:green"}
+
+
+def plot_score(progress: dict[str, np.ndarray], ax: Axes) -> Axes:
+    """Mean raw game score of the last 100 games (``rollout/ep_rew_mean``) against agent steps."""
+    if "rollout/ep_rew_mean" in progress:
+        ax.plot(progress[STEP_KEY], progress["rollout/ep_rew_mean"], color="black")
+    ax.set_xlabel("agent steps")
+    ax.set_ylabel("score (mean of last 100 games)")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_noise_scale(progress: dict[str, np.ndarray], config: dict, ax: Axes) -> Axes:
+    """``B_simple`` per loss and scheme against agent steps, log scale: the average over training so far
+    (:func:`cumulative_b_simple`; solid for the first scheme, dashed for a second). Points where the pooled
+    ``|G|²`` is not yet positive are left out."""
+    for scheme, style in zip(measured_schemes(config), ("-", "--"), strict=False):
+        for loss, color in LOSS_COLORS.items():
+            columns = noise_columns(progress, config, scheme, loss)
+            if columns is None:
+                continue
+            steps, g2, trace_sigma = columns
+            measured = np.isfinite(g2)
+            average = cumulative_b_simple(g2[measured], trace_sigma[measured])
+            ok = np.isfinite(average) & (average > 0)
+            ax.plot(steps[measured][ok], average[ok], color=color, ls=style, lw=1.8, label=f"{loss}, {scheme}")
+    ax.set_yscale("log")
+    ax.set_xlabel("agent steps")
+    ax.set_ylabel("B_simple, average so far (samples)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3, which="both")
+    return ax
+
+
+@dataclass
+class PlotConfig:
+    """Redraw a run directory's training.png from its progress.csv (reads only files on disk)."""
+
+    run_dir: tyro.conf.Positional[Path]
+    """A run directory written by rl-gns train."""
+
+
+def check(config: PlotConfig) -> None:
+    """Fail early (``ValueError``) if the directory holds no training log."""
+    if not (config.run_dir / PROGRESS).exists():
+        raise ValueError(f"{config.run_dir} holds no {PROGRESS}")
+
+
+def plot_run(config: PlotConfig) -> Path:
+    """Write ``training.png`` of a run directory: score (top) and noise scale (bottom) over agent steps."""
+    run = RunDir(config.run_dir)
+    settings = run.config() if run.is_started() else {}
+    progress = run.progress()
+    fig, (ax_score, ax_gns) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
+    plot_score(progress, ax_score)
+    plot_noise_scale(progress, settings, ax_gns)
+    ax_score.set_xlabel("")
+    if settings:
+        fig.suptitle(f"{settings.get('game', '')}: {settings.get('n_envs', '?')} envs × {settings.get('n_steps', '?')} steps")
+    return save_figure(fig, run.file(PLOT))

@@ -1,0 +1,332 @@
+"""``rl-gns analyze`` (numbers): steps and experience to each target, the tradeoff fit, and the noise-scale candidates.
+
+Reads only files on disk (``sweep.json`` and each run directory, :mod:`rl_gns.records.rundir`), so it can
+be rerun at any time, also on a partial sweep. :mod:`rl_gns.reports.sweep_report` writes the report.
+
+Definitions:
+
+- Score measure: mean raw score of the last ``window`` finished games (:mod:`rl_gns.core.targets`).
+- ``S``: PPO iterations to the target; ``E = S · rollout_size`` agent steps (frames = 4·E);
+  gradient steps = ``S · n_epochs · M``; wall time = seconds since the run started.
+- Per target and rollout size, per seed the fastest learning rate is kept (as the paper kept the
+  best run per batch size); the size's point is the geometric mean over the seeds that reached it.
+- Fit: ``log S`` against ``log(S_min + E_min/B)`` with ``B`` the rollout size; 95 % intervals from
+  a bootstrap over seeds (resampled with replacement within each size).
+- Noise-scale candidates for the critical rollout size (``docs/prediction-criterion.md``): per scheme
+  ``s`` and loss ``L``, per size the pooled ``B_k = Σ raw tr(Σ) / Σ raw |G|²`` over the measurements up to
+  the target of every run of that size that reached it (+∞ where ``Σ |G|² ≤ 0``), then the median over
+  sizes, times a units factor: ``M`` (``mb_xM_L``, ``env_xM_L``) or 1 (``mb_L``, ``env_L``). 95 % interval:
+  percentile bootstrap of runs within each size.
+
+Shape glossary: ``K`` rollout sizes, ``R`` runs of one size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from rl_gns.core.measure import LOSSES
+from rl_gns.core.noise_scale import NoiseSums, pool
+from rl_gns.core.targets import first_reached, steps_and_experience
+from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
+from rl_gns.records.rundir import RunDir, measured_schemes, noise_sums, read_json, write_json
+
+#: Short names of the measurement schemes in candidate names.
+SCHEME_TAGS = {"minibatch": "mb", "envs": "env"}
+#: The candidate that ``predicted_b_crit`` reports until the validation of docs/prediction-criterion.md picks one.
+DEFAULT_CANDIDATE = "mb_xM_policy"
+
+
+@dataclass
+class AnalyzeConfig:
+    """Aggregate a sweep directory into report.md, results.json and figures (reads only files on disk)."""
+
+    sweep_dir: tyro.conf.Positional[Path]
+    """The sweep's --out directory."""
+    bootstrap: int = 2000
+    """Bootstrap resamples for the confidence intervals."""
+    seed: int = 0
+    """Seed of the bootstrap."""
+    max_rms_log_residual: float = 0.25
+    """Flag a fit whose RMS log residual exceeds this (0.25 ≈ 25 % scatter around the curve)."""
+
+
+@dataclass
+class Reach:
+    """When one run reached one target, and its noise measurements up to then."""
+
+    iterations: int
+    """S, PPO iterations."""
+    env_steps: int
+    """E = S · rollout_size, agent steps."""
+    wall_s: float
+    """Seconds since the run started, at the game that reached the target."""
+    noise: dict[str, NoiseSums] = field(default_factory=dict)
+    """``"<scheme>/<loss>"`` -> pooled raw estimates measured at or before ``env_steps``."""
+
+
+@dataclass
+class RunRecord:
+    """One run of a sweep, as read back from its directory."""
+
+    name: str
+    n_envs: int
+    rollout_size: int
+    minibatch_size: int
+    n_epochs: int
+    learning_rate: float
+    seed: int
+    status: str
+    """done, failed, or unfinished (still running or killed)."""
+    env_steps: int
+    """Agent steps trained so far (last logged row)."""
+    reached: dict[float, Reach] = field(default_factory=dict)
+    """Target -> when it was reached; absent targets are censored (not reached within the run)."""
+
+
+def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None:
+    """Read one run directory; ``None`` if it has not even written its configuration."""
+    if not run.is_started():
+        return None
+    config, progress, episodes = run.config(), run.progress(), run.episodes()
+    record = RunRecord(
+        name=run.name,
+        n_envs=config["n_envs"],
+        rollout_size=config["rollout_size"],
+        minibatch_size=config["minibatch_size"],
+        n_epochs=config["n_epochs"],
+        learning_rate=config["learning_rate"],
+        seed=config["seed"],
+        status=run.status(),
+        env_steps=run.env_steps(progress),
+    )
+    schemes = measured_schemes(config)
+    for target in targets:
+        game = first_reached(episodes["env_steps"], episodes["score"], target, window)
+        if game is not None:
+            iterations, env_steps = steps_and_experience(int(episodes["env_steps"][game]), record.rollout_size)
+            noise = {
+                f"{scheme}/{loss}": noise_sums(progress, config, scheme, loss, env_steps)
+                for scheme in schemes
+                for loss in LOSSES
+            }
+            record.reached[target] = Reach(iterations, env_steps, float(episodes["wall_s"][game]), noise)
+    return record
+
+
+@dataclass
+class Candidate:
+    """One noise-scale prediction of the critical rollout size at one target (agent steps)."""
+
+    value: float
+    """``factor × median over sizes`` of the pooled ``B_k``; +∞ where not resolved."""
+    ci: tuple[float, float] | None
+    """95 % percentile bootstrap interval (runs resampled within sizes); ``None`` without resamples."""
+    b_simple_K: list[float]
+    """Pooled ``B_k`` per reached rollout size (samples), +∞ where not resolved."""
+    n_measurements_K: list[int]
+    """Measurements pooled per size."""
+
+
+@dataclass
+class TargetResult:
+    """The tradeoff at one target score."""
+
+    target: float
+    rollout_size_K: list[int] = field(default_factory=list)
+    """Rollout sizes where at least one seed reached the target."""
+    steps_K: list[float] = field(default_factory=list)
+    """Geometric mean over seeds of the fastest learning rate's S (PPO iterations)."""
+    experience_K: list[float] = field(default_factory=list)
+    """``rollout_size · steps``, agent steps."""
+    wall_s_K: list[float] = field(default_factory=list)
+    """Geometric mean over seeds of the wall time of the same runs, seconds."""
+    best_lr_K: list[list[float]] = field(default_factory=list)
+    """The fastest learning rate per reached seed."""
+    seeds_reached_K: list[int] = field(default_factory=list)
+    """Seeds (of those run) that reached the target at each size."""
+    censored_sizes: list[int] = field(default_factory=list)
+    """Rollout sizes run where no seed reached the target."""
+    fit: TradeoffFit | None = None
+    ci_s_min: tuple[float, float] | None = None
+    ci_e_min: tuple[float, float] | None = None
+    ci_b_crit: tuple[float, float] | None = None
+    candidates: dict[str, Candidate] = field(default_factory=dict)
+    """Noise-scale predictions of the critical rollout size, by name (``mb_xM_policy``, ``env_total``, ...)."""
+    flags: list[str] = field(default_factory=list)
+    """Why the fit may be unreliable."""
+
+    @property
+    def predicted_b_crit(self) -> float:
+        """The default candidate's prediction (:data:`DEFAULT_CANDIDATE`), NaN if it was not measured."""
+        candidate = self.candidates.get(DEFAULT_CANDIDATE)
+        return candidate.value if candidate else math.nan
+
+
+def best_per_seed(runs: list[RunRecord], target: float, rollout_size: int) -> dict[int, RunRecord]:
+    """For each seed at one rollout size, the run (over learning rates) that reached ``target`` in fewest steps."""
+    best: dict[int, RunRecord] = {}
+    for run in runs:
+        if run.rollout_size == rollout_size and target in run.reached:
+            current = best.get(run.seed)
+            if current is None or run.reached[target].iterations < current.reached[target].iterations:
+                best[run.seed] = run
+    return best
+
+
+def geometric_mean(values: list[float] | np.ndarray) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def resolved_or_inf(sums: NoiseSums) -> float:
+    """``B_simple`` of pooled sums, +∞ where ``Σ |G|² <= 0`` (the noise swamps the signal: larger than measurable)."""
+    return sums.b_simple if sums.g2 > 0 else math.inf
+
+
+def median_candidate(sums_KR: list[list[NoiseSums]], factor: float, reps: int, rng: np.random.Generator) -> Candidate:
+    """``factor × median_k B_k`` with ``B_k`` pooled over the ``R`` runs of size ``k``, and its bootstrap interval.
+
+    :param sums_KR: per rollout size, the pooled sums of each run of that size (``R >= 1`` each).
+    :param factor: units factor (``M`` minibatches per epoch, or 1).
+    :param reps: bootstrap resamples (runs with replacement within each size).
+    :param rng: the bootstrap's generator.
+    """
+    b_K = [resolved_or_inf(pool(sums_R)) for sums_R in sums_KR]
+    value = factor * float(np.median(b_K))
+    ci = None
+    if reps > 0 and any(len(sums_R) > 1 for sums_R in sums_KR):
+        g2_KR = [np.array([s.g2 for s in sums_R]) for sums_R in sums_KR]
+        trace_KR = [np.array([s.trace_sigma for s in sums_R]) for sums_R in sums_KR]
+        medians = np.empty(reps)
+        for i in range(reps):
+            b = []
+            for g2_R, trace_R in zip(g2_KR, trace_KR, strict=True):
+                pick = rng.integers(0, len(g2_R), len(g2_R))
+                g2, trace = g2_R[pick].sum(), trace_R[pick].sum()
+                b.append(trace / g2 if g2 > 0 else math.inf)
+            medians[i] = np.median(b)
+        low, high = np.quantile(factor * medians, [0.025, 0.975], method="nearest")
+        ci = (float(low), float(high))
+    return Candidate(value, ci, b_K, [pool(sums_R).count for sums_R in sums_KR])
+
+
+def noise_candidates(
+    runs: list[RunRecord], target: float, sizes: list[int], n_minibatches: int, reps: int, rng: np.random.Generator
+) -> dict[str, Candidate]:
+    """Every candidate measured in the runs that reached ``target`` (see the module docstring)."""
+    keys = sorted({key for run in runs for reach in run.reached.values() for key in reach.noise})
+    candidates = {}
+    for key in keys:
+        scheme, loss = key.split("/")
+        sums_KR = [[run.reached[target].noise[key] for run in runs if run.rollout_size == size and target in run.reached]
+                   for size in sizes]  # fmt: skip
+        if any(all(s.count == 0 for s in sums_R) for sums_R in sums_KR):
+            continue
+        tag, m = SCHEME_TAGS[scheme], n_minibatches
+        per_gradient_step = median_candidate(sums_KR, 1.0, reps, rng)
+        ci = per_gradient_step.ci
+        candidates[f"{tag}_{loss}"] = per_gradient_step
+        candidates[f"{tag}_xM_{loss}"] = replace(per_gradient_step, value=m * per_gradient_step.value,
+                                                 ci=None if ci is None else (m * ci[0], m * ci[1]))  # fmt: skip
+    return candidates
+
+
+def analyze_target(
+    runs: list[RunRecord],
+    target: float,
+    n_minibatches: int,
+    bootstrap: int,
+    rng: np.random.Generator,
+    noise_rng: np.random.Generator,
+    max_rms: float,
+) -> TargetResult:
+    """Best run per size and seed, the tradeoff fit with bootstrap intervals (``rng``), and the noise-scale
+    candidates (their bootstrap draws from ``noise_rng``, so the fit's intervals do not depend on them)."""
+    result = TargetResult(target)
+    steps_by_size: list[np.ndarray] = []
+    for size in sorted({run.rollout_size for run in runs}):
+        best = best_per_seed(runs, target, size)
+        if not best:
+            result.censored_sizes.append(size)
+            continue
+        reaches = [run.reached[target] for run in best.values()]
+        steps = np.array([r.iterations for r in reaches], dtype=float)
+        steps_by_size.append(steps)
+        result.rollout_size_K.append(size)
+        result.steps_K.append(geometric_mean(steps))
+        result.experience_K.append(size * result.steps_K[-1])
+        result.wall_s_K.append(geometric_mean([max(r.wall_s, 1e-9) for r in reaches]))
+        result.best_lr_K.append([best[seed].learning_rate for seed in sorted(best)])
+        result.seeds_reached_K.append(len(best))
+    result.candidates = noise_candidates(runs, target, result.rollout_size_K, n_minibatches, bootstrap, noise_rng)
+
+    if result.censored_sizes:
+        result.flags.append(f"not reached at rollout sizes {result.censored_sizes}")
+    if len(result.rollout_size_K) < 2:
+        result.flags.append("fewer than 2 rollout sizes reached the target: no fit")
+        return result
+    if len(result.rollout_size_K) < 3:
+        result.flags.append("only 2 rollout sizes: the fit passes through them exactly")
+    batch = np.array(result.rollout_size_K, dtype=float)
+    result.fit = fit_tradeoff(batch, np.array(result.steps_K))
+    if result.fit.rms_log_residual > max_rms:
+        result.flags.append(f"large residuals (RMS log residual {result.fit.rms_log_residual:.2f})")
+    samples = []
+    for _ in range(bootstrap):
+        resampled = [geometric_mean(rng.choice(steps, size=len(steps), replace=True)) for steps in steps_by_size]
+        fit = fit_tradeoff(batch, np.array(resampled))
+        samples.append((fit.s_min, fit.e_min, fit.b_crit))
+    low, high = np.percentile(np.array(samples), [2.5, 97.5], axis=0)
+    result.ci_s_min, result.ci_e_min, result.ci_b_crit = (
+        (float(low[0]), float(high[0])),
+        (float(low[1]), float(high[1])),
+        (float(low[2]), float(high[2])),
+    )
+    if min(result.seeds_reached_K) < 2:
+        result.flags.append("some sizes have a single seed: intervals understate the uncertainty")
+    return result
+
+
+def load_sweep(sweep_dir: Path) -> tuple[dict, list[RunRecord]]:
+    """The sweep's settings and every run that has started."""
+    settings = read_json(sweep_dir / "sweep.json")
+    targets = [float(t) for t in settings["targets"]]
+    runs = []
+    for run_dir in sorted((sweep_dir / "runs").iterdir()):
+        record = load_run(RunDir(run_dir), targets, settings["window"])
+        if record is not None:
+            runs.append(record)
+    return settings, runs
+
+
+def analyze(config: AnalyzeConfig) -> tuple[dict, list[RunRecord], list[TargetResult]]:
+    """Analyse a sweep directory and write ``results.json`` there; return settings, runs and per-target results."""
+    settings, runs = load_sweep(config.sweep_dir)
+    fit_rng, noise_rng = np.random.default_rng(config.seed), np.random.default_rng(config.seed + 1)
+    results = [
+        analyze_target(
+            runs, float(t), settings["n_minibatches"], config.bootstrap, fit_rng, noise_rng, config.max_rms_log_residual
+        )
+        for t in settings["targets"]
+    ]
+    payload = {
+        "settings": settings,
+        "runs": [asdict(run) for run in runs],
+        "targets": [
+            {**asdict(r), "b_crit": r.fit.b_crit if r.fit else None, "predicted_b_crit": r.predicted_b_crit} for r in results
+        ],
+        "default_candidate": DEFAULT_CANDIDATE,
+    }
+    write_json(config.sweep_dir / "results.json", payload)
+    return settings, runs, results
+
+
+def check(config: AnalyzeConfig) -> None:
+    """Fail early (``ValueError``) if the directory is not a sweep."""
+    if not (config.sweep_dir / "sweep.json").exists():
+        raise ValueError(f"{config.sweep_dir} is not a sweep directory (no sweep.json)")

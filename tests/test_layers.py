@@ -1,0 +1,86 @@
+"""The package's layers, read from its own imports: core <- records <- experiments | reports <- cli, and no cycles.
+
+The same check by hand: ``python -m pytest tests/test_layers.py -q``.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "rl_gns"
+
+#: layer -> the layers it may import (besides itself)
+ALLOWED = {
+    "core": set(),
+    "records": {"core"},
+    "experiments": {"core", "records"},
+    "reports": {"core", "records"},
+    "cli": {"core", "records", "experiments", "reports", "package"},
+    "package": {"core", "records", "experiments", "reports", "cli"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] == "__main__":
+        return "package"
+    return parts[1] if parts[1] in ALLOWED else "cli" if parts[1] == "cli" else parts[1]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """``{module: rl_gns modules it imports}`` for every module of the package (imports anywhere in the file)."""
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        module = module_name(path)
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names if alias.name.startswith("rl_gns")}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rl_gns"):
+                imported.add(node.module)
+                imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+        graph[module] = imported
+    return {module: {m for m in imported if m in graph and m != module} for module, imported in graph.items()}
+
+
+def test_every_module_sits_in_a_known_layer():
+    assert {layer(m) for m in import_graph()} <= set(ALLOWED)
+
+
+@pytest.mark.parametrize("module", sorted(import_graph()))
+def test_imports_point_down_the_layers(module):
+    if layer(module) == "package":
+        return
+    wrong = sorted(m for m in import_graph()[module] if layer(m) != layer(module) and layer(m) not in ALLOWED[layer(module)])
+    assert not wrong, f"{module} ({layer(module)}) imports {wrong}"
+
+
+def test_no_import_cycles():
+    graph = {m: {i for i in imported if layer(i) != "package"} for m, imported in import_graph().items()}
+    state: dict[str, str] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for nxt in sorted(graph[module]):
+            assert state.get(nxt) != "open", "import cycle: " + " -> ".join([*path, module, nxt])
+            if nxt not in state:
+                visit(nxt, [*path, module])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+
+
+def test_the_check_sees_a_bad_import():
+    """The rules are not vacuous: the graph holds the edges the package is built from."""
+    graph = import_graph()
+    assert "rl_gns.core.ppo" in graph["rl_gns.experiments.train"]
+    assert "rl_gns.records.rundir" in graph["rl_gns.reports.sweep_analysis"]
+    assert layer("rl_gns.reports.sweep_report") not in ALLOWED["experiments"]

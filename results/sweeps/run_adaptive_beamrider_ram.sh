@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Adaptive rollout size on Beam Rider from RAM (README, "Adaptive rollout size"), against the fixed-size sweep
-# sweeps/beamrider_ram: same n_steps 32, M = 4 minibatches, 4 epochs, clip 0.1, noise scale measured on the whole
-# rollout every iteration, stop at the highest target 525. Start at 4 envs with the sweep's square-root rule
-# (5e-4 at 8 envs -> 3.54e-4 at 4 envs); n_envs grows to sqrt(r · M · B_simple(total)) / 32, at most 64.
-# One run at a time; rerunning skips finished runs (summary.json) and restarts unfinished ones.
+# Adaptive rollout size on Beam Rider from RAM, against the fixed-size sweep results/sweeps/beamrider_ram:
+# same n_steps 32, M = 4 minibatches, 4 epochs, clip 0.1, noise scale measured on the whole rollout every
+# iteration, stop at the highest target 525. Start at 4 envs with the sweep's square-root rule (5e-4 at
+# 8 envs -> 3.54e-4 at 4 envs); n_envs grows to sqrt(r · M · B_simple(total)) / 32, at most 64.
+# One run at a time; works from any directory; rerunning skips finished runs (summary.json).
 set -euo pipefail
-out=sweeps/adaptive_beamrider_ram
+here="$(cd "$(dirname "$0")" && pwd)"
+out=$here/adaptive_beamrider_ram
 for r in 64 512; do
   for seed in 0 1; do
     run=$out/runs/r$(printf %04d $r)_s$seed
@@ -17,4 +18,4 @@ for r in 64 512; do
       --seed $seed --torch-threads 1 --progress-bar False --overwrite --out "$run" > "$run/log.txt" 2>&1
   done
 done
-python -m rl_gns.compare_adaptive $out --fixed sweeps/beamrider_ram
+rl-gns compare-adaptive "$out" --fixed "$here/beamrider_ram"

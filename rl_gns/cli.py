@@ -21,7 +21,7 @@ import rl_gns
 from rl_gns.experiments import bench, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.records.rundir import read_json
-from rl_gns.reports import adaptive_report, bench_report, run_plot, scaling_report, sweep_analysis, sweep_report
+from rl_gns.reports import adaptive_report, advise, bench_report, run_plot, scaling_report, sweep_analysis, sweep_report
 
 
 def train_and_plot(config: TrainConfig) -> Path:
@@ -108,6 +108,7 @@ COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], Any]]] 
     "scaling": (ScalingCommand, check_scaling, scaling_and_report),
     "scaling-report": (scaling_report.ScalingReportConfig, scaling_report.check, scaling_report.report),
     "compare-adaptive": (adaptive_report.CompareConfig, adaptive_report.check, adaptive_report.compare),
+    "advise": (advise.AdviseConfig, advise.check, advise.advise),
     "run": (RunSpecConfig, check_spec, run_spec),
 }
 
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         written = run(config)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, advise.NotMeasuredError) as error:
         print(f"rl-gns {name}: error: {error}", file=sys.stderr)
         return 2
     if isinstance(written, Path):

@@ -43,6 +43,14 @@ def test_train_end_to_end(tmp_path):
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["env_steps"] == 128 and summary["frames"] == 512
+    assert summary["advice"]["predictor"] == "mb_xM_policy" and summary["advice"]["text"]
+    assert "critical rollout size (mb_xM_policy)" in result.stdout  # printed at the end of training
+    low, high = summary["b_simple_total_minibatch_run_average_ci95"]  # 2 measurements: no interval yet
+    assert low == 0.0 and high is None
+    advice = run_cli("advise", str(out), "--predictor", "mb_xM_total")
+    assert advice.returncode == 0 and "critical rollout size (mb_xM_total)" in advice.stdout
+    not_measured = run_cli("advise", str(out), "--predictor", "env_total")
+    assert not_measured.returncode == 2 and "did not measure the total loss with scheme envs" in not_measured.stderr
 
     (out / "training.png").unlink()
     assert run_cli("plot", str(out)).returncode == 0  # redrawn from the files on disk

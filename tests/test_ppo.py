@@ -127,6 +127,9 @@ def test_two_schemes_in_one_run_each_logged_under_its_name(tmp_path):
     for scheme in ("minibatch", "envs"):
         assert np.isfinite(progress[f"gns/{scheme}/g2_total_raw"][0]), scheme
         assert model.gns_emas[scheme]["total"].n_updates == 1
+        # one measurement: the average is the single ratio, and no interval yet
+        assert progress[f"gns/{scheme}/b_simple_total_avg_low"][0] == 0.0
+        assert np.isinf(progress[f"gns/{scheme}/b_simple_total_avg_high"][0])
 
 
 def test_save_load_keeps_averages_and_continues(tmp_path):

@@ -24,7 +24,7 @@ from rl_gns.core.measure import (
     split_samples,
     two_batch_grad_norms,
 )
-from rl_gns.core.noise_scale import NoiseScaleEMA, g2_and_trace
+from rl_gns.core.noise_scale import NoiseScaleEMA, b_simple_interval, g2_and_trace
 from rl_gns.core.policies import ChannelsLastCnnPolicy
 
 Scheme = Literal["minibatch", "envs"]
@@ -120,6 +120,9 @@ class NoiseScalePPO(PPO):
     The SB3 logger receives, per scheme and per loss ``L`` in ``noise_scale.losses``: ``gns/b_simple_L`` (ratio
     of the moving averages, in samples), ``gns/g2_L`` and ``gns/trace_sigma_L`` (moving averages),
     ``gns/g2_L_raw`` and ``gns/trace_sigma_L_raw`` (this iteration's estimates); and
+    ``gns/b_simple_L_avg`` with ``_avg_low`` and ``_avg_high`` (the average over training so far,
+    ``Σ raw trace_sigma / Σ raw g2``, and its 95 % interval: :func:`~rl_gns.core.noise_scale.b_simple_interval`;
+    the high end is ``inf`` while ``|G|²`` is not resolved);
     ``gns/grad_norm_preclip`` (mean norm of the training gradients before clipping),
     ``gns/n_skipped`` (non-finite measurements dropped), ``gns/time_s``; and per scheme ``S`` the loss keys
     above as ``gns/S/<key>`` (``gns/minibatch/b_simple_policy``) with ``gns/S/b_small``, ``gns/S/b_big``.
@@ -164,6 +167,7 @@ class NoiseScalePPO(PPO):
             policy = ChannelsLastCnnPolicy
         self.rollout_threads = rollout_threads
         self.gns_emas: dict[str, dict[str, NoiseScaleEMA]] | None = None
+        self.gns_history: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
         self.gns_sizes: dict[Scheme, tuple[int, int]] = {}
         self.gns_n_skipped = 0
         self._gns_rng: np.random.Generator | None = None
@@ -267,10 +271,17 @@ class NoiseScalePPO(PPO):
             return None
         ema = self.gns_emas[scheme][name]
         ema.update(g2, trace_sigma)
+        g2_history, trace_history = self.gns_history.setdefault(scheme, {}).setdefault(name, ([], []))
+        g2_history.append(g2)
+        trace_history.append(trace_sigma)
+        average = b_simple_interval(np.array(g2_history), np.array(trace_history))
         prefix = f"gns/{scheme}"
         self.logger.record(f"{prefix}/g2_{name}_raw", g2)
         self.logger.record(f"{prefix}/trace_sigma_{name}_raw", trace_sigma)
         self.logger.record(f"{prefix}/g2_{name}", ema.g2)
         self.logger.record(f"{prefix}/trace_sigma_{name}", ema.trace_sigma)
         self.logger.record(f"{prefix}/b_simple_{name}", ema.b_simple)
+        self.logger.record(f"{prefix}/b_simple_{name}_avg", average.point)
+        self.logger.record(f"{prefix}/b_simple_{name}_avg_low", average.low)
+        self.logger.record(f"{prefix}/b_simple_{name}_avg_high", average.high)
         return g2, trace_sigma

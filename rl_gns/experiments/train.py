@@ -7,6 +7,7 @@ directory follows :mod:`rl_gns.records.rundir`; ``summary.json`` is written last
 
 from __future__ import annotations
 
+import math
 import platform
 import sys
 import time
@@ -20,15 +21,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import stable_baselines3
 import torch as th
-from stable_baselines3.common.logger import configure
+from stable_baselines3.common.logger import TensorBoardOutputFormat, configure
 
 from rl_gns.core.adaptive import AdaptivePPO
+from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
 from rl_gns.core.defaults import schedule
+from rl_gns.core.noise_scale import b_simple_interval
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.callbacks import EpisodeLogger
 from rl_gns.experiments.config import TrainConfig
-from rl_gns.records.rundir import MODEL, RunDir, noise_sums
+from rl_gns.records.rundir import MODEL, RunDir, noise_columns, run_advice
 
 __all__ = ["TrainConfig", "check", "train"]
 
@@ -164,9 +167,31 @@ def train(config: TrainConfig) -> Path:
     assert trained_env is not None
     trained_env.close()
 
-    # --- summarise from the files on disk; summary.json last: it marks the run finished
-    run.write_summary(summary(run, model, wall_s, episodes.reached_at))
+    # --- summarise from the files on disk, with the advice; summary.json last: it marks the run finished
+    totals = summary(run, model, wall_s, episodes.reached_at)
+    advice = run_advice(run.progress(), run.config())
+    lines = advice.lines() if advice else [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
+    print("\n".join(lines), flush=True)
+    key = "advice/critical_rollout_size"
+    for output in model.logger.output_formats:  # the advice as TensorBoard text, without a row in progress.csv
+        if isinstance(output, TensorBoardOutputFormat):
+            output.write({key: "  \n".join(lines)}, {key: None}, model.num_timesteps)  # type: ignore[dict-item]
+    run.write_summary({**totals, "advice": advice_record(advice, lines)})
     return run.path
+
+
+def advice_record(advice: Advice | None, lines: list[str]) -> dict:
+    """The advice as ``summary.json`` holds it (``high`` is ``null`` where ``|G|²`` is not resolved)."""
+    if advice is None:
+        return {"predictor": DEFAULT_PREDICTOR, "text": lines}
+    b = advice.b_crit
+    return {
+        "predictor": advice.predictor,
+        "b_crit": b.point if math.isfinite(b.point) else None,
+        "b_crit_ci95": [b.low, b.high if b.resolved else None],
+        "n_envs_critical": advice.n_envs_critical[0] if math.isfinite(b.point) else None,
+        "text": lines,
+    }
 
 
 def summary(run: RunDir, model: NoiseScalePPO, wall_s: float, reached_at: int | None) -> dict:
@@ -174,11 +199,15 @@ def summary(run: RunDir, model: NoiseScalePPO, wall_s: float, reached_at: int | 
     (``Σ tr(Σ) / Σ |G|²`` over every measurement), per scheme and loss."""
     progress, config = run.progress(), run.config()
     scores = [ep["r"] for ep in model.ep_info_buffer or []]
-    noise: dict[str, float] = {}
+    noise: dict[str, float | list[float | None]] = {}
     for scheme, emas in (model.gns_emas or {}).items():
         for loss, ema in emas.items():
             noise[f"b_simple_{loss}_{scheme}"] = ema.b_simple
-            noise[f"b_simple_{loss}_{scheme}_run_average"] = noise_sums(progress, config, scheme, loss).b_simple
+            columns = noise_columns(progress, config, scheme, loss)
+            if columns is not None:
+                average = b_simple_interval(columns[1], columns[2])
+                noise[f"b_simple_{loss}_{scheme}_run_average"] = average.point
+                noise[f"b_simple_{loss}_{scheme}_run_average_ci95"] = [average.low, average.high if average.resolved else None]
     return {
         "env_steps": model.num_timesteps,
         "frames": model.num_timesteps * FRAME_SKIP,

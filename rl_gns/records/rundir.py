@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, advise, parse_predictor
 from rl_gns.core.noise_scale import NoiseSums
 
 CONFIG = "config.json"
@@ -178,3 +179,15 @@ def measured_schemes(config: dict) -> tuple[str, ...]:
         return ()
     scheme = config.get("gns_scheme", ("minibatch",))
     return (scheme,) if isinstance(scheme, str) else tuple(scheme)
+
+
+def run_advice(progress: dict[str, np.ndarray], config: dict, predictor: str = DEFAULT_PREDICTOR) -> Advice | None:
+    """The advice of a run's files (:func:`rl_gns.core.advice.advise`); ``None`` if it did not measure the
+    predictor's scheme and loss. An adaptive run is judged at its last env count."""
+    scheme, _, loss = parse_predictor(predictor)
+    columns = noise_columns(progress, config, scheme, loss)
+    if columns is None:
+        return None
+    n_envs = int(progress["gns/n_envs"][-1]) if "gns/n_envs" in progress else config["n_envs"]
+    n_minibatches = config["rollout_size"] // config["minibatch_size"]
+    return advise(predictor, columns[1], columns[2], n_envs, config["n_steps"], n_minibatches)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.noise_scale import cumulative_b_simple
+from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.records.rundir import PLOT, PROGRESS, STEP_KEY, RunDir, measured_schemes, noise_columns
 from rl_gns.reports.figures import Axes, plt, save_figure
 
@@ -27,8 +27,10 @@ def plot_score(progress: dict[str, np.ndarray], ax: Axes) -> Axes:
 
 def plot_noise_scale(progress: dict[str, np.ndarray], config: dict, ax: Axes) -> Axes:
     """``B_simple`` per loss and scheme against agent steps, log scale: the average over training so far
-    (:func:`cumulative_b_simple`; solid for the first scheme, dashed for a second). Points where the pooled
-    ``|G|²`` is not yet positive are left out."""
+    (:func:`cumulative_b_simple`; solid for the first scheme, dashed for a second) and its 95 % interval
+    (shaded, :func:`b_simple_interval`; up to the top of the panel where ``|G|²`` is not resolved). Points where
+    the pooled ``|G|²`` is not yet positive are left out of the line."""
+    bands = []
     for scheme, style in zip(measured_schemes(config), ("-", "--"), strict=False):
         for loss, color in LOSS_COLORS.items():
             columns = noise_columns(progress, config, scheme, loss)
@@ -36,12 +38,24 @@ def plot_noise_scale(progress: dict[str, np.ndarray], config: dict, ax: Axes) ->
                 continue
             steps, g2, trace_sigma = columns
             measured = np.isfinite(g2)
-            average = cumulative_b_simple(g2[measured], trace_sigma[measured])
+            steps, g2, trace_sigma = steps[measured], g2[measured], trace_sigma[measured]
+            average = cumulative_b_simple(g2, trace_sigma)
             ok = np.isfinite(average) & (average > 0)
-            ax.plot(steps[measured][ok], average[ok], color=color, ls=style, lw=1.8, label=f"{loss}, {scheme}")
+            ax.plot(steps[ok], average[ok], color=color, ls=style, lw=1.8, label=f"{loss}, {scheme}")
+            # 95 % interval of the average so far, at up to 100 points; unbounded above where |G|² is not resolved
+            at = np.unique(np.linspace(3, len(g2) - 1, min(100, max(len(g2) - 3, 0))).astype(int))
+            intervals = [b_simple_interval(g2[: t + 1], trace_sigma[: t + 1]) for t in at]
+            bands.append((steps[at], [i.low for i in intervals], [i.high for i in intervals], color))
+    lines = [line.get_ydata() for line in ax.get_lines()]
+    if lines:  # bands span the lines' range, a decade beyond it either way
+        values = np.concatenate([np.asarray(y, dtype=float) for y in lines])
+        bottom, top = values.min() / 10, values.max() * 10
+        for x, low, high, color in bands:
+            ax.fill_between(x, np.clip(low, bottom, top), np.clip(high, bottom, top), color=color, alpha=0.12, lw=0)
+        ax.set_ylim(bottom, top)
     ax.set_yscale("log")
     ax.set_xlabel("agent steps")
-    ax.set_ylabel("B_simple, average so far (samples)")
+    ax.set_ylabel("B_simple, average so far (samples; 95 % band)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3, which="both")

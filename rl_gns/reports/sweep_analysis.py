@@ -30,16 +30,12 @@ from pathlib import Path
 import numpy as np
 import tyro
 
+from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS
 from rl_gns.core.measure import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import first_reached, steps_and_experience
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
 from rl_gns.records.rundir import RunDir, measured_schemes, noise_sums, read_json, write_json
-
-#: Short names of the measurement schemes in candidate names.
-SCHEME_TAGS = {"minibatch": "mb", "envs": "env"}
-#: The candidate that ``predicted_b_crit`` reports until the validation of docs/prediction-criterion.md picks one.
-DEFAULT_CANDIDATE = "mb_xM_policy"
 
 
 @dataclass
@@ -163,8 +159,8 @@ class TargetResult:
 
     @property
     def predicted_b_crit(self) -> float:
-        """The default candidate's prediction (:data:`DEFAULT_CANDIDATE`), NaN if it was not measured."""
-        candidate = self.candidates.get(DEFAULT_CANDIDATE)
+        """The default candidate's prediction (:data:`DEFAULT_PREDICTOR`), NaN if it was not measured."""
+        candidate = self.candidates.get(DEFAULT_PREDICTOR)
         return candidate.value if candidate else math.nan
 
 
@@ -320,7 +316,7 @@ def analyze(config: AnalyzeConfig) -> tuple[dict, list[RunRecord], list[TargetRe
         "targets": [
             {**asdict(r), "b_crit": r.fit.b_crit if r.fit else None, "predicted_b_crit": r.predicted_b_crit} for r in results
         ],
-        "default_candidate": DEFAULT_CANDIDATE,
+        "default_candidate": DEFAULT_PREDICTOR,
     }
     write_json(config.sweep_dir / "results.json", payload)
     return settings, runs, results

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
+from rl_gns.core.advice import DEFAULT_PREDICTOR
 from rl_gns.core.noise_scale import cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
 from rl_gns.records.rundir import RunDir, measured_schemes, noise_columns
 from rl_gns.reports.figures import Axes, colors, fmt, plt, save_plot
-from rl_gns.reports.sweep_analysis import DEFAULT_CANDIDATE, RunRecord, TargetResult
+from rl_gns.reports.sweep_analysis import RunRecord, TargetResult
 
 
 def plot_steps_vs_experience(results: list[TargetResult], ax: Axes | None = None) -> Axes:
@@ -132,7 +133,7 @@ def candidate_rows(results: list[TargetResult]) -> list[str]:
         for name, c in sorted(r.candidates.items()):
             ratio = c.value / r.fit.b_crit if r.fit else math.nan
             per_size = ", ".join(f"{size}: {fmt(b)}" for size, b in zip(r.rollout_size_K, c.b_simple_K, strict=True))
-            default = " (default)" if name == DEFAULT_CANDIDATE else ""
+            default = " (default)" if name == DEFAULT_PREDICTOR else ""
             lines.append(
                 f"| {r.target:g} | `{name}`{default} | {fmt(c.value)} {interval_cell(c.ci)} | {fmt(ratio)} | {per_size} |"
             )
@@ -172,7 +173,7 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
         "Zhang et al.'s critical batch (20 % more steps than perfect scaling) is 0.2·B_crit in this model. "
         "Noise-scale candidates (docs/prediction-criterion.md): per size B_k = Σ raw tr(Σ) / Σ raw |G|² over the "
         "measurements up to the target of every run of the size that reached it; the median over sizes, times M "
-        f"(`_xM_`) or not; `mb`: minibatch scheme, `env`: whole-trajectory groups. Default: `{DEFAULT_CANDIDATE}`.",
+        f"(`_xM_`) or not; `mb`: minibatch scheme, `env`: whole-trajectory groups. Default: `{DEFAULT_PREDICTOR}`.",
         "",
         "## Fits",
         "",

@@ -1,0 +1,120 @@
+"""The answer a user gets: the predicted critical rollout size and what more environments buy.
+
+With the tradeoff model of McCandlish et al. (eq. 2.11) and a critical rollout size ``B*``, a run at
+rollout size ``B`` needs ``S(B) = S_min (1 + B*/B)`` PPO iterations and ``E(B) = E_min (1 + B/B*)`` agent
+steps to a target. Doubling the envs therefore multiplies the iterations by ``(1 + B*/2B) / (1 + B*/B)``
+and the experience by ``(1 + 2B/B*) / (1 + B/B*)``: below ``B*`` it buys nearly halved iterations for
+little experience, above it mostly experience.
+
+The predictor of ``B*`` is a measured noise scale (``docs/prediction-criterion.md`` lists the
+candidates and how the default is chosen).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
+
+#: The noise-scale candidate that predicts the critical rollout size until the pre-registered validation
+#: (docs/prediction-criterion.md) picks one: ``<scheme tag>_[xM_]<loss>``.
+DEFAULT_PREDICTOR = "mb_xM_policy"
+#: Candidate name tag of each measurement scheme.
+SCHEME_TAGS = {"minibatch": "mb", "envs": "env"}
+
+
+def parse_predictor(name: str) -> tuple[str, bool, str]:
+    """``mb_xM_policy`` -> ``("minibatch", True, "policy")``: scheme, whether it is multiplied by M, loss.
+
+    :raises ValueError: for a name outside the candidates.
+    """
+    parts = name.split("_")
+    schemes = {tag: scheme for scheme, tag in SCHEME_TAGS.items()}
+    if len(parts) not in (2, 3) or parts[0] not in schemes or (len(parts) == 3 and parts[1] != "xM"):
+        raise ValueError(f"unknown predictor {name!r}: use <mb|env>[_xM]_<policy|value|total>, e.g. {DEFAULT_PREDICTOR}")
+    if parts[-1] not in ("policy", "value", "total"):
+        raise ValueError(f"unknown loss in predictor {name!r}")
+    return schemes[parts[0]], len(parts) == 3, parts[-1]
+
+
+def iterations_factor(rollout_size: float, b_crit: float, factor: float = 2.0) -> float:
+    """``S(f·B) / S(B) = (1 + B*/(f·B)) / (1 + B*/B)``: iterations to a target after multiplying the rollout by ``f``."""
+    return (1.0 + b_crit / (factor * rollout_size)) / (1.0 + b_crit / rollout_size)
+
+
+def experience_factor(rollout_size: float, b_crit: float, factor: float = 2.0) -> float:
+    """``E(f·B) / E(B) = (1 + f·B/B*) / (1 + B/B*)``: agent steps to a target after multiplying the rollout by ``f``."""
+    return (1.0 + factor * rollout_size / b_crit) / (1.0 + rollout_size / b_crit)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What a run's measured noise scale says about its env count."""
+
+    predictor: str
+    """The candidate used, e.g. ``mb_xM_policy``."""
+    b_crit: RatioInterval
+    """Predicted critical rollout size with its 95 % interval, agent steps."""
+    n_envs: int
+    n_steps: int
+
+    @property
+    def rollout_size(self) -> int:
+        return self.n_envs * self.n_steps
+
+    @property
+    def n_envs_critical(self) -> tuple[float, float, float]:
+        """``B* / n_steps``: the env count at the predicted critical size, and at its interval's ends."""
+        return self.b_crit.point / self.n_steps, self.b_crit.low / self.n_steps, self.b_crit.high / self.n_steps
+
+    def doubling(self, b_crit: float) -> tuple[float, float]:
+        """``(iterations cut, experience added)`` by doubling ``n_envs``, as fractions, if ``B* = b_crit``."""
+        return 1.0 - iterations_factor(self.rollout_size, b_crit), experience_factor(self.rollout_size, b_crit) - 1.0
+
+    def lines(self) -> list[str]:
+        """The advice as printed by ``rl-gns train`` and ``rl-gns advise``."""
+        b, size = self.b_crit, self.rollout_size
+        if not math.isfinite(b.point) or b.point <= 0:
+            low = f"; the data say only B* > {b.low:,.0f} agent steps" if b.low > 0 else ""
+            return [f"critical rollout size ({self.predictor}): not resolved{low} (measure longer or more often)"]
+        envs, envs_low, envs_high = self.n_envs_critical
+        if b.resolved:
+            size_text = f"{b.point:,.0f} agent steps [95 % interval {b.low:,.0f}, {b.high:,.0f}]"
+            envs_text = f"{envs:,.0f} envs [{envs_low:,.0f}, {envs_high:,.0f}]"
+        else:
+            size_text = f"{b.point:,.0f} agent steps, at least {b.low:,.0f} at 95 % (|G|² not resolved: no upper bound)"
+            envs_text = f"{envs:,.0f} envs (at least {envs_low:,.0f})"
+        lines = [
+            f"critical rollout size ({self.predictor}): {size_text}",
+            f"  = {envs_text} at n_steps {self.n_steps}; this run: {self.n_envs} envs ({size:,} agent steps per rollout)",
+        ]
+        cut, extra = self.doubling(b.point)
+        where = "below" if size < b.point else "above"
+        lines.append(
+            f"  {where} it: doubling the envs cuts the PPO iterations to a target by about {cut:.0%} "
+            f"for {extra:.0%} more experience (S = S_min(1 + B*/B), E = E_min(1 + B/B*))"
+        )
+        if size >= b.point:
+            lines.append("  past the critical size, more envs mostly burn experience")
+        return lines
+
+
+def advise(
+    predictor: str, g2_T: np.ndarray, trace_sigma_T: np.ndarray, n_envs: int, n_steps: int, n_minibatches: int
+) -> Advice:
+    """Advice from one run's raw measurements of the predictor's scheme and loss.
+
+    :param predictor: candidate name (:func:`parse_predictor`).
+    :param g2_T: ``(T,)`` raw ``g2`` estimates of that scheme and loss, in measurement order (NaN: none).
+    :param trace_sigma_T: ``(T,)`` raw ``trace_sigma`` estimates.
+    :param n_envs: the run's env count.
+    :param n_steps: agent steps per env per rollout.
+    :param n_minibatches: M, minibatches per epoch (the factor of ``_xM_`` predictors).
+    """
+    _, times_m, _ = parse_predictor(predictor)
+    b = b_simple_interval(g2_T, trace_sigma_T)
+    factor = n_minibatches if times_m else 1
+    return Advice(predictor, RatioInterval(factor * b.point, factor * b.low, factor * b.high, b.level), n_envs, n_steps)

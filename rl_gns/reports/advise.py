@@ -1,0 +1,53 @@
+"""``rl-gns advise RUN_DIR``: the critical rollout size a run's noise scale predicts, and what more envs buy.
+
+Reads only the run directory (``config.json``, ``progress.csv``) and prints what ``rl-gns train`` prints
+at its end (:class:`rl_gns.core.advice.Advice`), for any candidate predictor the run measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
+from rl_gns.records.rundir import PROGRESS, RunDir, run_advice
+
+
+class NotMeasuredError(ValueError):
+    """The run did not measure the predictor's scheme and loss."""
+
+
+@dataclass
+class AdviseConfig:
+    """Print the critical rollout size a run's measured noise scale predicts, with its 95 % interval."""
+
+    run_dir: tyro.conf.Positional[Path]
+    """A run directory written by rl-gns train (finished or not)."""
+    predictor: str = DEFAULT_PREDICTOR
+    """Noise-scale candidate: <mb|env>[_xM]_<policy|value|total> (mb: minibatch scheme, env: whole trajectories,
+    _xM: times the minibatches per epoch); see docs/prediction-criterion.md."""
+
+
+def check(config: AdviseConfig) -> None:
+    """Fail early (``ValueError``) on a directory without a training log or an unknown predictor."""
+    parse_predictor(config.predictor)
+    if not (config.run_dir / PROGRESS).exists():
+        raise ValueError(f"{config.run_dir} holds no {PROGRESS}")
+
+
+def advise(config: AdviseConfig) -> Advice:
+    """Print the advice of a run directory and return it.
+
+    :raises NotMeasuredError: if the run did not measure the predictor's scheme and loss.
+    """
+    run = RunDir(config.run_dir)
+    advice = run_advice(run.progress(), run.config(), config.predictor)
+    if advice is None:
+        scheme, _, loss = parse_predictor(config.predictor)
+        raise NotMeasuredError(
+            f"{config.run_dir} did not measure the {loss} loss with scheme {scheme} (--gns-scheme, --gns-losses)"
+        )
+    print("\n".join(advice.lines()), flush=True)
+    return advice

@@ -1,0 +1,42 @@
+"""The advice maths against the tradeoff model's closed forms."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rl_gns.core.advice import Advice, advise, experience_factor, iterations_factor, parse_predictor
+from rl_gns.core.noise_scale import RatioInterval
+from rl_gns.core.tradeoff import TradeoffFit
+
+
+def test_doubling_factors_follow_the_fitted_hyperbola():
+    fit = TradeoffFit(s_min=50.0, e_min=40_000.0, rms_log_residual=0.0)  # B_crit = 800
+    for rollout in (100.0, 800.0, 5_000.0):
+        assert iterations_factor(rollout, fit.b_crit) == pytest.approx(fit.steps(2 * rollout) / fit.steps(rollout))
+        assert experience_factor(rollout, fit.b_crit) == pytest.approx(fit.experience(2 * rollout) / fit.experience(rollout))
+    assert iterations_factor(800.0, 800.0) == pytest.approx(0.75)  # at B_crit: 2·S_min -> 1.5·S_min
+    assert experience_factor(800.0, 800.0) == pytest.approx(1.5)
+
+
+def test_predictor_names():
+    assert parse_predictor("mb_xM_policy") == ("minibatch", True, "policy")
+    assert parse_predictor("env_total") == ("envs", False, "total")
+    for bad in ("mb_policy_xM", "envs_total", "mb_xM_advantage", "policy"):
+        with pytest.raises(ValueError):
+            parse_predictor(bad)
+
+
+def test_advise_scales_by_m_and_states_where_the_run_stands():
+    rng = np.random.default_rng(0)
+    g2_T, trace_T = rng.normal(1.0, 0.2, 100), rng.normal(100.0, 10.0, 100)  # B_simple ≈ 100 per gradient step
+    advice = advise("mb_xM_total", g2_T, trace_T, n_envs=2, n_steps=32, n_minibatches=4)
+    assert advice.b_crit.point == pytest.approx(4 * trace_T.sum() / g2_T.sum())
+    assert advice.b_crit.low < advice.b_crit.point < advice.b_crit.high
+    assert advice.n_envs_critical[0] == pytest.approx(advice.b_crit.point / 32)
+    text = "\n".join(advice.lines())
+    assert "below it" in text and "cuts the PPO iterations" in text  # 64 agent steps per rollout << 400
+    above = Advice("env_total", RatioInterval(100.0, 80.0, 120.0), n_envs=16, n_steps=32)
+    assert "mostly burn experience" in "\n".join(above.lines())
+    unresolved = Advice("mb_xM_policy", RatioInterval(math.nan, 5_000.0, math.inf), n_envs=8, n_steps=128)
+    assert "B* > 5,000" in unresolved.lines()[0]

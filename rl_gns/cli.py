@@ -21,7 +21,16 @@ import rl_gns
 from rl_gns.experiments import bench, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.records.rundir import read_json
-from rl_gns.reports import adaptive_report, advise, bench_report, run_plot, scaling_report, sweep_analysis, sweep_report
+from rl_gns.reports import (
+    adaptive_report,
+    advise,
+    bench_report,
+    predictor_validation,
+    run_plot,
+    scaling_report,
+    sweep_analysis,
+    sweep_report,
+)
 
 
 def train_and_plot(config: TrainConfig) -> Path:
@@ -109,6 +118,11 @@ COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], Any]]] 
     "scaling-report": (scaling_report.ScalingReportConfig, scaling_report.check, scaling_report.report),
     "compare-adaptive": (adaptive_report.CompareConfig, adaptive_report.check, adaptive_report.compare),
     "advise": (advise.AdviseConfig, advise.check, advise.advise),
+    "validate-predictors": (
+        predictor_validation.ValidationConfig,
+        predictor_validation.check,
+        predictor_validation.validate,
+    ),
     "run": (RunSpecConfig, check_spec, run_spec),
 }
 

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-__all__ = ["Axes", "colors", "fmt", "interval", "number", "plt", "relative", "save_figure", "save_plot"]
+__all__ = ["Axes", "colors", "error_bar", "fmt", "interval", "number", "plt", "relative", "save_figure", "save_plot"]
 
 
 def relative(path: Path, report_dir: Path) -> str:
@@ -62,3 +62,11 @@ def number(value: float) -> str:
 def interval(ci: tuple[float, float] | list[float] | None, scale: float = 1.0) -> str:
     """``[low, high]`` times ``scale``, or "–" without an interval."""
     return f"[{number(ci[0] * scale)}, {number(ci[1] * scale)}]" if ci else "–"
+
+
+def error_bar(point: float, ci: tuple[float, float] | list[float] | None) -> list[list[float]] | None:
+    """Matplotlib's ``yerr`` of one point from its interval: ``None`` without a bounded interval. A percentile
+    interval need not contain its point (a bootstrapped median), so each bar reaches at least the point."""
+    if ci is None or not math.isfinite(ci[1]):
+        return None
+    return [[max(point - ci[0], 0.0)], [max(ci[1] - point, 0.0)]]

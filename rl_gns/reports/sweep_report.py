@@ -13,7 +13,7 @@ from rl_gns.core.advice import DEFAULT_PREDICTOR
 from rl_gns.core.noise_scale import cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
 from rl_gns.records.rundir import RunDir, measured_schemes, noise_columns
-from rl_gns.reports.figures import Axes, colors, fmt, plt, save_plot
+from rl_gns.reports.figures import Axes, colors, error_bar, fmt, plt, save_plot
 from rl_gns.reports.sweep_analysis import RunRecord, TargetResult
 
 
@@ -96,19 +96,31 @@ def plot_predicted_vs_fitted(results: list[TargetResult], ax: Axes) -> Axes:
     palette = dict(zip(names, colors(len(names)), strict=True))
     for i, result in enumerate(results):
         if result.fit is not None and result.ci_b_crit is not None:
-            low, high = result.ci_b_crit
-            ax.errorbar([i], [result.fit.b_crit], yerr=[[result.fit.b_crit - low], [high - result.fit.b_crit]], fmt="o",
-                        color="black", capsize=4, ms=8, label="fitted B_crit" if i == 0 else None)  # fmt: skip
+            ax.errorbar(
+                [i],
+                [result.fit.b_crit],
+                yerr=error_bar(result.fit.b_crit, result.ci_b_crit),
+                fmt="o",
+                color="black",
+                capsize=4,
+                ms=8,
+                label="fitted B_crit" if i == 0 else None,
+            )
         for j, name in enumerate(names):
             candidate = result.candidates.get(name)
             if candidate is None or not math.isfinite(candidate.value):
                 continue
             x = i + 0.08 * (j + 1)
-            yerr = None
-            if candidate.ci is not None and math.isfinite(candidate.ci[1]):
-                yerr = [[candidate.value - candidate.ci[0]], [candidate.ci[1] - candidate.value]]
-            ax.errorbar([x], [candidate.value], yerr=yerr, fmt=markers[name], color=palette[name], capsize=2, ms=5,
-                        label=name if i == 0 else None)  # fmt: skip
+            ax.errorbar(
+                [x],
+                [candidate.value],
+                yerr=error_bar(candidate.value, candidate.ci),
+                fmt=markers[name],
+                color=palette[name],
+                capsize=2,
+                ms=5,
+                label=name if i == 0 else None,
+            )
     ax.set_xticks(range(len(results)), [f"{r.target:g}" for r in results])
     ax.set_xlabel("target score")
     ax.set_ylabel("critical rollout size (agent steps)")

@@ -1,0 +1,48 @@
+"""The pre-registered criterion (docs/prediction-criterion.md) on hand-built analysed sweeps."""
+
+import json
+import math
+
+import pytest
+
+from rl_gns.reports.predictor_validation import ValidationConfig, error, load_pairs, rank, validate
+
+
+def write_sweep(path, game, targets):
+    """An analysed sweep's results.json: per target (sizes reached, B_crit, its interval, candidates)."""
+    path.mkdir()
+    entries = []
+    for target, sizes, b_crit, candidates in targets:
+        entries.append({
+            "target": target, "rollout_size_K": sizes, "fit": {"s_min": 1, "e_min": b_crit, "rms_log_residual": 0},
+            "b_crit": b_crit, "ci_b_crit": [0.8 * b_crit, 1.25 * b_crit],
+            "candidates": {name: {"value": v, "ci": None if ci is None else list(ci)} for name, (v, ci) in candidates.items()},
+        })  # fmt: skip
+    (path / "results.json").write_text(json.dumps({"settings": {"env": game}, "targets": entries}))
+
+
+def test_rank_by_median_log_error_then_overlap_then_cost(tmp_path):
+    write_sweep(tmp_path / "a", "GameA", [
+        (1.0, [64, 128, 256], 1000.0, {"mb_xM_policy": (10_000.0, None), "env_total": (1_100.0, (900.0, 1_300.0)),
+                                       "mb_total": (1_050.0, (2_000.0, 3_000.0)), "env_value": (math.inf, None)}),
+        (2.0, [64, 128], 500.0, {"mb_xM_policy": (500.0, None), "env_total": (500.0, None),
+                                 "mb_total": (500.0, None), "env_value": (500.0, None)}),  # 2 sizes: not admitted
+    ])  # fmt: skip
+    write_sweep(tmp_path / "b", "GameB", [
+        (3.0, [64, 128, 256, 512], 2000.0, {"mb_xM_policy": (200_000.0, None), "env_total": (2_100.0, (1_800.0, 2_500.0)),
+                                            "mb_total": (2_100.0, None), "env_value": (math.inf, None)}),
+    ])  # fmt: skip
+    pairs, skipped = load_pairs((tmp_path / "a", tmp_path / "b"))
+    assert len(pairs) == 2 and skipped == ["GameA target 2: 2 rollout sizes reached the target"]
+    ranking = rank(pairs)
+    # env_total and mb_total tie on the primary error (within 0.05): env_total's intervals overlap the fit in 2/2
+    assert [r.name for r in ranking] == ["env_total", "mb_total", "mb_xM_policy", "env_value"]
+    assert ranking[0].overlap == 1.0 and ranking[1].overlap == 0.0
+    assert ranking[2].median_error == pytest.approx((1.0 + 2.0) / 2)
+    assert math.isinf(ranking[3].median_error)  # unresolved everywhere: an infinite error
+    assert error(100.0, 1000.0) == pytest.approx(1.0) and math.isinf(error(-1.0, 10.0))
+
+    report = validate(ValidationConfig((tmp_path / "a", tmp_path / "b"), out=tmp_path / "out"))
+    text = report.read_text()
+    assert "| 1 | `env_total` |" in text and "## Per game and target: `env_total`" in text
+    assert (tmp_path / "out" / "predicted_vs_fitted.png").exists()

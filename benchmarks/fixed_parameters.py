@@ -85,7 +85,7 @@ def measure(args: Args, n_envs: int, policy_state: dict) -> dict:
     model.set_logger(configure(str(out), ["csv"]))
     start = time.perf_counter()
     model.learn(args.iterations * rollout_size)
-    moved = max(float((p - q).abs().max()) for p, q in zip(model.policy.parameters(), before, strict=True))
+    moved = max(float((p.detach() - q).abs().max()) for p, q in zip(model.policy.parameters(), before, strict=True))
     assert moved == 0.0, f"parameters moved by {moved} at learning rate 0"
     env.close()
     progress = read_csv(out / "progress.csv")

@@ -182,6 +182,45 @@ def two_batch_grad_norms(
     return norms
 
 
+def measurement_indices(scheme: str, n_envs: int, n_steps: int, b_big: int, rng: np.random.Generator) -> np.ndarray:
+    """``(b_big,)`` flat rollout indices of a measurement's big batch (order of :func:`rollout_samples`).
+
+    ``minibatch``: ``b_big`` samples drawn at random without replacement, as a PPO minibatch is.
+    ``envs``: the whole trajectories of ``b_big / n_steps`` envs drawn at random, each contiguous, so that
+    contiguous small batches of a multiple of ``n_steps`` samples are groups of whole trajectories.
+
+    :param rng: the measurement's own generator (never NumPy's global one, which SB3's minibatches use).
+    """
+    if scheme == "minibatch":
+        return rng.choice(n_envs * n_steps, size=b_big, replace=False)
+    envs = rng.choice(n_envs, size=b_big // n_steps, replace=False)
+    return (envs[:, None] * n_steps + np.arange(n_steps)).ravel()
+
+
+def measure_rollout(
+    policy: ActorCriticPolicy,
+    buffer: RolloutBuffer,
+    indices: np.ndarray,
+    n_small: int,
+    losses: Sequence[str],
+    normalize_advantage: bool,
+    clip_range: float,
+    clip_range_vf: float | None,
+    ent_coef: float,
+    vf_coef: float,
+) -> dict[str, GradNorms]:
+    """One measurement: the big batch ``indices`` of a filled rollout, advantages normalised over it as PPO
+    normalises a minibatch, split into ``n_small`` contiguous small batches (:func:`two_batch_grad_norms`).
+
+    :param indices: ``(b_big,)`` flat indices (:func:`measurement_indices`).
+    :param n_small: small batches, ``b_big / b_small``.
+    """
+    samples = rollout_samples(buffer, indices)
+    if normalize_advantage:
+        samples = normalize_advantages(samples)
+    return two_batch_grad_norms(policy, split_samples(samples, n_small), losses, clip_range, clip_range_vf, ent_coef, vf_coef)
+
+
 class GradNormTap:
     """Records the norm of every training gradient **before** clipping, through tensor hooks.
 

@@ -14,16 +14,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import get_device
 
-from rl_gns.core.measure import (
-    LOSSES,
-    GradNorms,
-    GradNormTap,
-    Loss,
-    normalize_advantages,
-    rollout_samples,
-    split_samples,
-    two_batch_grad_norms,
-)
+from rl_gns.core.measure import LOSSES, GradNorms, GradNormTap, Loss, measure_rollout, measurement_indices
 from rl_gns.core.noise_scale import NoiseScaleEMA, b_simple_interval, g2_and_trace
 from rl_gns.core.policies import ChannelsLastCnnPolicy
 
@@ -224,28 +215,19 @@ class NoiseScalePPO(PPO):
             iteration, self._pending_dump = self._pending_dump, None
             super().dump_logs(iteration)
 
-    def _measurement_indices(self, scheme: Scheme) -> np.ndarray:
-        """Flat rollout indices of the big batch of ``scheme``, drawn with the measurement's own generator."""
-        assert self._gns_rng is not None
-        b_big = self.gns_sizes[scheme][1]
-        if scheme == "minibatch":
-            return self._gns_rng.choice(self.n_envs * self.n_steps, size=b_big, replace=False)
-        envs = self._gns_rng.choice(self.n_envs, size=b_big // self.n_steps, replace=False)
-        return (envs[:, None] * self.n_steps + np.arange(self.n_steps)).ravel()
-
     def _measure_noise_scale(self) -> None:
-        assert self.noise_scale is not None
+        assert self.noise_scale is not None and self._gns_rng is not None
         start = time.perf_counter()
         self.policy.set_training_mode(True)  # as PPO.train does first: same forward pass
         progress = self._current_progress_remaining
         for scheme, (b_small, b_big) in self.gns_sizes.items():
-            samples = rollout_samples(self.rollout_buffer, self._measurement_indices(scheme))
-            if self.normalize_advantage:
-                samples = normalize_advantages(samples)
-            norms = two_batch_grad_norms(
+            norms = measure_rollout(
                 self.policy,
-                split_samples(samples, b_big // b_small),
+                self.rollout_buffer,
+                measurement_indices(scheme, self.n_envs, self.n_steps, b_big, self._gns_rng),
+                b_big // b_small,
                 self.noise_scale.losses,
+                normalize_advantage=self.normalize_advantage,
                 clip_range=self.clip_range(progress),  # type: ignore[operator]
                 clip_range_vf=None if self.clip_range_vf is None else self.clip_range_vf(progress),  # type: ignore[operator]
                 ent_coef=float(self.ent_coef),

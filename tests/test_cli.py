@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from rl_gns.records.rundir import read_csv as read_progress
 
@@ -81,3 +82,35 @@ def test_help_documents_units():
     assert result.returncode == 0
     for phrase in ("--total-steps", "agent steps", "--n-envs", "--gns-b-small", "samples", "--device"):
         assert phrase in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "--total-steps", "-5"], "--total-steps must be >= 1"),
+        (["train", "--total-steps", "0"], "--total-steps must be >= 1"),
+        (["train", "--n-envs", "0", "--no-gns"], "--n-envs must be >= 1"),
+        (["train", "--learning-rate", "-1"], "--learning-rate must be > 0"),
+        (["train", "--device", "cuda"], "no CUDA device"),
+        (["sweep", "--budget-steps", "-10"], "--total-steps must be >= 1"),
+        (["sweep", "--n-envs", "0,4"], "n_envs 0"),
+        (["analyze", "no_such_sweep"], "not a sweep directory"),
+        (["advise", "no_such_run"], "holds no progress.csv"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_before_writing_anything(tmp_path, args, message):
+    if "cuda" in args and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    out = tmp_path / "out"
+    extra = ["--out", str(out)] if args[0] in ("train", "sweep") else []
+    result = run_cli(*args, *extra, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-500:]
+    assert result.stderr.strip().count("\n") == 0 and message in result.stderr
+    assert not out.exists()
+
+
+def test_out_naming_a_file_is_refused(tmp_path):
+    target = tmp_path / "a_file"
+    target.write_text("not a directory")
+    result = run_cli("train", "--out", str(target))
+    assert result.returncode == 2 and "is a file" in result.stderr and target.read_text() == "not a directory"

@@ -95,6 +95,7 @@ def test_non_finite_gradients_are_skipped_and_counted(tmp_path):
         (NoiseScaleConfig(b_small=32, b_big=32), "0 < b_small < b_big"),
         (NoiseScaleConfig(b_small=64, b_big=32), "0 < b_small < b_big"),
         (NoiseScaleConfig(b_small=12, b_big=32), "must divide"),
+        (NoiseScaleConfig(b_big=1), "b_small < b_big"),
         (NoiseScaleConfig(b_big=128), "exceeds the rollout size"),
         (NoiseScaleConfig(schemes=("envs",), b_small=48), "multiples of n_steps"),
         (NoiseScaleConfig(losses=("policy", "advantage")), "subset"),
@@ -171,3 +172,17 @@ def test_channels_last_policy_computes_the_same_function():
     with th.no_grad():
         for a, b in zip(fast.policy.evaluate_actions(obs, actions), stock.policy.evaluate_actions(obs, actions), strict=True):
             assert th.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_default_measurement_adapts_or_switches_off_where_sb3_accepts_the_sizes():
+    """What SB3's PPO accepts, NoiseScalePPO accepts (SB3's own test_ppo_warnings cases); explicit settings are refused."""
+    odd = NoiseScalePPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=63, seed=0)
+    assert odd.gns_sizes == {"minibatch": (21, 63)}  # 63 is not divisible by 4: three small batches of 21
+    with pytest.warns(UserWarning, match="no noise-scale measurement"):
+        tiny = NoiseScalePPO("MlpPolicy", "CartPole-v1", n_steps=1, batch_size=1, normalize_advantage=False)
+    assert tiny.noise_scale is None
+    tiny.learn(4)  # trains as plain PPO
+    with pytest.raises(ValueError, match="b_small < b_big"):
+        NoiseScalePPO(
+            "MlpPolicy", "CartPole-v1", n_steps=1, batch_size=1, normalize_advantage=False, noise_scale=NoiseScaleConfig()
+        )

@@ -65,14 +65,12 @@ def rollout_samples(buffer: RolloutBuffer, flat_indices: np.ndarray) -> RolloutB
         obs = {key: buffer.to_torch(array[step_idx, env_idx]) for key, array in observations.items()}
     else:
         obs = buffer.to_torch(observations[step_idx, env_idx])
-    fields = (
-        buffer.actions,
-        buffer.values,
-        buffer.log_probs,
-        buffer.advantages,
-        buffer.returns,
-    )
-    actions, *per_step = (buffer.to_torch(array[step_idx, env_idx]) for array in fields)
+    # actions as float32, as SB3's RolloutBuffer._get_samples gives them (MultiBinary actions are stored as int8)
+    actions = buffer.to_torch(buffer.actions[step_idx, env_idx].astype(np.float32, copy=False))
+    per_step = [
+        buffer.to_torch(array[step_idx, env_idx])
+        for array in (buffer.values, buffer.log_probs, buffer.advantages, buffer.returns)
+    ]
     # values, log_probs, advantages and returns are stored as (n_steps, n_envs): flatten to (N,)
     return RolloutBufferSamples(obs, actions, *(t.flatten() for t in per_step))  # type: ignore[arg-type]
 

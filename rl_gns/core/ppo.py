@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,10 +76,10 @@ class NoiseScaleConfig:
         rollout_size = n_envs * n_steps
         if scheme == "minibatch":
             b_big = self.b_big or minibatch_size
-            b_small = self.b_small or b_big // 4
+            b_small = self.b_small or small_batch(b_big)
         elif scheme == "envs":
             b_big = self.b_big or rollout_size
-            b_small = self.b_small or n_steps * max(1, (b_big // n_steps) // 4)
+            b_small = self.b_small or n_steps * small_batch(b_big // n_steps)
             if b_small % n_steps or b_big % n_steps:
                 raise ValueError(
                     f"scheme 'envs' needs b_small ({b_small}) and b_big ({b_big}) to be multiples of n_steps ({n_steps})"
@@ -96,6 +97,20 @@ class NoiseScaleConfig:
     def all_sizes(self, n_envs: int, n_steps: int, minibatch_size: int) -> dict[Scheme, tuple[int, int]]:
         """``{scheme: (b_small, b_big)}`` for every scheme (see :meth:`sizes`)."""
         return {scheme: self.sizes(scheme, n_envs, n_steps, minibatch_size) for scheme in self.schemes}
+
+
+def small_batch(units: int) -> int:
+    """Default small batch, in units of a sample or of a trajectory: a quarter of the big batch's ``units`` where
+    4 divides them, else the largest divisor below ``units`` (so there are always at least 2 small batches);
+    0 where ``units < 2`` (nothing to compare)."""
+    if units % 4 == 0:
+        return units // 4
+    return max((d for d in range(1, units // 2 + 1) if units % d == 0), default=0)
+
+
+#: The measurement a ``NoiseScalePPO`` makes unless told otherwise; it adapts to the sizes, or switches itself
+#: off with a warning where a rollout cannot be measured (a measurement given explicitly is refused instead).
+DEFAULT_NOISE_SCALE = NoiseScaleConfig()
 
 
 class NoiseScalePPO(PPO):
@@ -132,7 +147,9 @@ class NoiseScalePPO(PPO):
 
     :param policy: as for :class:`stable_baselines3.PPO`.
     :param env: as for :class:`stable_baselines3.PPO`.
-    :param noise_scale: measurement settings, or ``None`` to train without measuring.
+    :param noise_scale: measurement settings, or ``None`` to train without measuring. The default
+        (:data:`DEFAULT_NOISE_SCALE`) switches itself off, with a warning, where the rollout is too small to
+        measure (e.g. a minibatch of 1 sample); settings given explicitly are refused instead.
     :param channels_last: channels-last convolutions; ``None``: on a CPU device only.
     :param rollout_threads: torch threads while collecting rollouts (restored for the update);
         ``None`` (default) leaves the thread count alone.
@@ -145,7 +162,7 @@ class NoiseScalePPO(PPO):
         policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
         *args: Any,
-        noise_scale: NoiseScaleConfig | None = NoiseScaleConfig(),
+        noise_scale: NoiseScaleConfig | None = DEFAULT_NOISE_SCALE,
         channels_last: bool | None = None,
         rollout_threads: int | None = None,
         **kwargs: Any,
@@ -173,7 +190,14 @@ class NoiseScalePPO(PPO):
             self.policy.to(memory_format=th.channels_last)  # type: ignore[call-overload]  # only 4-D tensors change
         if self.noise_scale is None:
             return
-        self.gns_sizes = self.noise_scale.all_sizes(self.n_envs, self.n_steps, self.batch_size)
+        try:
+            self.gns_sizes = self.noise_scale.all_sizes(self.n_envs, self.n_steps, self.batch_size)
+        except ValueError as error:
+            if self.noise_scale is not DEFAULT_NOISE_SCALE:
+                raise
+            warnings.warn(f"rl-gns: no noise-scale measurement in this run: {error}", stacklevel=2)
+            self.noise_scale = None
+            return
         if self.gns_emas is None:  # a loaded model keeps its saved averages
             beta = self.noise_scale.ema_beta
             self.gns_emas = {
@@ -213,7 +237,10 @@ class NoiseScalePPO(PPO):
                 self.logger.record("gns/grad_norm_preclip", float(np.mean(norms)))
         if self._pending_dump is not None:
             iteration, self._pending_dump = self._pending_dump, None
+            update = {key: value for key, value in self.logger.name_to_value.items() if key.startswith("train/")}
             super().dump_logs(iteration)
+            for key, value in update.items():  # as with PPO, the last update's values stay readable after learn()
+                self.logger.record(key, value)
 
     def _measure_noise_scale(self) -> None:
         assert self.noise_scale is not None and self._gns_rng is not None

@@ -137,8 +137,10 @@ def plot_predicted_vs_fitted(pairs: list[Pair], names: list[str], ax: Axes) -> A
                 label=name if p is pairs[0] else None,
             )
             finite.append(value)
-    low, high = min(finite) / 2, max(finite) * 2
+    low, high = min(finite) / 3, max(finite) * 3  # limits from the points: a degenerate interval may run off to 1e13
     ax.plot([low, high], [low, high], "k--", lw=1, label="y = x")
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
     for game, marker in markers.items():
         ax.scatter([], [], marker=marker, color="gray", label=game)
     ax.set(

@@ -53,11 +53,13 @@ class Args:
     """Seed of the environments and the measurement's sampler."""
     out: Path = Path("fixed_parameters")
     """Directory for fixed_parameters.json, one progress.csv per size, and table.md."""
+    report_only: bool = False
+    """Skip measuring: pool the progress.csv files already in --out again."""
 
 
 def mean_interval(x_T: np.ndarray) -> tuple[float, float, float]:
-    """Mean of ``T`` correlated values with a batch-means 95 % interval (``floor(sqrt(T))`` batches)."""
-    k = math.isqrt(len(x_T))
+    """Mean of ``T`` correlated values with a batch-means 95 % interval (the batches of ``b_simple_interval``)."""
+    k = max(2, round(len(x_T) ** (1 / 3)))
     size = len(x_T) // k
     batches = x_T[len(x_T) - k * size :].reshape(k, size).mean(axis=1)
     half = float(student_t.ppf(0.975, k - 1)) * batches.std(ddof=1) / math.sqrt(k)
@@ -88,9 +90,15 @@ def measure(args: Args, n_envs: int, policy_state: dict) -> dict:
     moved = max(float((p.detach() - q).abs().max()) for p, q in zip(model.policy.parameters(), before, strict=True))
     assert moved == 0.0, f"parameters moved by {moved} at learning rate 0"
     env.close()
+    return {**pool(out, n_envs, rollout_size), "wall_s": time.perf_counter() - start}
+
+
+def pool(out: Path, n_envs: int, rollout_size: int) -> dict:
+    """Pool the raw estimates of ``out/progress.csv``: means of g2 and trace_sigma and the ratio, with intervals."""
     progress = read_csv(out / "progress.csv")
-    row: dict = {"n_envs": n_envs, "rollout_size": rollout_size, "wall_s": time.perf_counter() - start, "pooled": {}}
-    for scheme, (b_small, b_big) in model.gns_sizes.items():
+    row: dict = {"n_envs": n_envs, "rollout_size": rollout_size, "pooled": {}}
+    for scheme in ("minibatch", "envs"):
+        b_small, b_big = int(progress[f"gns/{scheme}/b_small"][0]), int(progress[f"gns/{scheme}/b_big"][0])
         for loss in LOSSES:
             g2 = progress[f"gns/{scheme}/g2_{loss}_raw"]
             trace = progress[f"gns/{scheme}/trace_sigma_{loss}_raw"]
@@ -133,8 +141,11 @@ def main(args: Args) -> Path:
     policy_state = PPO.load(args.model, device="cpu").policy.state_dict()
     rows = []
     for n_envs in args.n_envs:
-        rows.append(measure(args, n_envs, policy_state))
-        print(f"fixed parameters: n_envs {n_envs} done in {rows[-1]['wall_s']:.0f} s", flush=True)
+        if args.report_only:
+            rows.append(pool(args.out / f"n{n_envs:04d}", n_envs, n_envs * args.n_steps))
+        else:
+            rows.append(measure(args, n_envs, policy_state))
+            print(f"fixed parameters: n_envs {n_envs} done in {rows[-1]['wall_s']:.0f} s", flush=True)
         record = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(args).items()}, "rows": rows}
         (args.out / "fixed_parameters.json").write_text(json.dumps(record, indent=2) + "\n")
         (args.out / "table.md").write_text(table(rows))

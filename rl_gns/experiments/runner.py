@@ -127,6 +127,7 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             finish(refs[ready[0]], ray.get(ready[0]))
+        ray.shutdown()  # disconnect now (and stop a local instance) rather than in an exit hook
     bar.close()
     failed = sorted(name for name, status in outcome.items() if status == "failed")
     print(f"{label} {out}: {sum(s != 'failed' for s in outcome.values())}/{len(specs)} finished", flush=True)

@@ -164,7 +164,7 @@ def test_b_simple_interval_reports_a_lower_bound_when_g2_is_not_resolved():
     rng = np.random.default_rng(3)
     g2_T, trace_T = rng.normal(0.0, 5.0, 400), rng.normal(100.0, 10.0, 400)
     interval = b_simple_interval(g2_T, trace_T)
-    assert not interval.resolved and interval.low >= 0.0 and "not resolved" in interval.describe()
+    assert not interval.resolved and interval.low >= 0.0 and math.isinf(interval.high)
     few = b_simple_interval(np.array([1.0, 2.0, np.nan]), np.array([10.0, 20.0, np.nan]))
     assert few.point == pytest.approx(10.0) and (few.low, few.high) == (0.0, math.inf)
 

@@ -153,10 +153,6 @@ class ExactNoise:
     """``tr Σ_env``, per sample."""
 
     @property
-    def b_simple_marginal(self) -> float:
-        return self.trace_marginal / self.g2
-
-    @property
     def b_simple_env(self) -> float:
         return self.trace_env / self.g2
 

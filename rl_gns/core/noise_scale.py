@@ -180,12 +180,6 @@ class RatioInterval:
         """Whether the interval is bounded: ``|G|²`` is resolved from zero at this level."""
         return math.isfinite(self.high)
 
-    def describe(self) -> str:
-        """``1,234 [1,000, 1,500]``, or ``> 1,000 (|G|² not resolved)``, at the interval's level."""
-        if not self.resolved:
-            return f"> {self.low:,.0f} at {self.level:.0%} (|G|² not resolved)"
-        return f"{self.point:,.0f} [{self.low:,.0f}, {self.high:,.0f}]"
-
 
 def b_simple_interval(
     g2_T: np.ndarray, trace_sigma_T: np.ndarray, level: float = 0.95, n_batches: int | None = None

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-__all__ = ["Axes", "colors", "error_bar", "fmt", "interval", "number", "plt", "relative", "save_figure", "save_plot"]
+__all__ = ["Axes", "colors", "error_bar", "fmt", "number", "plt", "relative", "save_figure", "save_plot"]
 
 
 def relative(path: Path, report_dir: Path) -> str:
@@ -57,11 +57,6 @@ def number(value: float) -> str:
     if math.isinf(value):
         return "∞"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def interval(ci: tuple[float, float] | list[float] | None, scale: float = 1.0) -> str:
-    """``[low, high]`` times ``scale``, or "–" without an interval."""
-    return f"[{number(ci[0] * scale)}, {number(ci[1] * scale)}]" if ci else "–"
 
 
 def error_bar(point: float, ci: tuple[float, float] | list[float] | None) -> list[list[float]] | None:

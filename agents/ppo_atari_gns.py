@@ -11,17 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import tyro
 from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.core.advice import DEFAULT_PREDICTOR, advise
 from rl_gns.core.defaults import atari_ppo_kwargs
 
 
 @dataclass
 class Args:
-    """Train PPO on one Atari game, measuring the policy-gradient noise scale every iteration."""
+    """Train PPO on one Atari game, measuring the value-loss noise scale over groups of whole trajectories every
+    iteration, and print the critical rollout size it predicts."""
 
     env: str = "Breakout"
     """Atari game (BeamRider, ALE/Breakout-v5, space_invaders, ...)."""
@@ -46,11 +49,11 @@ def main(args: Args) -> NoiseScalePPO:
     env = make_atari_vec_env(args.env, n_envs=args.n_envs, seed=args.seed)
     eval_env = make_atari_vec_env(args.env, n_envs=1, seed=args.seed + 1000)
 
-    # Agent: SB3 PPO (rl-zoo3 Atari settings) that also measures B_simple of the policy loss
+    # Agent: SB3 PPO (rl-zoo3 Atari settings) that also measures B_simple of the value loss (default scheme: envs)
     model = NoiseScalePPO(
         "CnnPolicy",
         env,
-        noise_scale=NoiseScaleConfig(losses=("policy",), every=1),
+        noise_scale=NoiseScaleConfig(losses=("value",), every=1),
         seed=args.seed,
         device="cpu",
         **atari_ppo_kwargs(),
@@ -64,8 +67,11 @@ def main(args: Args) -> NoiseScalePPO:
     )
     model.learn(total_timesteps=args.total_steps, callback=evaluate)
 
-    ema = model.gns_emas["minibatch"]["policy"]
-    print(f"after {model.num_timesteps} agent steps: B_simple(policy) = {ema.b_simple:.0f} samples per gradient step")
+    # The predicted critical rollout size (env_value: B_simple of the value loss, pooled over every measurement)
+    g2_T, trace_sigma_T = model.gns_history["envs"]["value"]
+    n_minibatches = model.n_envs * model.n_steps // model.batch_size
+    advice = advise(DEFAULT_PREDICTOR, np.array(g2_T), np.array(trace_sigma_T), model.n_envs, model.n_steps, n_minibatches)
+    print(f"after {model.num_timesteps} agent steps:", *advice.lines(), sep="\n")
     return model
 
 

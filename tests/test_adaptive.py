@@ -75,7 +75,9 @@ def test_invalid_adaptive_settings_fail_in_check(tmp_path):
         (dict(adaptive_r=64.0, max_n_envs=2), ">= n_envs"),
         (dict(adaptive_r=64.0, anneal=True), "--no-anneal"),
         (dict(adaptive_r=64.0, gns=False), "must be measured"),
-        (dict(adaptive_r=64.0, adaptive_loss="value", gns_losses=("policy", "total")), "must be measured"),
+        (dict(adaptive_r=64.0, adaptive_predictor="env_value", gns_losses=("policy", "total")), "must be measured"),
+        (dict(adaptive_r=64.0, adaptive_predictor="mb_xM_total"), "must be measured with scheme minibatch"),
+        (dict(adaptive_r=64.0, adaptive_predictor="env_advantage"), "unknown"),
     ]
     for overrides, message in bad:
         with pytest.raises(ValueError, match=message):

@@ -15,5 +15,5 @@ def test_example_agent_runs(tmp_path):
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "B_simple(policy) =" in result.stdout
+    assert "critical rollout size (env_value)" in result.stdout
     assert (tmp_path / "progress.csv").exists()

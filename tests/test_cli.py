@@ -30,28 +30,28 @@ def test_train_end_to_end(tmp_path):
 
     config = json.loads((out / "config.json").read_text())
     assert config["game"] == "beam_rider" and config["rollout_size"] == 64
-    assert config["gns_sizes"] == {"minibatch": {"b_small": 8, "b_big": 32}}
+    assert config["gns_sizes"] == {"envs": {"b_small": 32, "b_big": 64}}  # default: two groups of one trajectory
 
     progress = read_progress(out / "progress.csv")
     np.testing.assert_array_equal(progress["time/total_timesteps"], [64, 128])
     for loss in ("policy", "value", "total"):
-        # B_simple itself is NaN while the averaged |G|² is not yet positive (b_big = 32 here)
-        assert f"gns/minibatch/b_simple_{loss}" in progress
-        for key in (f"gns/minibatch/{q}_{loss}{raw}" for q in ("g2", "trace_sigma") for raw in ("_raw", "")):
+        # B_simple itself is NaN while the averaged |G|² is not yet positive (b_big = 64 here)
+        assert f"gns/envs/b_simple_{loss}" in progress
+        for key in (f"gns/envs/{q}_{loss}{raw}" for q in ("g2", "trace_sigma") for raw in ("_raw", "")):
             assert np.all(np.isfinite(progress[key])), key
-    assert np.all(progress["gns/minibatch/trace_sigma_policy"] > 0)
+    assert np.all(progress["gns/envs/trace_sigma_policy"] > 0)
     assert np.all(np.isfinite(progress["gns/grad_norm_preclip"])) and np.all(np.isfinite(progress["train/loss"]))
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["env_steps"] == 128 and summary["frames"] == 512
-    assert summary["advice"]["predictor"] == "mb_xM_policy" and summary["advice"]["text"]
-    assert "critical rollout size (mb_xM_policy)" in result.stdout  # printed at the end of training
-    low, high = summary["b_simple_total_minibatch_run_average_ci95"]  # 2 measurements: no interval yet
+    assert summary["advice"]["predictor"] == "env_value" and summary["advice"]["text"]
+    assert "critical rollout size (env_value)" in result.stdout  # printed at the end of training
+    low, high = summary["b_simple_total_envs_run_average_ci95"]  # 2 measurements: no interval yet
     assert low == 0.0 and high is None
-    advice = run_cli("advise", str(out), "--predictor", "mb_xM_total")
-    assert advice.returncode == 0 and "critical rollout size (mb_xM_total)" in advice.stdout
-    not_measured = run_cli("advise", str(out), "--predictor", "env_total")
-    assert not_measured.returncode == 2 and "did not measure the total loss with scheme envs" in not_measured.stderr
+    advice = run_cli("advise", str(out), "--predictor", "env_xM_total")
+    assert advice.returncode == 0 and "critical rollout size (env_xM_total)" in advice.stdout
+    not_measured = run_cli("advise", str(out), "--predictor", "mb_total")
+    assert not_measured.returncode == 2 and "did not measure the total loss with scheme minibatch" in not_measured.stderr
 
     (out / "training.png").unlink()
     assert run_cli("plot", str(out)).returncode == 0  # redrawn from the files on disk

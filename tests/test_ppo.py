@@ -8,6 +8,7 @@ import pytest
 import torch as th
 from conftest import TINY_PPO, tiny_model
 from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
@@ -55,7 +56,7 @@ def test_rollout_threads_are_restored_for_the_update():
 
 def test_log_rows_carry_their_own_rollouts_env_steps(tmp_path):
     """train/ and gns/ values of an update share the row (and env step) of the rollout they were computed on."""
-    model = tiny_model(NoiseScaleConfig(every=2, losses=("policy", "total")))
+    model = tiny_model(NoiseScaleConfig(schemes=("minibatch",), every=2, losses=("policy", "total")))
     model.set_logger(configure(str(tmp_path), ["csv"]))
     model.learn(4 * 64)
     progress = read_progress(tmp_path / "progress.csv")
@@ -71,7 +72,7 @@ def test_log_rows_carry_their_own_rollouts_env_steps(tmp_path):
 
 def test_non_finite_gradients_are_skipped_and_counted(tmp_path):
     """A loss whose measured gradients are NaN is dropped and counted; the others are kept; training goes on."""
-    model = tiny_model(NoiseScaleConfig(every=1, losses=("policy", "value")))
+    model = tiny_model(NoiseScaleConfig(schemes=("minibatch",), every=1, losses=("policy", "value")))
     b_small = 8
 
     def poison_small_batches(module, inputs, output):
@@ -92,11 +93,12 @@ def test_non_finite_gradients_are_skipped_and_counted(tmp_path):
 @pytest.mark.parametrize(
     ("noise_scale", "message"),
     [
-        (NoiseScaleConfig(b_small=32, b_big=32), "0 < b_small < b_big"),
-        (NoiseScaleConfig(b_small=64, b_big=32), "0 < b_small < b_big"),
-        (NoiseScaleConfig(b_small=12, b_big=32), "must divide"),
-        (NoiseScaleConfig(b_big=1), "b_small < b_big"),
+        (NoiseScaleConfig(schemes=("minibatch",), b_small=32, b_big=32), "0 < b_small < b_big"),
+        (NoiseScaleConfig(schemes=("minibatch",), b_small=64, b_big=32), "0 < b_small < b_big"),
+        (NoiseScaleConfig(schemes=("minibatch",), b_small=12, b_big=32), "must divide"),
+        (NoiseScaleConfig(schemes=("minibatch",), b_big=1), "b_small < b_big"),
         (NoiseScaleConfig(b_big=128), "exceeds the rollout size"),
+        (NoiseScaleConfig(b_big=32), "at least 2 env trajectories"),
         (NoiseScaleConfig(schemes=("envs",), b_small=48), "multiples of n_steps"),
         (NoiseScaleConfig(losses=("policy", "advantage")), "subset"),
         (NoiseScaleConfig(every=0), "every"),
@@ -139,10 +141,10 @@ def test_save_load_keeps_averages_and_continues(tmp_path):
     model.learn(128)
     model.save(tmp_path / "model.zip")
     loaded = NoiseScalePPO.load(tmp_path / "model.zip", env=make_atari_vec_env("BeamRider", 2, seed=4))
-    assert loaded.gns_emas["minibatch"]["policy"].n_updates == 2
-    assert loaded.gns_emas["minibatch"]["policy"].g2 == model.gns_emas["minibatch"]["policy"].g2
+    assert loaded.gns_emas["envs"]["policy"].n_updates == 2
+    assert loaded.gns_emas["envs"]["policy"].g2 == model.gns_emas["envs"]["policy"].g2
     loaded.learn(64, reset_num_timesteps=False)
-    assert loaded.gns_emas["minibatch"]["policy"].n_updates == 3
+    assert loaded.gns_emas["envs"]["policy"].n_updates == 3
 
 
 def test_drop_in_for_any_env_and_policy():
@@ -158,6 +160,7 @@ def test_drop_in_for_any_env_and_policy():
     model.learn(128)
     assert len(seen) == 128
     assert model.gns_emas["minibatch"]["policy"].n_updates == 1  # every=4 by default: iteration 1 measured, 2 not
+    assert model.gns_sizes == {"minibatch": (8, 32)}  # one env: the default falls back to the minibatch scheme
 
 
 def test_channels_last_policy_computes_the_same_function():
@@ -176,13 +179,16 @@ def test_channels_last_policy_computes_the_same_function():
 
 def test_default_measurement_adapts_or_switches_off_where_sb3_accepts_the_sizes():
     """What SB3's PPO accepts, NoiseScalePPO accepts (SB3's own test_ppo_warnings cases); explicit settings are refused."""
-    odd = NoiseScalePPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=63, seed=0)
-    assert odd.gns_sizes == {"minibatch": (21, 63)}  # 63 is not divisible by 4: three small batches of 21
+    with pytest.warns(UserWarning, match="minibatch scheme"):
+        odd = NoiseScalePPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=63, seed=0)
+    assert odd.gns_sizes == {"minibatch": (21, 63)}  # one env; 63 is not divisible by 4: three small batches of 21
+    three = NoiseScalePPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=3), n_steps=16, batch_size=48, seed=0)
+    assert three.gns_sizes == {"envs": (16, 48)}  # the default: three groups of one trajectory
     with pytest.warns(UserWarning, match="no noise-scale measurement"):
         tiny = NoiseScalePPO("MlpPolicy", "CartPole-v1", n_steps=1, batch_size=1, normalize_advantage=False)
     assert tiny.noise_scale is None
     tiny.learn(4)  # trains as plain PPO
-    with pytest.raises(ValueError, match="b_small < b_big"):
+    with pytest.raises(ValueError, match="at least 2 env trajectories"):
         NoiseScalePPO(
             "MlpPolicy", "CartPole-v1", n_steps=1, batch_size=1, normalize_advantage=False, noise_scale=NoiseScaleConfig()
         )

@@ -2,11 +2,12 @@
 
 McCandlish et al. 2018, Appendix D: if one optimiser step is worth ``r`` examples (an exchange
 rate, here agent steps per PPO iteration), the cost ``r·S + E`` to a target is least when each step
-uses the batch ``B(s) = sqrt(r · B_noise(s))``. In PPO the batch is the rollout, and the critical
-rollout size the noise scale predicts is ``M × B_simple`` (docs/method.md §5: ``B_simple`` is measured on
-minibatch gradients, in samples per gradient step; ``M`` minibatches per epoch). So
+uses the batch ``B(s) = sqrt(r · B_noise(s))``. In PPO the batch is the rollout, and ``B_noise`` is the
+critical rollout size a noise-scale candidate predicts (:mod:`rl_gns.core.advice`): by default ``env_value``,
+``B_simple`` of the value loss over groups of whole trajectories, in agent steps; a ``_xM_`` candidate is
+``M × B_simple`` of minibatch gradients (``M`` minibatches per epoch). So
 
-    rollout_size(s) = n_envs(s) · n_steps = sqrt(r · M · B_simple(s))
+    rollout_size(s) = n_envs(s) · n_steps = sqrt(r · B_noise(s))
 
 with ``n_steps``, ``M`` and ``n_epochs`` fixed (the minibatch grows with ``n_envs``) and Adam's
 step size following the square-root rule of the sweeps, ``lr(n_envs) = lr_0 · sqrt(n_envs / n_envs_0)``.
@@ -31,12 +32,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.measure import GradNorms
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.core.ppo import NoiseScalePPO, Scheme
@@ -53,19 +55,18 @@ class AdaptiveConfig:
     """Exchange rate: agent steps one PPO iteration is worth. The rollout size is sqrt(r · M · B_simple)."""
     max_n_envs: int = 64
     """Largest env count the rollout may grow to."""
-    loss: Literal["policy", "value", "total"] = "total"
-    """Loss whose noise scale drives the rule (must be measured)."""
+    predictor: str = DEFAULT_PREDICTOR
+    """Noise-scale candidate whose prediction of the critical rollout size drives the rule (its scheme and loss must
+    be measured), e.g. ``env_value`` or ``mb_xM_total`` (:func:`~rl_gns.core.advice.parse_predictor`)."""
     min_measurements: int = 8
     """Noise-scale measurements before the first growth (the average of fewer is mostly noise)."""
-    scheme: Literal["minibatch", "envs"] = "minibatch"
-    """Measurement scheme whose noise scale drives the rule (must be measured)."""
 
 
 def adaptive_n_envs(b_noise: float, r: float, n_steps: int, n_envs: int, max_n_envs: int) -> int:
     """Env count for the next rollout: ``B = sqrt(r · B_noise)`` (McCandlish et al. 2018, App. D) as envs,
     ``2^round(log2(B / n_steps))``, clipped to ``[n_envs, max_n_envs]``: the rollout only grows.
 
-    :param b_noise: predicted critical rollout size ``M × B_simple``, agent steps; NaN or ``<= 0`` (not
+    :param b_noise: predicted critical rollout size (:attr:`AdaptivePPO.b_noise`), agent steps; NaN or ``<= 0`` (not
         resolved yet) keeps ``n_envs``.
     :param r: exchange rate, agent steps per PPO iteration (> 0).
     :param n_steps: agent steps per env per rollout.
@@ -112,20 +113,20 @@ def _same(gym_env: gym.Env) -> gym.Env:
 class AdaptivePPO(NoiseScalePPO):
     """:class:`NoiseScalePPO` whose rollout grows during training by :func:`adaptive_n_envs`.
 
-    After each update it computes the env count for the next rollout from ``M × B_simple`` of
-    ``adaptive.loss`` (averaged since the start). When it grows, it appends new envs built with
+    After each update it computes the env count for the next rollout from the critical rollout size that
+    ``adaptive.predictor`` predicts (its ``B_simple`` averaged since the start). When it grows, it appends new envs built with
     ``make_env`` to a ``DummyVecEnv`` (games in progress continue) or replaces any other VecEnv by
     ``make_env`` (games in progress abandoned), and rebuilds the rollout buffer, the minibatch size
     (``M`` fixed) and the constant learning rate (square-root rule); ``n_steps`` and ``n_epochs`` stay.
 
     Logged per iteration: ``gns/n_envs`` and ``train/rollout_size`` (of the rollout just trained on),
-    ``gns/b_noise`` (``M × B_simple`` averaged so far, agent steps), ``gns/games_abandoned``.
+    ``gns/b_noise`` (the predicted critical rollout size from the average so far, agent steps), ``gns/games_abandoned``.
 
     :param make_env: ``make_env(n_envs, seed)`` builds a VecEnv of ``n_envs`` games (env ``i`` seeded ``seed + i``).
     :param adaptive: the rule's settings.
     :param args: positional arguments of :class:`NoiseScalePPO`.
     :param kwargs: keyword arguments of :class:`NoiseScalePPO`; ``learning_rate`` must be a constant
-        (it applies at the starting ``n_envs``) and ``noise_scale`` must measure ``adaptive.loss``.
+        (it applies at the starting ``n_envs``) and ``noise_scale`` must measure the predictor's scheme and loss.
     """
 
     def __init__(self, *args: Any, make_env: EnvFactory, adaptive: AdaptiveConfig, **kwargs: Any) -> None:
@@ -133,15 +134,17 @@ class AdaptivePPO(NoiseScalePPO):
         self.adaptive = adaptive
         self.games_abandoned = 0
         self.noise_sums = NoiseSums()
+        self.predictor_scheme, times_m, self.predictor_loss = parse_predictor(adaptive.predictor)
         super().__init__(*args, **kwargs)
-        measured = self.noise_scale is not None and adaptive.scheme in self.noise_scale.schemes
-        if not measured or adaptive.loss not in self.noise_scale.losses:  # type: ignore[union-attr]
+        measured = self.noise_scale is not None and self.predictor_scheme in self.noise_scale.schemes
+        if not measured or self.predictor_loss not in self.noise_scale.losses:  # type: ignore[union-attr]
             raise ValueError(
-                f"adaptive rollout size needs the {adaptive.loss!r} loss measured with scheme {adaptive.scheme!r}"
+                f"adaptive rollout size needs the {self.predictor_loss!r} loss measured with scheme {self.predictor_scheme!r}"
             )
         if callable(self.learning_rate):
             raise ValueError("adaptive rollout size needs a constant learning rate (it is rescaled at each growth)")
         self.n_minibatches = self.n_envs * self.n_steps // self.batch_size
+        self.units_factor = self.n_minibatches if times_m else 1
         self.n_envs_0, self.learning_rate_0 = self.n_envs, float(self.learning_rate)
 
     def _excluded_save_params(self) -> list[str]:
@@ -149,14 +152,15 @@ class AdaptivePPO(NoiseScalePPO):
 
     @property
     def b_noise(self) -> float:
-        """``M × B_simple`` of ``adaptive.loss``, averaged over training so far (agent steps); NaN until resolved."""
+        """The predicted critical rollout size from ``B_simple`` averaged over training so far (agent steps), times
+        ``M`` for a ``_xM_`` predictor; NaN until resolved."""
         if self.noise_sums.count < self.adaptive.min_measurements:
             return math.nan
-        return self.n_minibatches * self.noise_sums.b_simple
+        return self.units_factor * self.noise_sums.b_simple
 
     def _record_estimate(self, scheme: Scheme, name: str, norms: GradNorms) -> tuple[float, float] | None:
         estimate = super()._record_estimate(scheme, name, norms)
-        if scheme == self.adaptive.scheme and name == self.adaptive.loss and estimate is not None:
+        if scheme == self.predictor_scheme and name == self.predictor_loss and estimate is not None:
             g2, trace_sigma = estimate
             self.noise_sums += NoiseSums(g2, trace_sigma, 1)
             self.logger.record("gns/b_noise", self.b_noise)

@@ -19,9 +19,10 @@ import numpy as np
 
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 
-#: The noise-scale candidate that predicts the critical rollout size until the pre-registered validation
-#: (docs/prediction-criterion.md) picks one: ``<scheme tag>_[xM_]<loss>``.
-DEFAULT_PREDICTOR = "mb_xM_policy"
+#: The noise-scale candidate that predicts the critical rollout size, ``<scheme tag>_[xM_]<loss>``: B_simple of the
+#: value loss over groups of whole trajectories, the one the pre-registered criterion (docs/prediction-criterion.md)
+#: picked on four games (results/validation/predictors.md: median |log10(predicted / fitted)| 0.38).
+DEFAULT_PREDICTOR = "env_value"
 #: Candidate name tag of each measurement scheme.
 SCHEME_TAGS = {"minibatch": "mb", "envs": "env"}
 

@@ -28,19 +28,20 @@ SCHEMES: tuple[Scheme, ...] = ("minibatch", "envs")
 class NoiseScaleConfig:
     """How :class:`NoiseScalePPO` measures the gradient noise scale."""
 
-    schemes: tuple[Scheme, ...] = ("minibatch",)
-    """One or more of: ``minibatch``: a big batch of ``b_big`` samples drawn at random from the rollout (a PPO
-    minibatch), split into small batches of ``b_small``; B_simple is per gradient step, in samples.
-    ``envs``: the big batch is ``b_big / n_steps`` whole env trajectories, the small batches groups of
-    ``b_small / n_steps`` envs, as data-parallel workers would hold them; captures the correlation of
-    the steps of one trajectory, at the cost of a pass over the whole rollout. Each scheme is logged under
-    ``gns/<scheme>/``."""
+    schemes: tuple[Scheme, ...] = ("envs",)
+    """One or more of: ``envs`` (default): the big batch is ``b_big / n_steps`` whole env trajectories, the small
+    batches groups of ``b_small / n_steps`` envs, as data-parallel workers would hold them; unbiased on RL data
+    (the steps of one trajectory are correlated), and its value-loss B_simple is the validated predictor of the
+    critical rollout size (``docs/prediction-criterion.md``). ``minibatch``: a big batch of ``b_big`` samples
+    drawn at random from the rollout (a PPO minibatch), split into small batches of ``b_small``; B_simple per
+    gradient step, in samples; its |G|² is biased upwards on RL data by ``(tr Σ_traj - tr Σ_step) / (N - 1)``
+    (``results/validation/ground_truth.md``). Each scheme is logged under ``gns/<scheme>/``."""
     losses: tuple[Loss, ...] = LOSSES
     """Losses to measure, from ``policy``, ``value``, ``total`` (the loss PPO optimises)."""
     every: int = 4
-    """Measure every ``every`` PPO iterations (rollouts). Each measured loss costs one extra forward-backward
-    pass over ``b_big`` samples, about 1/16 of an rl-zoo3 update: three losses every 4 iterations keep the
-    default near 3 % of wall time (``benchmarks/speed.py``)."""
+    """Measure every ``every`` PPO iterations (rollouts). A measurement costs one forward pass over ``b_big``
+    samples and one backward pass per loss; an rl-zoo3 update is 4 epochs of forward-backward passes over the
+    rollout (``benchmarks/speed.py`` measures the cost in wall time, ``docs/performance.md``)."""
     b_big: int | None = None
     """Big-batch size in samples (agent steps), with a single scheme only. Default: the minibatch size
     (``minibatch``) or the rollout size (``envs``)."""
@@ -79,6 +80,11 @@ class NoiseScaleConfig:
             b_small = self.b_small or small_batch(b_big)
         elif scheme == "envs":
             b_big = self.b_big or rollout_size
+            if b_big // n_steps < 2:
+                raise ValueError(
+                    f"scheme 'envs' needs b_big to hold at least 2 env trajectories of n_steps ({n_steps}) agent steps, "
+                    f"got b_big {b_big}: use more envs or the minibatch scheme"
+                )
             b_small = self.b_small or n_steps * small_batch(b_big // n_steps)
             if b_small % n_steps or b_big % n_steps:
                 raise ValueError(
@@ -108,9 +114,13 @@ def small_batch(units: int) -> int:
     return max((d for d in range(1, units // 2 + 1) if units % d == 0), default=0)
 
 
-#: The measurement a ``NoiseScalePPO`` makes unless told otherwise; it adapts to the sizes, or switches itself
-#: off with a warning where a rollout cannot be measured (a measurement given explicitly is refused instead).
+#: The measurement a ``NoiseScalePPO`` makes unless told otherwise; it adapts to the sizes. Where a rollout
+#: cannot be measured with it (a single env has no groups of trajectories), it falls back, with a warning, to
+#: :data:`DEFAULT_FALLBACK`, and where that fails too it switches itself off (a measurement given explicitly is
+#: refused instead).
 DEFAULT_NOISE_SCALE = NoiseScaleConfig()
+#: The default's fallback where there are fewer than 2 envs: the ``minibatch`` scheme.
+DEFAULT_FALLBACK = NoiseScaleConfig(schemes=("minibatch",))
 
 
 class NoiseScalePPO(PPO):
@@ -148,8 +158,9 @@ class NoiseScalePPO(PPO):
     :param policy: as for :class:`stable_baselines3.PPO`.
     :param env: as for :class:`stable_baselines3.PPO`.
     :param noise_scale: measurement settings, or ``None`` to train without measuring. The default
-        (:data:`DEFAULT_NOISE_SCALE`) switches itself off, with a warning, where the rollout is too small to
-        measure (e.g. a minibatch of 1 sample); settings given explicitly are refused instead.
+        (:data:`DEFAULT_NOISE_SCALE`, groups of whole trajectories) falls back with a warning to the ``minibatch``
+        scheme with a single env, and switches itself off where the rollout is too small to measure at all (e.g.
+        one env and a minibatch of 1 sample); settings given explicitly are refused instead.
     :param channels_last: channels-last convolutions; ``None``: on a CPU device only.
     :param rollout_threads: torch threads while collecting rollouts (restored for the update);
         ``None`` (default) leaves the thread count alone.
@@ -195,9 +206,17 @@ class NoiseScalePPO(PPO):
         except ValueError as error:
             if self.noise_scale is not DEFAULT_NOISE_SCALE:
                 raise
-            warnings.warn(f"rl-gns: no noise-scale measurement in this run: {error}", stacklevel=2)
-            self.noise_scale = None
-            return
+            try:
+                self.gns_sizes = DEFAULT_FALLBACK.all_sizes(self.n_envs, self.n_steps, self.batch_size)
+            except ValueError as fallback_error:
+                warnings.warn(f"rl-gns: no noise-scale measurement in this run: {fallback_error}", stacklevel=2)
+                self.noise_scale = None
+                return
+            warnings.warn(
+                f"rl-gns: measuring the noise scale with the minibatch scheme (biased on RL data) instead: {error}",
+                stacklevel=2,
+            )
+            self.noise_scale = DEFAULT_FALLBACK
         if self.gns_emas is None:  # a loaded model keeps its saved averages
             beta = self.noise_scale.ema_beta
             self.gns_emas = {

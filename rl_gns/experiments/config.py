@@ -66,8 +66,9 @@ class MeasureSettings:
     gns: bool = True
     """Measure the gradient noise scale (--no-gns trains the same agent without measuring)."""
     gns_scheme: tuple[Literal["minibatch", "envs"], ...] = NoiseScaleConfig.schemes
-    """One or more schemes, each logged under gns/<scheme>/. minibatch: the big batch is one random minibatch,
-    split into small batches; envs: the big batch is the whole rollout, split into groups of whole env trajectories."""
+    """One or more schemes, each logged under gns/<scheme>/. envs (default; unbiased on RL data): the big batch is the
+    whole rollout, split into groups of whole env trajectories; minibatch: the big batch is one random minibatch, split
+    into small batches (its |G|² is biased upwards on RL data)."""
     gns_losses: tuple[Literal["policy", "value", "total"], ...] = NoiseScaleConfig.losses
     """Losses whose noise scale is measured."""
     gns_every: int = NoiseScaleConfig.every
@@ -118,12 +119,14 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     noise scale late in training (B_simple ∝ 1/temperature): use --no-anneal to compare runs."""
 
     adaptive_r: float | None = None
-    """Grow n_envs during training to rollout_size = sqrt(r · M · B_simple) (power-of-2 envs, never shrinking), r in
-    agent steps per PPO iteration (McCandlish et al. App. D). Needs --no-anneal. Default: fixed n_envs."""
+    """Grow n_envs during training to rollout_size = sqrt(r · B_noise) (power-of-2 envs, never shrinking), B_noise the
+    critical rollout size --adaptive-predictor predicts, r in agent steps per PPO iteration (McCandlish et al. App. D).
+    Needs --no-anneal. Default: fixed n_envs."""
     max_n_envs: int = AdaptiveConfig.max_n_envs
     """Largest env count of an adaptive run."""
-    adaptive_loss: Literal["policy", "value", "total"] = AdaptiveConfig.loss
-    """Loss whose noise scale (first measured scheme) drives the adaptive rollout size."""
+    adaptive_predictor: str = AdaptiveConfig.predictor
+    """Noise-scale candidate whose predicted critical rollout size drives an adaptive run (its scheme and loss must be
+    measured): <mb|env>[_xM]_<policy|value|total>."""
     adaptive_min_measurements: int = AdaptiveConfig.min_measurements
     """Noise-scale measurements before an adaptive run first grows."""
 
@@ -145,9 +148,7 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
         """The adaptive rollout-size settings, or ``None`` for a fixed ``n_envs``."""
         if self.adaptive_r is None:
             return None
-        return AdaptiveConfig(
-            self.adaptive_r, self.max_n_envs, self.adaptive_loss, self.adaptive_min_measurements, self.gns_scheme[0]
-        )
+        return AdaptiveConfig(self.adaptive_r, self.max_n_envs, self.adaptive_predictor, self.adaptive_min_measurements)
 
 
 def base_train_config(settings: object, **overrides: Any) -> TrainConfig:

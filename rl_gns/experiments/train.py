@@ -24,7 +24,7 @@ import torch as th
 from stable_baselines3.common.logger import TensorBoardOutputFormat, configure
 
 from rl_gns.core.adaptive import AdaptivePPO
-from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice
+from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
 from rl_gns.core.defaults import schedule
 from rl_gns.core.noise_scale import b_simple_interval
@@ -92,9 +92,13 @@ def check_adaptive(config: TrainConfig) -> None:
         raise ValueError(f"max_n_envs ({config.max_n_envs}) must be >= n_envs ({config.n_envs})")
     if config.anneal:
         raise ValueError("an adaptive run rescales a constant learning rate at each growth: pass --no-anneal")
+    scheme, _, loss = parse_predictor(config.adaptive_predictor)
     noise_scale = config.noise_scale_config()
-    if noise_scale is None or config.adaptive_loss not in noise_scale.losses:
-        raise ValueError(f"--adaptive-loss {config.adaptive_loss} must be measured (--gns and --gns-losses)")
+    if noise_scale is None or loss not in noise_scale.losses or scheme not in noise_scale.schemes:
+        raise ValueError(
+            f"--adaptive-predictor {config.adaptive_predictor}: the {loss} loss must be measured with scheme {scheme} "
+            "(--gns, --gns-scheme, --gns-losses)"
+        )
     n_minibatches = config.rollout_size // config.minibatch_size
     noise_scale.all_sizes(config.max_n_envs, config.n_steps, config.max_n_envs * config.n_steps // n_minibatches)
 

@@ -118,7 +118,8 @@ def test_smoke_tier_end_to_end(tmp_path):
     command = [*CLI, "bench", "--suite", "smoke", "--out", str(out), "--bootstrap", "200"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "2 runs, 0 finished before, 2 to run" in result.stdout and "2/2 finished" in result.stdout
+    assert "2 runs, 0 finished before, 0 to resume from checkpoints, 2 to run from the start" in result.stdout
+    assert "2/2 finished" in result.stdout
 
     results = json.loads((out / "results.json").read_text())
     assert [g["game"] for g in results["games"]] == ["breakout", "pong"]
@@ -135,4 +136,4 @@ def test_smoke_tier_end_to_end(tmp_path):
     assert again.returncode == 0, again.stderr[-2000:]
     assert "| Pong | 1 |" in (out / "report.md").read_text()
     resumed = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert "2 finished before, 0 to run" in resumed.stdout
+    assert "2 finished before, 0 to resume from checkpoints, 0 to run from the start" in resumed.stdout

@@ -62,7 +62,7 @@ def test_tiny_sweep_and_analyze_end_to_end(tmp_path):
         assert experience == pytest.approx(size * steps)
     # rerunning skips finished runs
     again = subprocess.run(sweep.args, capture_output=True, text=True, timeout=120)
-    assert "2 finished before, 0 to run" in again.stdout
+    assert "2 finished before, 0 to resume from checkpoints, 0 to run from the start" in again.stdout
 
 
 def _wait_for(predicate, timeout: float) -> None:
@@ -94,7 +94,8 @@ def test_sweep_resumes_after_a_worker_is_killed(tmp_path):
 
     resumed = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert resumed.returncode == 0
-    assert "1 finished before, 1 to run" in resumed.stdout and "2/2 finished" in resumed.stdout
+    assert "1 finished before, 0 to resume from checkpoints, 1 to run from the start" in resumed.stdout
+    assert "2/2 finished" in resumed.stdout
     assert (first / "summary.json").stat().st_mtime == finished_before  # the finished run was not touched
     assert json.loads((second / "summary.json").read_text())["env_steps"] == 6144
     assert not (second / "error.txt").exists()

@@ -122,14 +122,22 @@ class AdaptivePPO(NoiseScalePPO):
     Logged per iteration: ``gns/n_envs`` and ``train/rollout_size`` (of the rollout just trained on),
     ``gns/b_noise`` (the predicted critical rollout size from the average so far, agent steps), ``gns/games_abandoned``.
 
-    :param make_env: ``make_env(n_envs, seed)`` builds a VecEnv of ``n_envs`` games (env ``i`` seeded ``seed + i``).
-    :param adaptive: the rule's settings.
+    :param make_env: ``make_env(n_envs, seed)`` builds a VecEnv of ``n_envs`` games (env ``i`` seeded ``seed + i``);
+        not saved: ``AdaptivePPO.load(path, env, make_env=make_env)`` gives it back.
+    :param adaptive: the rule's settings (saved with the agent).
     :param args: positional arguments of :class:`NoiseScalePPO`.
     :param kwargs: keyword arguments of :class:`NoiseScalePPO`; ``learning_rate`` must be a constant
         (it applies at the starting ``n_envs``) and ``noise_scale`` must measure the predictor's scheme and loss.
     """
 
-    def __init__(self, *args: Any, make_env: EnvFactory, adaptive: AdaptiveConfig, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, make_env: EnvFactory | None = None, adaptive: AdaptiveConfig | None = None, **kwargs: Any
+    ) -> None:
+        if make_env is None or adaptive is None:  # SB3's load: it restores the state and takes make_env as a keyword
+            if kwargs.get("_init_setup_model", True):
+                raise TypeError("AdaptivePPO needs make_env and adaptive")
+            super().__init__(*args, **kwargs)
+            return
         self.make_env = make_env
         self.adaptive = adaptive
         self.games_abandoned = 0

@@ -240,9 +240,16 @@ class NoiseScalePPO(PPO):
         finally:
             th.set_num_threads(threads)
 
+    @property
+    def iterations(self) -> int:
+        """PPO iterations (updates) trained so far, over every ``learn`` call of this agent and of its saved copies."""
+        return self._n_train_calls
+
     def dump_logs(self, iteration: int = 0) -> None:
-        """Defer the log row until :meth:`train` has recorded this rollout's ``train/`` and ``gns/`` values."""
-        self._pending_dump = iteration
+        """Defer the log row until :meth:`train` has recorded this rollout's ``train/`` and ``gns/`` values.
+        ``time/iterations`` counts from the agent's first iteration (:attr:`iterations`), across ``learn`` calls
+        and a save and load, where SB3 counts from 1 in each ``learn`` call."""
+        self._pending_dump = self._n_train_calls + 1
 
     def train(self) -> None:
         """Measure the noise scale (every ``noise_scale.every`` iterations), then run PPO's update."""

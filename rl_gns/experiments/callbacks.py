@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from rl_gns.core.targets import DEFAULT_WINDOW, running_score
+from rl_gns.records.logs import append_line, format_row, read_rows, rewrite
 from rl_gns.records.rundir import EPISODE_FIELDS
 
 
@@ -17,27 +18,33 @@ class EpisodeLogger(BaseCallback):
     """Appends every finished game to ``episodes.csv`` and optionally stops at a target score.
 
     Rows: ``env_steps`` (agent steps when the game finished), ``score`` (raw whole-game score from
-    ``info["episode"]``), ``length_frames``, ``wall_s`` (seconds since training started). Each row
-    is flushed, so a killed run keeps every game it finished.
+    ``info["episode"]``), ``length_frames``, ``wall_s`` (seconds of training, over every slice of a resumed
+    run). Each row is appended whole (:mod:`rl_gns.records.csvlog`), so a killed run keeps every game it
+    finished. An existing file is continued: a resumed run reloads its scores, so the running score goes on.
 
-    :param path: the CSV file to create.
+    :param path: the CSV file to create or continue.
     :param stop_score: stop training once the mean of the last ``window`` scores reaches this; ``None``: never.
     :param window: games in the running score (:func:`rl_gns.core.targets.running_score`).
+    :param wall_offset_s: wall time of the earlier slices of a resumed run, seconds.
     """
 
-    def __init__(self, path: str | Path, stop_score: float | None = None, window: int = DEFAULT_WINDOW) -> None:
+    def __init__(
+        self, path: str | Path, stop_score: float | None = None, window: int = DEFAULT_WINDOW, wall_offset_s: float = 0.0
+    ) -> None:
         super().__init__()
         self.path = Path(path)
         self.stop_score = stop_score
         self.window = window
-        self.scores: list[float] = []
+        self.wall_offset_s = wall_offset_s
+        header, rows = read_rows(self.path)
+        if header and header != list(EPISODE_FIELDS):
+            raise ValueError(f"{self.path} has columns {header}, expected {list(EPISODE_FIELDS)}")
+        self.scores: list[float] = [float(row[EPISODE_FIELDS.index("score")]) for row in rows]
         self.reached_at: int | None = None
 
     def _on_training_start(self) -> None:
-        self._file = open(self.path, "w", newline="")
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(EPISODE_FIELDS)
-        self._file.flush()
+        if not self.path.exists():
+            rewrite(self.path, EPISODE_FIELDS, [])
         self._start = time.perf_counter()
 
     def _on_step(self) -> bool:
@@ -46,14 +53,60 @@ class EpisodeLogger(BaseCallback):
             if episode is None:
                 continue
             self.scores.append(float(episode["r"]))
-            row = (self.num_timesteps, episode["r"], episode["l"], round(time.perf_counter() - self._start, 3))
-            self._writer.writerow(row)
-            self._file.flush()
+            wall_s = round(self.wall_offset_s + time.perf_counter() - self._start, 3)
+            append_line(self.path, format_row((self.num_timesteps, episode["r"], episode["l"], wall_s)))
         if self.stop_score is not None and len(self.scores) >= self.window:
             if running_score(np.asarray(self.scores[-self.window :]), self.window)[-1] >= self.stop_score:
                 self.reached_at = self.num_timesteps
                 return False
         return True
 
-    def _on_training_end(self) -> None:
-        self._file.close()
+
+class Checkpointer(BaseCallback):
+    """Writes checkpoints between PPO iterations and stops training cleanly before a wall-clock deadline.
+
+    At the start of each rollout (the previous update and its log row are done, nothing of the next iteration
+    has happened) it calls ``save`` when ``every_s`` seconds or ``every_steps`` agent steps have passed since the
+    last checkpoint, or when the next iteration might not finish before ``deadline_s``; in that last case it
+    also stops training at the next env step (SB3's ``on_step`` seam), whose step the checkpoint does not hold.
+
+    :param save: writes a checkpoint of the model as it is now.
+    :param every_s: wall seconds between checkpoints; ``0``: after every iteration; ``None``: no time trigger.
+    :param every_steps: agent steps between checkpoints; ``None``: no step trigger.
+    :param deadline_s: stop before this many wall seconds from the start of training; ``None``: no deadline.
+    """
+
+    def __init__(
+        self, save: Callable[[], None], every_s: float | None, every_steps: int | None, deadline_s: float | None
+    ) -> None:
+        super().__init__()
+        self.save = save
+        self.every_s, self.every_steps, self.deadline_s = every_s, every_steps, deadline_s
+        self.stopped_for_deadline = False
+        self.n_saved = 0
+
+    def _on_training_start(self) -> None:
+        self._start = self._last_save = time.perf_counter()
+        self._last_rollout: float | None = None
+        self._last_steps = self.num_timesteps
+        self._iteration_s = self._save_s = 0.0  # the longest iteration so far; the last checkpoint's cost
+
+    def _on_rollout_start(self) -> None:
+        now = time.perf_counter()
+        if self._last_rollout is not None:
+            self._iteration_s = max(self._iteration_s, now - self._last_rollout)
+        self._last_rollout = now
+        if self.num_timesteps == self._last_steps:
+            return  # nothing trained since the start or the last checkpoint
+        due_time = self.every_s is not None and now - self._last_save >= self.every_s
+        due_steps = self.every_steps is not None and self.num_timesteps - self._last_steps >= self.every_steps
+        late = self.deadline_s is not None and now - self._start + 1.5 * self._iteration_s + self._save_s >= self.deadline_s
+        if due_time or due_steps or late:
+            self.save()
+            self.n_saved += 1
+            self._save_s = time.perf_counter() - now
+            self._last_save, self._last_steps = time.perf_counter(), self.num_timesteps
+        self.stopped_for_deadline = late
+
+    def _on_step(self) -> bool:
+        return not self.stopped_for_deadline

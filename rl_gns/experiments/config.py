@@ -139,6 +139,18 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     progress_bar: bool | None = None
     """Show a progress bar (default: only when stderr is a terminal)."""
 
+    resume: Path | None = None
+    """Continue the unfinished run in this directory from its last checkpoint, with the settings of its config.json
+    (flags that contradict them are refused; the run-control flags below, --device, --torch-threads and --progress-bar
+    may change, and keep the run's values unless given)."""
+    checkpoint_minutes: float | None = 10.0
+    """Write a checkpoint (under <out>/checkpoints/) after the PPO iteration that passes this many wall-clock minutes
+    since the last one; 0: after every iteration; None (--checkpoint-minutes None): no time trigger."""
+    checkpoint_steps: int | None = None
+    """Also write a checkpoint every this many agent steps (default: time trigger only)."""
+    max_wall_minutes: float | None = None
+    """Stop cleanly, with a checkpoint, before this many wall-clock minutes of training (resume with --resume DIR)."""
+
     @property
     def rollout_size(self) -> int:
         """Agent steps per PPO iteration."""
@@ -149,6 +161,25 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
         if self.adaptive_r is None:
             return None
         return AdaptiveConfig(self.adaptive_r, self.max_n_envs, self.adaptive_predictor, self.adaptive_min_measurements)
+
+
+#: Settings that say how and where a run executes, not what it trains: they may change when it is resumed.
+RUN_CONTROL = (
+    "out",
+    "overwrite",
+    "resume",
+    "device",
+    "torch_threads",
+    "progress_bar",
+    "checkpoint_minutes",
+    "checkpoint_steps",
+    "max_wall_minutes",
+)
+
+
+def training_settings(config: TrainConfig) -> dict[str, Any]:
+    """What a run trains, as JSON values: every field but :data:`RUN_CONTROL` (a checkpoint must match them)."""
+    return {key: value for key, value in to_json(config).items() if key not in RUN_CONTROL}
 
 
 def base_train_config(settings: object, **overrides: Any) -> TrainConfig:
@@ -179,7 +210,7 @@ def train_config_from_json(data: dict[str, Any]) -> TrainConfig:
         if f.name not in data:
             continue
         value = data[f.name]
-        if f.name == "out":
+        if f.name in ("out", "resume"):
             value = None if value is None else Path(value)
         elif isinstance(value, list):
             value = tuple(value)

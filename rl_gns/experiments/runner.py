@@ -2,8 +2,9 @@
 
 Shared by ``rl-gns sweep`` and ``rl-gns bench``. Each run is a ``rl-gns train`` run directory; its settings
 are written to ``<out>/specs/<run>.json`` and a child process runs ``python -m rl_gns run <spec>``.
-Finished runs (``summary.json``) are skipped, unfinished ones restart, and a failing run leaves
-``error.txt`` in its directory without stopping the others.
+Finished runs (``summary.json``) are skipped, unfinished ones resume from their last checkpoint (or restart
+where they have none that this rl-gns can resume), and a failing run leaves ``error.txt`` in its directory
+without stopping the others.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from tqdm import tqdm
 
 from rl_gns.experiments.config import TrainConfig, to_json
-from rl_gns.records.rundir import RunDir, write_json
+from rl_gns.experiments.train import check
+from rl_gns.records.checkpoint import CHECKPOINTS
+from rl_gns.records.rundir import ERROR, RunDir, write_json
 
 
 @dataclass
@@ -39,10 +42,13 @@ class ExecutionConfig:
     --out must be at the same path on every node (a shared filesystem)."""
     device: str = "cpu"
     """Torch device of every run."""
+    checkpoint_minutes: float | None = 10.0
+    """Each run writes a checkpoint after the PPO iteration that passes this many wall-clock minutes since its last one
+    (0: every iteration); rerunning the command resumes the runs in flight from their checkpoints."""
 
 
 #: Settings that say how runs execute or where they are written, not what they train: they may change on resume.
-EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address", "out")
+EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address", "out", "checkpoint_minutes")
 
 
 def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> None:
@@ -64,6 +70,17 @@ def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> Non
     changed = sorted(k for k in now if k not in ignore and k in before and not same(before[k], now[k]))
     if changed:
         raise ValueError(f"{record.parent} holds runs with other settings ({', '.join(changed)}); use another --out")
+
+
+def resumable(spec: TrainConfig) -> bool:
+    """Whether the run of ``spec`` has a checkpoint that this rl-gns can resume with ``spec``'s settings."""
+    if spec.out is None or not (spec.out / CHECKPOINTS).is_dir():
+        return False
+    try:
+        check(replace(spec, resume=spec.out))
+    except (ValueError, FileNotFoundError):
+        return False
+    return True
 
 
 def run_spec(spec_path: str | Path, log_path: str | Path) -> int:
@@ -95,11 +112,22 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     run_dirs = {name: RunDir(spec.out) for name, spec in specs.items() if spec.out is not None}
     outcome = {name: "skipped" for name, run in run_dirs.items() if run.status() == "done"}
     todo = [name for name in specs if name not in outcome]
-    for name in todo:  # unfinished runs restart from scratch
-        shutil.rmtree(run_dirs[name].path, ignore_errors=True)
-        run_dirs[name].path.mkdir(parents=True)
-        write_json(out / "specs" / f"{name}.json", to_json(specs[name]))
-    print(f"{label} {out}: {len(specs)} runs, {len(outcome)} finished before, {len(todo)} to run", flush=True)
+    resumed = []
+    for name in todo:  # unfinished runs resume from their checkpoint, or restart from scratch
+        spec, run = specs[name], run_dirs[name]
+        if resumable(spec):
+            spec = replace(spec, resume=spec.out)
+            run.file(ERROR).unlink(missing_ok=True)
+            resumed.append(name)
+        else:
+            shutil.rmtree(run.path, ignore_errors=True)
+            run.path.mkdir(parents=True)
+        write_json(out / "specs" / f"{name}.json", to_json(spec))
+    print(
+        f"{label} {out}: {len(specs)} runs, {len(outcome)} finished before, {len(resumed)} to resume from checkpoints, "
+        f"{len(todo) - len(resumed)} to run from the start",
+        flush=True,
+    )
 
     def paths(name: str) -> tuple[Path, Path]:
         return out / "specs" / f"{name}.json", run_dirs[name].path / "log.txt"

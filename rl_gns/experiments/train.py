@@ -1,8 +1,13 @@
 """``rl-gns train``: PPO on vectorized Atari with noise-scale logging, one run directory per run.
 
-Reads top to bottom: check -> record the config -> env -> model -> learn -> save -> summarise. The run
-directory follows :mod:`rl_gns.records.rundir`; ``summary.json`` is written last. The CLI draws
-``training.png`` afterwards (a report: :mod:`rl_gns.reports.run_plot`).
+Reads top to bottom: check -> record the config (or reload a checkpoint) -> env -> model -> learn, writing
+checkpoints -> save -> summarise. The run directory follows :mod:`rl_gns.records.rundir`; ``summary.json`` is
+written last. The CLI draws ``training.png`` afterwards (a report: :mod:`rl_gns.reports.run_plot`).
+
+Resuming (``--resume DIR``) goes on from the run's newest checkpoint (:mod:`rl_gns.records.checkpoint`) as if
+nothing had happened, except for the games in progress: the envs start new games (seeded ``seed +
+env_steps``), the games cut off are counted in ``summary.json`` (``games_dropped``), and SB3's
+``time/time_elapsed`` and ``time/fps`` restart. Rows logged after the checkpoint are dropped and logged again.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import math
 import platform
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields, replace
 from datetime import datetime
 from functools import partial
 from importlib.metadata import version
@@ -21,17 +26,38 @@ from typing import Any, NamedTuple
 import numpy as np
 import stable_baselines3
 import torch as th
-from stable_baselines3.common.logger import TensorBoardOutputFormat, configure
+from stable_baselines3.common.logger import TensorBoardOutputFormat
 
-from rl_gns.core.adaptive import AdaptivePPO
+from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
 from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
 from rl_gns.core.defaults import schedule
 from rl_gns.core.noise_scale import b_simple_interval
 from rl_gns.core.ppo import NoiseScalePPO
-from rl_gns.experiments.callbacks import EpisodeLogger
-from rl_gns.experiments.config import TrainConfig
-from rl_gns.records.rundir import MODEL, RunDir, noise_columns, run_advice
+from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger
+from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_from_json, training_settings
+from rl_gns.records.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    latest_checkpoint,
+    load_rng_state,
+    remove_checkpoints,
+    set_global_rng_state,
+    write_checkpoint,
+)
+from rl_gns.records.logs import run_logger, truncate_after
+from rl_gns.records.rundir import (
+    EPISODES,
+    ERROR,
+    MODEL,
+    PLOT,
+    PROGRESS,
+    STEP_KEY,
+    SUMMARY,
+    RunDir,
+    noise_columns,
+    run_advice,
+)
 
 __all__ = ["TrainConfig", "check", "train"]
 
@@ -45,6 +71,8 @@ class Resolved(NamedTuple):
     """``{scheme: (b_small, b_big)}`` of the measurement (empty with ``--no-gns``)."""
     out: Path
     """The run directory."""
+    checkpoint: Checkpoint | None
+    """The checkpoint to resume from (``--resume``), ``None`` for a new run."""
 
 
 def default_out(game: str, seed: int) -> Path:
@@ -57,8 +85,10 @@ def check(config: TrainConfig) -> Resolved:
 
     :raises UnknownGameError: for an unknown game, naming close matches.
     :raises FileExistsError: if ``config.out`` holds a run and ``overwrite`` is off.
-    :raises ValueError: for settings that cannot run, with the reason.
+    :raises ValueError: for settings that cannot run, with the reason (:class:`CheckpointError` for a checkpoint
+        that cannot be resumed).
     """
+    config = resume_config(config)
     game = resolve_game(config.env)
     for name in ("n_envs", "n_steps", "n_epochs", "total_steps", "minibatch_size", "score_window"):
         if getattr(config, name) < 1:
@@ -73,12 +103,71 @@ def check(config: TrainConfig) -> Resolved:
     sizes = noise_scale.all_sizes(config.n_envs, config.n_steps, config.minibatch_size) if noise_scale else {}
     if config.adaptive_r is not None:
         check_adaptive(config)
+    if config.checkpoint_minutes is not None and config.checkpoint_minutes < 0:
+        raise ValueError(f"--checkpoint-minutes must be >= 0, got {config.checkpoint_minutes}")
+    for name in ("checkpoint_steps", "max_wall_minutes"):
+        if getattr(config, name) is not None and not getattr(config, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(config, name)}")
+    sizes_record = {str(scheme): size for scheme, size in sizes.items()}
+    if config.resume is not None:
+        return Resolved(game, sizes_record, config.resume, check_checkpoint(config))
     out = default_out(game, config.seed) if config.out is None else config.out
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a directory")
     if RunDir(out).is_started() and not config.overwrite:
-        raise FileExistsError(f"{out} already holds a run; pass --overwrite or choose another --out")
-    return Resolved(game, {str(scheme): size for scheme, size in sizes.items()}, out)
+        raise FileExistsError(f"{out} already holds a run; pass --overwrite, --resume {out}, or another --out")
+    return Resolved(game, sizes_record, out, None)
+
+
+def resume_config(config: TrainConfig) -> TrainConfig:
+    """The settings of the run ``config.resume`` names, from its ``config.json``, with the run-control fields
+    (:data:`~rl_gns.experiments.config.RUN_CONTROL`) that ``config`` sets to other than their defaults (the others
+    as the run had them, but for ``max_wall_minutes``: a deadline is this invocation's); unchanged if
+    ``config.resume`` is ``None``.
+
+    :raises ValueError: if there is no unfinished run there, or ``config`` sets a training setting to another value.
+    """
+    if config.resume is None:
+        return config
+    run = RunDir(config.resume)
+    if not run.is_started():
+        raise ValueError(f"--resume {run.path}: no run there (no config.json)")
+    if run.status() == "done":
+        raise ValueError(f"--resume {run.path}: the run is finished (summary.json)")
+    stored = train_config_from_json(run.config())
+    default = TrainConfig()
+    changed = [
+        f.name
+        for f in fields(TrainConfig)
+        if f.name not in RUN_CONTROL and getattr(config, f.name) not in (getattr(default, f.name), getattr(stored, f.name))
+    ]
+    if changed:
+        was = ", ".join(f"--{name.replace('_', '-')} {getattr(stored, name)}" for name in changed)
+        raise ValueError(f"--resume {run.path}: the run was started with {was}; a resumed run keeps its settings")
+    given = {name: getattr(config, name) for name in RUN_CONTROL if getattr(config, name) != getattr(default, name)}
+    this_time = {"max_wall_minutes": config.max_wall_minutes, "out": run.path, "overwrite": False, "resume": run.path}
+    return replace(stored, **{**given, **this_time})
+
+
+def check_checkpoint(config: TrainConfig) -> Checkpoint:
+    """The newest usable checkpoint of the run ``config.resume``, made by this rl-gns with ``config``'s settings.
+
+    :raises CheckpointError: if there is none, or it was made by another version or with other settings.
+    """
+    assert config.resume is not None
+    checkpoint = latest_checkpoint(config.resume)
+    if checkpoint is None:
+        raise CheckpointError(
+            f"--resume {config.resume}: no checkpoint (the run stopped before its first); start it again with --overwrite"
+        )
+    made_by = checkpoint.state.get("rl_gns")
+    if made_by != version("rl-gns"):
+        raise CheckpointError(f"checkpoint {checkpoint.path} was made by rl-gns {made_by}, this is {version('rl-gns')}")
+    settings, now = checkpoint.state.get("settings", {}), training_settings(config)
+    changed = sorted(key for key in now.keys() | settings.keys() if settings.get(key) != now.get(key))
+    if changed:
+        raise CheckpointError(f"checkpoint {checkpoint.path} was made with other settings ({', '.join(changed)})")
+    return checkpoint
 
 
 def check_adaptive(config: TrainConfig) -> None:
@@ -123,20 +212,93 @@ def run_record(config: TrainConfig, resolved: Resolved) -> dict:
 
 
 def train(config: TrainConfig) -> Path:
-    """Run one training run and return its directory. Raises what :func:`check` raises, before anything is written."""
+    """Run one training run, or resume one (``config.resume``), and return its directory. Raises what :func:`check`
+    raises, before anything is written. A run stopped at ``max_wall_minutes`` returns without ``summary.json``."""
     # --- resolve and check everything before writing anything
+    config = resume_config(config)
     resolved = check(config)
     run = RunDir(resolved.out)
-    run.path.mkdir(parents=True, exist_ok=True)
+    checkpoint = resolved.checkpoint
+    if checkpoint is None:
+        clear_run_files(run)
+        run.path.mkdir(parents=True, exist_ok=True)
+        run.write_config(run_record(config, resolved))
+    else:  # rows logged after the checkpoint are logged again
+        for name, step_key in ((PROGRESS, STEP_KEY), (EPISODES, "env_steps")):
+            truncate_after(run.file(name), step_key, checkpoint.env_steps)
     if config.torch_threads is not None:
         th.set_num_threads(config.torch_threads)
-    run.write_config(run_record(config, resolved))
 
     # --- environments and agent
     make_env = partial(
         make_atari_vec_env, resolved.game, backend=config.backend, repeat_action_probability=config.sticky_actions
     )
-    ppo_kwargs: dict[str, Any] = {
+    if checkpoint is None:
+        model = new_model(config, make_env)
+        state = {"env_steps": 0, "wall_s": 0.0, "games_dropped": 0, "resumes": 0}
+    else:
+        model = resumed_model(config, make_env, checkpoint)
+        state = {**checkpoint.state, "games_dropped": checkpoint.state["games_dropped"] + checkpoint.state["n_envs"]}
+        state["resumes"] += 1
+        print(f"resuming {run.path} at {checkpoint.env_steps:,} agent steps ({checkpoint.path.name})", flush=True)
+    model.set_logger(run_logger(run.path, run.file(PROGRESS), None if checkpoint is None else checkpoint.env_steps))
+
+    # --- train, with checkpoints
+    show_bar = sys.stderr.isatty() if config.progress_bar is None else config.progress_bar
+    start = time.perf_counter()
+
+    def save_checkpoint() -> None:
+        wall_s = state["wall_s"] + time.perf_counter() - start
+        record = {**state, "env_steps": model.num_timesteps, "iterations": model.iterations, "n_envs": model.n_envs}
+        settings = {"wall_s": wall_s, "rl_gns": version("rl-gns"), "settings": training_settings(config)}
+        write_checkpoint(run.path, model.save, {**record, **settings})
+
+    episodes = EpisodeLogger(
+        run.file(EPISODES), stop_score=config.stop_score, window=config.score_window, wall_offset_s=state["wall_s"]
+    )
+    checkpoints = Checkpointer(
+        save_checkpoint,
+        every_s=None if config.checkpoint_minutes is None else 60 * config.checkpoint_minutes,
+        every_steps=config.checkpoint_steps,
+        deadline_s=None if config.max_wall_minutes is None else 60 * config.max_wall_minutes,
+    )
+    model.learn(
+        total_timesteps=config.total_steps - model.num_timesteps,
+        callback=[episodes, checkpoints],
+        reset_num_timesteps=False,
+        progress_bar=show_bar,
+    )
+    wall_s = state["wall_s"] + time.perf_counter() - start
+    trained_env = model.get_env()  # an adaptive run may have replaced env
+    assert trained_env is not None
+    trained_env.close()
+    if checkpoints.stopped_for_deadline:
+        print(
+            f"stopped before --max-wall-minutes {config.max_wall_minutes} at {model.num_timesteps:,} agent steps "
+            f"of {config.total_steps:,}; go on with: rl-gns train --resume {run.path}",
+            flush=True,
+        )
+        return run.path
+    model.save(run.file(MODEL))
+
+    # --- summarise from the files on disk, with the advice; summary.json last: it marks the run finished
+    totals = summary(run, model, wall_s, episodes.reached_at)
+    totals.update(resumes=state["resumes"], games_dropped=state["games_dropped"])
+    advice = run_advice(run.progress(), run.config())
+    lines = advice.lines() if advice else [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
+    print("\n".join(lines), flush=True)
+    key = "advice/critical_rollout_size"
+    for output in model.logger.output_formats:  # the advice as TensorBoard text, without a row in progress.csv
+        if isinstance(output, TensorBoardOutputFormat):
+            output.write({key: "  \n".join(lines)}, {key: None}, model.num_timesteps)  # type: ignore[dict-item]
+    run.write_summary({**totals, "advice": advice_record(advice, lines)})
+    remove_checkpoints(run.path)
+    return run.path
+
+
+def ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
+    """``NoiseScalePPO`` keyword arguments of a configuration."""
+    return {
         "noise_scale": config.noise_scale_config(),
         "n_steps": config.n_steps,
         "batch_size": config.minibatch_size,
@@ -151,37 +313,43 @@ def train(config: TrainConfig) -> Path:
         "seed": config.seed,
         "device": config.device,
     }
+
+
+def new_model(config: TrainConfig, make_env: EnvFactory) -> NoiseScalePPO:
+    """A new agent on ``config.n_envs`` new envs (an :class:`AdaptivePPO` with ``--adaptive-r``)."""
     policy = "MlpPolicy" if config.backend == "ram" else "CnnPolicy"
     env = make_env(config.n_envs, config.seed)
     adaptive = config.adaptive_config()
     if adaptive is None:
-        model = NoiseScalePPO(policy, env, **ppo_kwargs)
+        return NoiseScalePPO(policy, env, **ppo_kwargs(config))
+    return AdaptivePPO(policy, env, adaptive=adaptive, make_env=make_env, **ppo_kwargs(config))
+
+
+def resumed_model(config: TrainConfig, make_env: EnvFactory, checkpoint: Checkpoint) -> NoiseScalePPO:
+    """The agent of a checkpoint (SB3's ``load``) on new envs, with the global RNG states it was saved with.
+
+    The envs start new games seeded ``seed + env_steps`` (not replays of the first games), as many as the
+    agent had (an adaptive run may have grown).
+    """
+    env = make_env(checkpoint.state["n_envs"], config.seed + checkpoint.env_steps)
+    if config.adaptive_r is None:
+        model = NoiseScalePPO.load(checkpoint.model, env=env, device=config.device)
     else:
-        model = AdaptivePPO(policy, env, adaptive=adaptive, make_env=make_env, **ppo_kwargs)
-    model.set_logger(configure(str(run.path), ["stdout", "csv", "tensorboard"]))
+        model = AdaptivePPO.load(checkpoint.model, env=env, device=config.device, make_env=make_env)
+    set_global_rng_state(load_rng_state(checkpoint))
+    return model
 
-    # --- train
-    show_bar = sys.stderr.isatty() if config.progress_bar is None else config.progress_bar
-    start = time.perf_counter()
-    episodes = EpisodeLogger(run.file("episodes.csv"), stop_score=config.stop_score, window=config.score_window)
-    model.learn(total_timesteps=config.total_steps, callback=episodes, progress_bar=show_bar)
-    wall_s = time.perf_counter() - start
-    model.save(run.file(MODEL))
-    trained_env = model.get_env()  # an adaptive run may have replaced env
-    assert trained_env is not None
-    trained_env.close()
 
-    # --- summarise from the files on disk, with the advice; summary.json last: it marks the run finished
-    totals = summary(run, model, wall_s, episodes.reached_at)
-    advice = run_advice(run.progress(), run.config())
-    lines = advice.lines() if advice else [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
-    print("\n".join(lines), flush=True)
-    key = "advice/critical_rollout_size"
-    for output in model.logger.output_formats:  # the advice as TensorBoard text, without a row in progress.csv
-        if isinstance(output, TensorBoardOutputFormat):
-            output.write({key: "  \n".join(lines)}, {key: None}, model.num_timesteps)  # type: ignore[dict-item]
-    run.write_summary({**totals, "advice": advice_record(advice, lines)})
-    return run.path
+def clear_run_files(run: RunDir) -> None:
+    """Remove what an earlier run left in a directory being reused (``--overwrite``): its logs, appended to
+    otherwise, its checkpoints, model and summary."""
+    if not run.path.is_dir():
+        return
+    for path in run.path.glob("events.out.tfevents.*"):
+        path.unlink()
+    for name in (PROGRESS, EPISODES, MODEL, SUMMARY, ERROR, PLOT):
+        run.file(name).unlink(missing_ok=True)
+    remove_checkpoints(run.path)
 
 
 def advice_record(advice: Advice | None, lines: list[str]) -> dict:

@@ -1,0 +1,177 @@
+"""Checkpoints of an unfinished run: ``<run>/checkpoints/<env steps>/``, written atomically, verified on reading.
+
+A checkpoint directory holds:
+
+==============  ===========================================================================================
+``model.zip``   the agent as SB3's ``save`` writes it: policy, optimizer, counters and schedules' progress,
+                noise-scale averages, pooled history and measurement RNG, adaptive state, score window
+``rng.pkl``     the global RNG states (torch, NumPy, ``random``) that SB3 seeds once at the start
+``state.json``  what the run directory needs to go on: agent steps, iterations, wall time, games dropped,
+                the rl-gns version and settings it was made with, and the SHA-256 of the two files above
+==============  ===========================================================================================
+
+It is written into a hidden temporary directory and renamed into place (an atomic ``rename``), so a kill at
+any instant leaves the previous checkpoint or the new one. The newest :data:`KEEP` are kept. Reading
+verifies the checksums and falls back to an older checkpoint, with a warning, past a corrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import random
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+
+CHECKPOINTS = "checkpoints"
+#: Checkpoints kept per run (the newest ones); the older one is the fallback if the newest is corrupted.
+KEEP = 2
+#: Version of the checkpoint layout.
+FORMAT = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: missing, corrupted, or made by another version or other settings."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One verified checkpoint."""
+
+    path: Path
+    """Its directory."""
+    state: dict[str, Any]
+    """``state.json``: ``env_steps``, ``iterations``, ``wall_s``, ``games_dropped``, ``resumes``, ``rl_gns``,
+    ``settings``."""
+
+    @property
+    def model(self) -> Path:
+        return self.path / "model.zip"
+
+    @property
+    def env_steps(self) -> int:
+        return int(self.state["env_steps"])
+
+
+def global_rng_state() -> dict[str, Any]:
+    """The global RNG states SB3 draws from (seeded once by ``set_random_seed``): torch (and CUDA), NumPy, ``random``."""
+    state: dict[str, Any] = {"torch": th.get_rng_state(), "numpy": np.random.get_state(), "random": random.getstate()}
+    if th.cuda.is_available():
+        state["cuda"] = th.cuda.get_rng_state_all()
+    return state
+
+
+def set_global_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`global_rng_state` captured (CUDA states only where CUDA is present)."""
+    th.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["random"])
+    if "cuda" in state and th.cuda.is_available():
+        th.cuda.set_rng_state_all(state["cuda"])
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_checkpoint(run_path: Path, save_model: Callable[[Path], None], state: dict[str, Any]) -> Path:
+    """Write a checkpoint of a run at ``state["env_steps"]`` and prune all but the newest :data:`KEEP`.
+
+    :param run_path: the run directory.
+    :param save_model: writes the agent to the given ``.zip`` path (``model.save``).
+    :param state: ``env_steps``, ``iterations``, ``wall_s``, ``games_dropped``, ``resumes``, ``rl_gns``, ``settings``.
+    :return: the checkpoint's directory.
+    """
+    root = run_path / CHECKPOINTS
+    root.mkdir(exist_ok=True)
+    for torn in root.glob(".tmp-*"):  # left by a kill while writing
+        shutil.rmtree(torn, ignore_errors=True)
+    final = root / f"{int(state['env_steps']):012d}"
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+    save_model(tmp / "model.zip")
+    with open(tmp / "rng.pkl", "wb") as f:
+        pickle.dump(global_rng_state(), f)
+    files = {name: sha256(tmp / name) for name in ("model.zip", "rng.pkl")}
+    (tmp / "state.json").write_text(json.dumps({**state, "format": FORMAT, "files": files}, indent=2) + "\n")
+    for name in (*files, "state.json"):
+        _fsync(tmp / name)
+    if final.exists():  # the same step again (a resumed run that stopped at once): replace it
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    _fsync(root)
+    for old in sorted(p for p in root.iterdir() if not p.name.startswith("."))[:-KEEP]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def verify(path: Path) -> Checkpoint:
+    """Read and check one checkpoint directory.
+
+    :raises CheckpointError: if a file is missing, unreadable or does not match its checksum.
+    """
+    try:
+        state = json.loads((path / "state.json").read_text())
+        for name, digest in state["files"].items():
+            if sha256(path / name) != digest:
+                raise CheckpointError(f"{path / name} does not match its checksum")
+    except (OSError, ValueError, KeyError) as error:
+        raise CheckpointError(f"checkpoint {path} is corrupted: {error}") from error
+    if state.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint {path} has layout {state.get('format')}, this rl-gns reads {FORMAT}")
+    return Checkpoint(path, state)
+
+
+def latest_checkpoint(run_path: Path) -> Checkpoint | None:
+    """The newest checkpoint of a run that verifies, warning about any newer one that does not.
+
+    :return: ``None`` if the run has no checkpoint directory at all.
+    :raises CheckpointError: if it has checkpoints and none verifies.
+    """
+    root = run_path / CHECKPOINTS
+    candidates = sorted((p for p in root.iterdir() if not p.name.startswith(".")), reverse=True) if root.is_dir() else []
+    if not candidates:
+        return None
+    errors = []
+    for path in candidates:
+        try:
+            checkpoint = verify(path)
+        except CheckpointError as error:
+            errors.append(str(error))
+            continue
+        for message in errors:
+            warnings.warn(f"rl-gns: {message}; using the older {path.name}", stacklevel=2)
+        return checkpoint
+    raise CheckpointError(f"no usable checkpoint in {root}: " + "; ".join(errors))
+
+
+def load_rng_state(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The global RNG states saved with a verified checkpoint (our own pickle, checked against its SHA-256)."""
+    with open(checkpoint.path / "rng.pkl", "rb") as f:
+        return pickle.load(f)  # written by write_checkpoint, checksum verified
+
+
+def remove_checkpoints(run_path: Path) -> None:
+    """Delete a run's checkpoints (its ``model.zip`` and ``summary.json`` supersede them once it finishes)."""
+    shutil.rmtree(run_path / CHECKPOINTS, ignore_errors=True)

@@ -1,0 +1,137 @@
+"""The run's logs, crash-safe and resumable: ``progress.csv`` and ``episodes.csv`` survive a kill at any instant,
+and a resumed run continues them, and its TensorBoard events, where the checkpoint left off.
+
+A row is appended with one ``write`` system call on a file opened with ``O_APPEND``, so a killed process
+leaves whole rows behind it, never half of one. A header that grows (SB3 adds a column the first time a key
+is recorded) is rewritten through a temporary file and ``os.replace``: the old file or the new one, never a
+torn one. On resume, :func:`truncate_after` drops the rows logged after the checkpoint, which the resumed
+run logs again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.logger import (
+    FormatUnsupportedError,
+    HumanOutputFormat,
+    KVWriter,
+    Logger,
+    TensorBoardOutputFormat,
+    filter_excluded_keys,
+)
+from torch.utils.tensorboard import SummaryWriter
+
+
+def format_row(values: Sequence[Any]) -> str:
+    """One CSV line (with its newline): numbers as ``str``, text quoted where it needs to be, ``None`` empty."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(["" if v is None else v for v in values])
+    return buffer.getvalue()
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` (ending in a newline) to ``path`` in one ``write`` call."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def rewrite(path: Path, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Replace ``path`` by ``header`` and ``rows`` (padded with empty cells to the header's width) atomically."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False, newline="") as f:
+        f.write(format_row(header))
+        for row in rows:
+            f.write(format_row([*row, *[""] * (len(header) - len(row))]))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(f.name, path)
+
+
+def read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    """``(header, rows)`` of a CSV file, without a last line that a kill cut short (no newline at its end)."""
+    if not path.exists():
+        return [], []
+    text = path.read_text()
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    lines = list(csv.reader(io.StringIO(text)))
+    return (lines[0], lines[1:]) if lines else ([], [])
+
+
+def truncate_after(path: Path, step_column: str, last_step: int) -> int:
+    """Keep the rows of ``path`` whose ``step_column`` is at most ``last_step`` (agent steps) and drop the rest,
+    atomically; return how many rows were dropped. A file without that column keeps its header only."""
+    header, rows = read_rows(path)
+    if not header:
+        return 0
+    column = header.index(step_column) if step_column in header else None
+    kept = [row for row in rows if column is not None and len(row) > column and float(row[column]) <= last_step]
+    rewrite(path, header, kept)
+    return len(rows) - len(kept)
+
+
+class AppendingCSVOutputFormat(KVWriter):
+    """SB3 logger output to a CSV file whose rows survive a kill (the crash-safe twin of SB3's ``CSVOutputFormat``).
+
+    Continues an existing file (a resumed run): its header and rows are kept. New keys add columns, as with
+    SB3's writer.
+
+    :param path: the CSV file (``progress.csv``).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.keys, _ = read_rows(self.path)
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        key_values = filter_excluded_keys(key_values, key_excluded, "csv")
+        for value in key_values.values():
+            if not isinstance(value, str | int | float | type(None)) and not hasattr(value, "dtype"):
+                raise FormatUnsupportedError(["csv"], type(value).__name__)
+        extra = sorted(key_values.keys() - set(self.keys))
+        if extra or not self.path.exists():
+            _, rows = read_rows(self.path)
+            self.keys = [*self.keys, *extra]
+            rewrite(self.path, self.keys, rows)
+        append_line(self.path, format_row([key_values.get(key) for key in self.keys]))
+
+    def close(self) -> None:
+        """Nothing to close: every row is written and closed when logged."""
+
+
+class ResumedTensorBoardOutputFormat(TensorBoardOutputFormat):
+    """SB3's TensorBoard output, continuing a run: events the killed run logged after ``purge_step`` are hidden.
+
+    :param folder: the run directory.
+    :param purge_step: the first env step the resumed run logs anew (the checkpoint's step + 1): TensorBoard
+        drops earlier files' events at or after it (``SummaryWriter(purge_step=...)``).
+    """
+
+    def __init__(self, folder: str, purge_step: int) -> None:
+        self.writer = SummaryWriter(log_dir=folder, purge_step=purge_step)
+        self._is_closed = False
+
+
+def run_logger(folder: Path, progress_csv: Path, resume_step: int | None = None) -> Logger:
+    """The SB3 logger of a run: stdout, ``progress_csv`` (:class:`AppendingCSVOutputFormat`) and TensorBoard.
+
+    :param folder: the run directory (TensorBoard event files go there).
+    :param progress_csv: the CSV file of the rows.
+    :param resume_step: the checkpoint's env step when resuming (rows after it must already be truncated).
+    """
+    tensorboard = (
+        TensorBoardOutputFormat(str(folder))
+        if resume_step is None
+        else ResumedTensorBoardOutputFormat(str(folder), purge_step=resume_step + 1)
+    )
+    return Logger(str(folder), [HumanOutputFormat(sys.stdout), AppendingCSVOutputFormat(progress_csv), tensorboard])

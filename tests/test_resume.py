@@ -1,0 +1,201 @@
+"""Checkpoints and resuming on real ALE (Beam Rider from RAM, tiny budgets), through the real CLI: runs killed with
+SIGKILL at random points resume to the same end, logs carry no gap or duplicate, checkpoints are verified."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as th
+
+from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
+from rl_gns.records.logs import AppendingCSVOutputFormat, read_rows, truncate_after
+from rl_gns.records.rundir import read_csv
+
+pytestmark = pytest.mark.atari
+
+CLI = [sys.executable, "-m", "rl_gns"]
+#: 64 agent steps per iteration; a checkpoint after every iteration; every iteration measured.
+TINY = ["--env", "BeamRider", "--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32",
+        "--gns-every", "1", "--torch-threads", "1", "--progress-bar", "False", "--checkpoint-minutes", "0"]  # fmt: skip
+ROLLOUT = 64
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300)
+
+
+def wait_for(condition, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def newest_step(run: Path) -> int:
+    """Agent steps of the newest checkpoint written so far (0 for none)."""
+    root = run / CHECKPOINTS
+    return max((int(p.name) for p in root.iterdir() if not p.name.startswith(".")), default=0) if root.is_dir() else 0
+
+
+def assert_contiguous(run: Path, total_steps: int) -> None:
+    """One progress row per iteration, in order, none missing or repeated; games logged in step order."""
+    progress = read_csv(run / "progress.csv")
+    n = total_steps // ROLLOUT
+    np.testing.assert_array_equal(progress["time/total_timesteps"], ROLLOUT * np.arange(1, n + 1))
+    np.testing.assert_array_equal(progress["time/iterations"], np.arange(1, n + 1))
+    steps = read_csv(run / "episodes.csv").get("env_steps", np.array([]))
+    assert np.all(np.diff(steps) >= 0) and np.all(steps <= total_steps)
+
+
+def test_killed_at_random_points_resumes_to_the_same_end(tmp_path):
+    """SIGKILL three times at random moments after a checkpoint, resume each time: the run ends at its budget with
+    contiguous logs, and the noise-scale averages and pooled history went on across the kills."""
+    run, total = tmp_path / "run", 100 * ROLLOUT  # about 0.1 s per iteration here
+    rng = np.random.default_rng(0)
+    command = ["train", *TINY, "--total-steps", str(total), "--out", str(run)]
+    kills, last = 0, 0
+    for _ in range(3):
+        process = subprocess.Popen([*CLI, *command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # killed after this slice's first checkpoint, at a random moment of a later iteration or checkpoint
+        wait_for(lambda p=process, s=last: newest_step(run) > s or p.poll() is not None, timeout=120)
+        time.sleep(rng.uniform(0.0, 2.0))
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            kills += 1
+        process.wait()
+        last = newest_step(run)
+        command = ["train", "--resume", str(run), "--torch-threads", "1", "--progress-bar", "False"]
+    assert kills == 3 and not (run / "summary.json").exists()
+    resumed = run_cli(*command)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resuming" in resumed.stdout
+
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["env_steps"] == total and summary["resumes"] == kills
+    assert summary["games_dropped"] == 2 * kills  # the 2 games in progress at each checkpoint resumed from
+    assert_contiguous(run, total)
+    assert not (run / CHECKPOINTS).exists()  # a finished run keeps model.zip, not its checkpoints
+    model = NoiseScalePPO.load(run / "model.zip")
+    assert model.iterations == 100
+    # one measurement per iteration, each folded in once: the averages and history went on across the kills
+    assert model.gns_n_skipped == 0 and model.gns_emas["envs"]["value"].n_updates == 100
+    g2_history, _ = model.gns_history["envs"]["value"]
+    np.testing.assert_array_equal(g2_history, read_csv(run / "progress.csv")["gns/envs/g2_value_raw"])
+
+
+def test_checkpoint_holds_the_uninterrupted_runs_parameters(tmp_path):
+    """Stopping at a deadline writes a checkpoint whose agent (policy and optimizer) is bit-identical to an
+    uninterrupted run's at the same step; resuming then goes on to the budget."""
+    constant = ["--no-anneal", "--seed", "3"]
+    # a deadline already passed: the run stops (with a checkpoint) after each iteration it trains
+    sliced = tmp_path / "sliced"
+    first = run_cli("train", *TINY, *constant, "--total-steps", str(4 * ROLLOUT), "--max-wall-minutes", "1e-9",
+                    "--out", str(sliced))  # fmt: skip
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert f"go on with: rl-gns train --resume {sliced}" in first.stdout
+    # two iterations in: the first slice stops after one, the second (resumed) after another
+    second = run_cli("train", "--resume", str(sliced), "--max-wall-minutes", "1e-9")
+    assert second.returncode == 0 and "resuming" in second.stdout
+    checkpoint = latest_checkpoint(sliced)
+    assert checkpoint is not None and checkpoint.env_steps == 2 * ROLLOUT
+    older = sorted((sliced / CHECKPOINTS).iterdir())[0]
+    assert older.name == f"{ROLLOUT:012d}"
+    # the first checkpoint, at one iteration, against an uninterrupted run stopped at one iteration
+    one = run_cli("train", *TINY, *constant, "--total-steps", str(ROLLOUT), "--out", str(tmp_path / "one"))
+    assert one.returncode == 0
+    a, b = NoiseScalePPO.load(tmp_path / "one" / "model.zip"), NoiseScalePPO.load(older / "model.zip")
+    for (name, x), (_, y) in zip(a.policy.state_dict().items(), b.policy.state_dict().items(), strict=True):
+        assert th.equal(x, y), name
+    adam_a, adam_b = a.policy.optimizer.state_dict()["state"], b.policy.optimizer.state_dict()["state"]
+    assert all(th.equal(adam_a[k][s], adam_b[k][s]) for k in adam_a for s in ("exp_avg", "exp_avg_sq"))
+    assert a.gns_history == b.gns_history and a.num_timesteps == b.num_timesteps == ROLLOUT
+
+    last = run_cli("train", "--resume", str(sliced))
+    assert last.returncode == 0, last.stderr[-2000:]
+    assert json.loads((sliced / "summary.json").read_text())["resumes"] == 2
+    assert_contiguous(sliced, 4 * ROLLOUT)
+
+
+def test_corrupted_checkpoints_fall_back_or_are_refused(tmp_path):
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
+    assert run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9").returncode == 0
+    newest, older = sorted((run / CHECKPOINTS).iterdir(), reverse=True)
+    model = newest / "model.zip"
+    model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])  # torn
+    with pytest.warns(UserWarning, match="does not match its checksum"):
+        assert latest_checkpoint(run).path == older
+    (older / "state.json").write_text("{")  # garbled
+    refused = run_cli("train", "--resume", str(run))
+    assert refused.returncode == 2 and "no usable checkpoint" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_resume_refuses_another_version_other_settings_or_a_finished_run(tmp_path):
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "256", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
+    other = run_cli("train", "--resume", str(run), "--n-envs", "4")
+    assert other.returncode == 2 and "started with --n-envs 2" in other.stderr
+    fresh = run_cli("train", *TINY, "--total-steps", "256", "--out", str(run))
+    assert fresh.returncode == 2 and "--resume" in fresh.stderr  # not silently restarted
+    state_path = next((run / CHECKPOINTS).iterdir()) / "state.json"
+    state = json.loads(state_path.read_text())
+    state_path.write_text(json.dumps({**state, "rl_gns": "0.0.1"}))
+    older = run_cli("train", "--resume", str(run))
+    assert older.returncode == 2 and "made by rl-gns 0.0.1" in older.stderr
+    state_path.write_text(json.dumps({**state, "settings": {**state["settings"], "gamma": 0.9}}))
+    edited = run_cli("train", "--resume", str(run))
+    assert edited.returncode == 2 and "other settings (gamma)" in edited.stderr
+    state_path.write_text(json.dumps(state))
+    assert run_cli("train", "--resume", str(run)).returncode == 0
+    finished = run_cli("train", "--resume", str(run))
+    assert finished.returncode == 2 and "finished" in finished.stderr
+
+
+def test_sweep_resumes_runs_in_flight_from_their_checkpoints(tmp_path):
+    """Kill a whole sweep (its process group) while its runs are in flight; rerunning resumes them."""
+    out = tmp_path / "sweep"
+    command = [*CLI, "sweep", "--env", "Breakout", "--backend", "ram", "--n-steps", "32", "--window", "5",
+               "--lr-points", "1", "--targets", "1000", "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "6144",
+               "--workers", "2", "--checkpoint-minutes", "0", "--out", str(out)]  # fmt: skip
+    sweep = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    runs = [out / "runs" / "n0002_lr1.25e-04_s0", out / "runs" / "n0004_lr1.77e-04_s0"]
+    wait_for(lambda: all(newest_step(run) > 0 for run in runs), timeout=120)
+    os.killpg(sweep.pid, signal.SIGKILL)
+    sweep.wait()
+    steps_at_kill = [latest_checkpoint(run).env_steps for run in runs]
+    assert all(steps > 0 for steps in steps_at_kill) and not any((run / "summary.json").exists() for run in runs)
+
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "0 finished before, 2 to resume from checkpoints, 0 to run from the start" in resumed.stdout
+    for run in runs:
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["env_steps"] == 6144 and summary["resumes"] == 1
+        rollout = json.loads((run / "config.json").read_text())["rollout_size"]
+        steps = read_csv(run / "progress.csv")["time/total_timesteps"]
+        np.testing.assert_array_equal(steps, rollout * np.arange(1, 6144 // rollout + 1))
+
+
+def test_csv_rows_survive_a_torn_write_and_columns_can_grow(tmp_path):
+    path = tmp_path / "progress.csv"
+    log = AppendingCSVOutputFormat(path)
+    log.write({"time/total_timesteps": 64, "a": 1.5}, {"time/total_timesteps": None, "a": None})
+    log.write({"time/total_timesteps": 128, "a": 2.5, "b": "x,y"}, {"time/total_timesteps": None, "a": None, "b": None})
+    header, rows = read_rows(path)
+    assert header == ["a", "time/total_timesteps", "b"] and rows == [["1.5", "64", ""], ["2.5", "128", "x,y"]]
+    with open(path, "a") as f:
+        f.write("3.5,19")  # a row cut short by a kill: no newline
+    assert read_rows(path)[1] == rows
+    assert truncate_after(path, "time/total_timesteps", 64) == 1
+    assert read_rows(path) == (header, [["1.5", "64", ""]])
+    again = AppendingCSVOutputFormat(path)  # a resumed run continues the file
+    again.write({"time/total_timesteps": 128, "a": 9.0}, {"time/total_timesteps": None, "a": None})
+    assert read_rows(path)[1] == [["1.5", "64", ""], ["9.0", "128", ""]]

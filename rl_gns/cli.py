@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +45,19 @@ class RunSpecConfig:
 
     spec: tyro.conf.Positional[Path]
     """specs/<run>.json of a sweep or benchmark directory."""
+    max_wall_minutes: float | None = None
+    """Stop cleanly, with a checkpoint, before this many wall-clock minutes of training (the command's deadline)."""
+
+    def train_config(self) -> TrainConfig:
+        return replace(train_config_from_json(read_json(self.spec)), max_wall_minutes=self.max_wall_minutes)
 
 
 def run_spec(config: RunSpecConfig) -> Path:
-    return train.train(train_config_from_json(read_json(config.spec)))
+    return train.train(config.train_config())
 
 
 def check_spec(config: RunSpecConfig) -> None:
-    train.check(train_config_from_json(read_json(config.spec)))
+    train.check(config.train_config())
 
 
 def analyze(config: sweep_analysis.AnalyzeConfig) -> Path:

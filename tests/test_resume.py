@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -199,3 +200,27 @@ def test_csv_rows_survive_a_torn_write_and_columns_can_grow(tmp_path):
     again = AppendingCSVOutputFormat(path)  # a resumed run continues the file
     again.write({"time/total_timesteps": 128, "a": 9.0}, {"time/total_timesteps": None, "a": None})
     assert read_rows(path)[1] == [["1.5", "64", ""], ["9.0", "128", ""]]
+
+
+def test_sweep_stops_before_its_deadline_and_goes_on_when_rerun(tmp_path, monkeypatch, capsys):
+    """A sweep given --max-wall-minutes pauses its run in flight with a checkpoint and leaves the next one waiting;
+    the same command again resumes the first and starts the second."""
+    from rl_gns.experiments import runner, sweep
+
+    monkeypatch.setattr(runner, "START_STOP_S", 2.0)  # the real margins (30 s, 60 s) suit 10-minute slices
+    monkeypatch.setattr(runner, "MIN_SLICE_S", 5.0)
+    config = sweep.SweepConfig(
+        env="Breakout", backend="ram", n_steps=32, window=5, lr_points=1, targets=(1000.0,), n_envs=(2, 4), seeds=1,
+        budget_steps=4096, workers=1, checkpoint_minutes=0.0, max_wall_minutes=0.2, out=tmp_path / "sweep",
+    )  # fmt: skip
+    outcome = sweep.sweep(config)
+    assert sorted(outcome.values()) == ["paused", "waiting"], outcome
+    assert "1 paused before --max-wall-minutes, 1 not started" in capsys.readouterr().out
+    paused = next(name for name, status in outcome.items() if status == "paused")
+    assert newest_step(config.out / "runs" / paused) > 0
+
+    again = sweep.sweep(replace(config, max_wall_minutes=None))
+    assert sorted(again.values()) == ["done", "done"]
+    assert "1 to resume from checkpoints, 1 to run from the start" in capsys.readouterr().out
+    summary = json.loads((config.out / "runs" / paused / "summary.json").read_text())
+    assert summary["env_steps"] == 4096 and summary["resumes"] == 1

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,10 +46,17 @@ class ExecutionConfig:
     checkpoint_minutes: float | None = 10.0
     """Each run writes a checkpoint after the PPO iteration that passes this many wall-clock minutes since its last one
     (0: every iteration); rerunning the command resumes the runs in flight from their checkpoints."""
+    max_wall_minutes: float | None = None
+    """Stop the whole command cleanly before this many wall-clock minutes: runs in flight stop with a checkpoint, runs
+    not started wait; rerunning it goes on (a job time limit, a GPU lent in 10-minute commands)."""
 
 
 #: Settings that say how runs execute or where they are written, not what they train: they may change on resume.
-EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address", "out", "checkpoint_minutes")
+EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address", "out", "checkpoint_minutes", "max_wall_minutes")
+#: Wall seconds a run needs to start (imports, envs, device) and to stop, kept out of its slice of a deadline.
+START_STOP_S = 30.0
+#: A run is not started with less than this many wall seconds left before the deadline.
+MIN_SLICE_S = 60.0
 
 
 def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> None:
@@ -83,25 +91,40 @@ def resumable(spec: TrainConfig) -> bool:
     return True
 
 
-def run_spec(spec_path: str | Path, log_path: str | Path) -> int:
-    """Run one spec in a child process (``python -m rl_gns run``), output to ``log_path``; returns its exit status."""
-    with open(log_path, "w") as log:
+def run_spec(spec_path: str | Path, log_path: str | Path, deadline: float | None = None) -> int | None:
+    """Run one spec in a child process (``python -m rl_gns run``), output appended to ``log_path``; return its exit
+    status, or ``None`` without starting it when less than :data:`MIN_SLICE_S` would remain before ``deadline``.
+
+    :param deadline: ``time.time()`` by which the run must have stopped (it gets ``--max-wall-minutes`` up to it,
+        less :data:`START_STOP_S`); ``None``: no deadline.
+    """
+    command = [sys.executable, "-m", "rl_gns", "run", str(spec_path)]
+    if deadline is not None:
+        slice_s = deadline - time.time() - START_STOP_S
+        if slice_s < MIN_SLICE_S:
+            return None
+        command += ["--max-wall-minutes", f"{slice_s / 60:.3f}"]
+    with open(log_path, "a") as log:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        return subprocess.run(
-            [sys.executable, "-m", "rl_gns", "run", str(spec_path)], stdout=log, stderr=log, env=env
-        ).returncode
+        return subprocess.run(command, stdout=log, stderr=log, env=env).returncode
 
 
-def _record_outcome(run: RunDir, returncode: int, log_path: Path) -> str:
+def _record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
+    if returncode is None:
+        return "waiting"
     if returncode == 0 and run.status() == "done":
         return "done"
+    if returncode == 0 and (run.path / CHECKPOINTS).is_dir():
+        return "paused"  # stopped at the deadline, with a checkpoint
     tail = log_path.read_text().splitlines()[-30:] if log_path.exists() else []
     run.write_error(f"exit status {returncode}\n" + "\n".join(tail) + "\n")
     return "failed"
 
 
 def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:
-    """Run every unfinished run of ``specs``, each in its own process; return ``{run name: "done" | "skipped" | "failed"}``.
+    """Run every unfinished run of ``specs``, each in its own process; return ``{run name: outcome}``: ``done``,
+    ``skipped`` (finished before), ``failed``, and with ``execution.max_wall_minutes`` ``paused`` (stopped with a
+    checkpoint) or ``waiting`` (not started).
 
     :param out: directory of the spec files (``<out>/specs/<run>.json``); each run writes to its ``spec.out``.
     :param specs: the runs, by name (every ``spec.out`` set).
@@ -134,7 +157,9 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
 
     bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not todo)
 
-    def finish(name: str, returncode: int) -> None:
+    deadline = None if execution.max_wall_minutes is None else time.time() + 60 * execution.max_wall_minutes
+
+    def finish(name: str, returncode: int | None) -> None:
         outcome[name] = _record_outcome(run_dirs[name], returncode, paths(name)[1])
         bar.set_postfix_str(f"{name}: {outcome[name]}")
         bar.update()
@@ -142,7 +167,7 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     if execution.executor == "local":
         n_workers = execution.workers or max(1, (os.cpu_count() or 1) // execution.threads_per_run)
         with ThreadPoolExecutor(max_workers=n_workers) as pool:
-            futures = {pool.submit(run_spec, *paths(name)): name for name in todo}
+            futures = {pool.submit(run_spec, *paths(name), deadline): name for name in todo}
             for future in as_completed(futures):
                 finish(futures[future], future.result())
     else:
@@ -150,7 +175,7 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
 
         ray.init(address=execution.ray_address, ignore_reinit_error=True, log_to_driver=False)
         remote_run = ray.remote(num_cpus=execution.threads_per_run)(run_spec)
-        refs = {remote_run.remote(*map(str, paths(name))): name for name in todo}
+        refs = {remote_run.remote(*map(str, paths(name)), deadline): name for name in todo}  # type: ignore[call-arg]
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
@@ -158,7 +183,14 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
         ray.shutdown()  # disconnect now (and stop a local instance) rather than in an exit hook
     bar.close()
     failed = sorted(name for name, status in outcome.items() if status == "failed")
-    print(f"{label} {out}: {sum(s != 'failed' for s in outcome.values())}/{len(specs)} finished", flush=True)
+    print(f"{label} {out}: {sum(s in ('done', 'skipped') for s in outcome.values())}/{len(specs)} finished", flush=True)
+    later = [status for status in outcome.values() if status in ("paused", "waiting")]
+    if later:
+        print(
+            f"  {later.count('paused')} paused before --max-wall-minutes, {later.count('waiting')} not started: "
+            "rerun the same command to go on",
+            flush=True,
+        )
     for name in failed:
         print(f"  failed: {name} (see {run_dirs[name].path / 'error.txt'})", flush=True)
     return outcome

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Run here (network to the package registries), before a GPU session: the wheels the lent GPU machine lacks,
+# for its Python 3.12 on x86-64, into .whl/ at the repository root (git-ignored through .git/info/exclude),
+# plus rl-gns itself built from this checkout. The machine's image already holds torch, numpy, scipy, pandas,
+# matplotlib, tensorboard, tqdm, rich, cloudpickle and statsmodels (/work/.library/device/KINDS.md).
+# Then every device command carries .whl and starts with: bash benchmarks/gpu/session.sh <stage>
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+rm -rf .whl && mkdir -p .whl
+platforms=()
+for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64; do
+  platforms+=(--platform "$p")
+done
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" -d .whl \
+  ale-py==0.12.1 gymnasium==1.4.0 farama-notifications==0.0.6 stable-baselines3==2.9.2 \
+  tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.0 typing-extensions==4.16.0 \
+  rliable==1.2.0 arch==7.2.0
+python3 -m pip wheel -q --no-deps -w .whl .
+du -sh .whl && ls .whl

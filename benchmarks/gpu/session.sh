@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Drives a lent GPU machine, one stage per device command (each ends well inside the 10-minute limit):
+#
+#   bash benchmarks/gpu/session.sh check   # GPU losses, gradients and noise-scale norms against the CPU reference
+#   bash benchmarks/gpu/session.sh speed   # throughput matrix: plain SB3 vs rl-gns (off, default, all), n_envs 8-256
+#   bash benchmarks/gpu/session.sh sweep   # one slice of the pixel Beam Rider sweep; rerun to go on
+#
+# On the device: carry .whl (benchmarks/gpu/prepare_wheels.sh makes it here) and run from the repository root;
+# results go to $OUT (what comes back): JSON records, logs, and the sweep's small files as one tarball. The sweep
+# lives in $SWEEP_DIR, outside the repository, so that a warm machine keeps its checkpoints between commands; a
+# bare machine starts it from the finished runs committed under results/gpu/ (rerunning skips them).
+#
+# CPU dry run (tests/test_gpu_session.py): DEVICE=cpu TINY=1 OUT=... SWEEP_DIR=... bash benchmarks/gpu/session.sh <stage>
+set -euo pipefail
+stage="${1:?usage: session.sh check|speed|sweep}"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+DEVICE="${DEVICE:-cuda}"
+TINY="${TINY:-0}"
+OUT="${OUT:?set OUT to the folder whose files come back}"
+SWEEP_DIR="${SWEEP_DIR:-/tmp/rl_gns_gpu/beamrider_pixels}"
+MINUTES="${MINUTES:-8}"  # a sweep slice's wall-clock budget, inside the 10-minute command limit
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+
+# the carried wheels, where the machine lacks them (a bare GPU machine has torch but not ale-py, SB3 or rl-gns)
+if ! python3 -c "import ale_py, stable_baselines3, gymnasium, tyro, rliable, rl_gns" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+python3 - <<'EOF' | tee "$OUT/machine.txt"
+import os, platform, torch
+print(platform.platform(), "python", platform.python_version(), "torch", torch.__version__, "cores", os.cpu_count())
+print("cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
+EOF
+
+case "$stage" in
+  check)
+    n_envs=$([ "$TINY" = 1 ] && echo 2 || echo 8)
+    python3 benchmarks/gpu/check_device.py --device "$DEVICE" --n-envs "$n_envs" --out "$OUT/check.json" 2>&1 | tee "$OUT/check.log"
+    ;;
+  speed)
+    if [ "$TINY" = 1 ]; then sizes=(2); chunks=(--n-chunks 1 --chunk-iterations 1); else sizes=(8 32 128 256); chunks=(--n-chunks 3); fi
+    python3 benchmarks/speed.py --device "$DEVICE" --n-envs "${sizes[@]}" "${chunks[@]}" --out "$OUT/speed.json" 2>&1 | tee "$OUT/speed.log"
+    python3 benchmarks/speed_table.py "$OUT/speed.json" | tee "$OUT/speed.md"
+    ;;
+  sweep)
+    # n_envs 8-128 (16x) at n_steps 128, M = 4, 2 learning rates x 2 seeds, targets up to 1,000; 4 runs share the GPU
+    if [ "$TINY" = 1 ]; then
+      settings=(--n-envs 2,4 --n-steps 32 --seeds 1 --lr-points 1 --targets 1000 --budget-steps 512 --workers 2)
+    else
+      settings=(--n-envs 8,16,32,64,128 --n-steps 128 --seeds 2 --lr-points 2 --targets 600,800,1000 --budget-steps 2000000
+                --workers 4 --threads-per-run 4)
+    fi
+    committed="results/gpu/beamrider_pixels"
+    if [ -d "$committed" ] && [ ! -d "$SWEEP_DIR" ]; then mkdir -p "$SWEEP_DIR" && cp -r "$committed"/. "$SWEEP_DIR"/; fi
+    python3 -m rl_gns sweep --env BeamRider "${settings[@]}" --n-minibatches 4 --lr-ref 2.5e-4 --n-envs-ref 8 \
+      --device "$DEVICE" --checkpoint-minutes 2 --max-wall-minutes "$MINUTES" --out "$SWEEP_DIR" 2>&1 | tee "$OUT/sweep.log"
+    # the small files of every run (settings, logs, summaries; no models, events or checkpoints) in one tarball
+    (cd "$SWEEP_DIR" && find . \( -name '*.json' -o -name '*.csv' -o -name 'log.txt' -o -name 'error.txt' \) \
+       -not -path '*/checkpoints/*' -print0 | tar --null -czf "$OUT/sweep_files.tar.gz" -T -)
+    ;;
+  *)
+    echo "unknown stage $stage: use check, speed or sweep" >&2
+    exit 2
+    ;;
+esac

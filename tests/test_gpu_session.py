@@ -1,0 +1,50 @@
+"""The GPU session script (benchmarks/gpu/session.sh), dry-run on the CPU with tiny budgets so that it cannot rot
+between the sessions that are lent a GPU. Opt-in (CI runs it): ``pytest -m gpu_dry_run``."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu_dry_run
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def session(stage: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DEVICE": "cpu", "TINY": "1", "OUT": str(tmp_path / "out"), "SWEEP_DIR": str(tmp_path / "sweep"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    return subprocess.run(["bash", "benchmarks/gpu/session.sh", stage], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+
+
+def test_check_stage_compares_the_device_path_with_the_cpu_reference(tmp_path):
+    result = session("check", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    record = json.loads((tmp_path / "out" / "check.json").read_text())
+    # on a CPU the candidate is the channels-last layout: equal to SB3's NCHW to float rounding, not bit for bit
+    assert record["passed"] and 0 < record["max_relative_difference"] < 1e-4
+    assert {f"grad_{loss}" for loss in ("policy", "value", "total")} <= record.keys()
+
+
+def test_speed_stage_times_every_configuration(tmp_path):
+    result = session("speed", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = (tmp_path / "out" / "speed.md").read_text()
+    for config in ("a_sb3", "b_off", "c_default", "d_all_every_iteration"):
+        assert f"| 2 | {config} |" in table
+
+
+def test_sweep_stage_runs_a_slice_and_brings_back_its_small_files(tmp_path):
+    result = session("sweep", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "2/2 finished" in (tmp_path / "out" / "sweep.log").read_text()
+    with tarfile.open(tmp_path / "out" / "sweep_files.tar.gz") as tar:
+        names = tar.getnames()
+    assert sum(name.endswith("summary.json") for name in names) == 2 and "./sweep.json" in names
+    assert not any(name.endswith(".zip") for name in names)
+    again = session("sweep", tmp_path)  # the same slice again: everything is finished, nothing reruns
+    assert again.returncode == 0 and "2 finished before" in (tmp_path / "out" / "sweep.log").read_text()

@@ -7,7 +7,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
-grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+exclude="$(git rev-parse --git-path info/exclude)"
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.whl/' "$exclude" 2>/dev/null || echo '/.whl/' >> "$exclude"
 rm -rf .whl && mkdir -p .whl
 platforms=()
 for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64; do
@@ -15,7 +17,7 @@ for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manyl
 done
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" -d .whl \
   ale-py==0.12.1 gymnasium==1.4.0 farama-notifications==0.0.6 stable-baselines3==2.9.2 \
-  tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.0 typing-extensions==4.16.0 \
-  rliable==1.2.0 arch==7.2.0
-python3 -m pip wheel -q --no-deps -w .whl .
+  tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.0 typing-extensions==4.16.0 arch==7.2.0
+# pure-Python wheels built here: rliable 1.2 is published as a source distribution only, and rl-gns itself
+python3 -m pip wheel -q --no-deps -w .whl rliable==1.2.0 .
 du -sh .whl && ls .whl

@@ -84,6 +84,7 @@ class Checkpointer(BaseCallback):
         self.every_s, self.every_steps, self.deadline_s = every_s, every_steps, deadline_s
         self.stopped_for_deadline = False
         self.n_saved = 0
+        self.save_s = 0.0  # wall seconds spent writing checkpoints
 
     def _on_training_start(self) -> None:
         self._start = self._last_save = time.perf_counter()
@@ -105,6 +106,7 @@ class Checkpointer(BaseCallback):
             self.save()
             self.n_saved += 1
             self._save_s = time.perf_counter() - now
+            self.save_s += self._save_s
             self._last_save, self._last_steps = time.perf_counter(), self.num_timesteps
         self.stopped_for_deadline = late
 

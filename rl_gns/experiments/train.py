@@ -283,7 +283,8 @@ def train(config: TrainConfig) -> Path:
 
     # --- summarise from the files on disk, with the advice; summary.json last: it marks the run finished
     totals = summary(run, model, wall_s, episodes.reached_at)
-    totals.update(resumes=state["resumes"], games_dropped=state["games_dropped"])
+    totals.update(resumes=state["resumes"], games_dropped=state["games_dropped"], checkpoints_written=checkpoints.n_saved)
+    totals["checkpoint_s_mean"] = round(checkpoints.save_s / checkpoints.n_saved, 3) if checkpoints.n_saved else None
     advice = run_advice(run.progress(), run.config())
     lines = advice.lines() if advice else [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
     print("\n".join(lines), flush=True)

@@ -211,7 +211,7 @@ def test_sweep_stops_before_its_deadline_and_goes_on_when_rerun(tmp_path, monkey
     monkeypatch.setattr(runner, "MIN_SLICE_S", 5.0)
     config = sweep.SweepConfig(
         env="Breakout", backend="ram", n_steps=32, window=5, lr_points=1, targets=(1000.0,), n_envs=(2, 4), seeds=1,
-        budget_steps=4096, workers=1, checkpoint_minutes=0.0, max_wall_minutes=0.2, out=tmp_path / "sweep",
+        budget_steps=12288, workers=1, checkpoint_minutes=0.0, max_wall_minutes=0.2, out=tmp_path / "sweep",
     )  # fmt: skip
     outcome = sweep.sweep(config)
     assert sorted(outcome.values()) == ["paused", "waiting"], outcome
@@ -223,4 +223,4 @@ def test_sweep_stops_before_its_deadline_and_goes_on_when_rerun(tmp_path, monkey
     assert sorted(again.values()) == ["done", "done"]
     assert "1 to resume from checkpoints, 1 to run from the start" in capsys.readouterr().out
     summary = json.loads((config.out / "runs" / paused / "summary.json").read_text())
-    assert summary["env_steps"] == 4096 and summary["resumes"] == 1
+    assert summary["env_steps"] == 12288 and summary["resumes"] == 1

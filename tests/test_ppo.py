@@ -1,6 +1,7 @@
 """NoiseScalePPO on real Beam Rider with tiny budgets: training unchanged, logs aligned, bad input handled."""
 
 import math
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -179,8 +180,11 @@ def test_channels_last_policy_computes_the_same_function():
 
 def test_default_measurement_adapts_or_switches_off_where_sb3_accepts_the_sizes():
     """What SB3's PPO accepts, NoiseScalePPO accepts (SB3's own test_ppo_warnings cases); explicit settings are refused."""
-    with pytest.warns(UserWarning, match="minibatch scheme"):
-        odd = NoiseScalePPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=63, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SB3's own tests require a single-env PPO to build without a warning
+        single = NoiseScalePPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, seed=0)
+    assert single.gns_sizes == {"minibatch": (8, 32)}  # one env: the minibatch scheme instead of groups of trajectories
+    odd = NoiseScalePPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=63, seed=0)
     assert odd.gns_sizes == {"minibatch": (21, 63)}  # one env; 63 is not divisible by 4: three small batches of 21
     three = NoiseScalePPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=3), n_steps=16, batch_size=48, seed=0)
     assert three.gns_sizes == {"envs": (16, 48)}  # the default: three groups of one trajectory

@@ -224,3 +224,30 @@ def test_sweep_stops_before_its_deadline_and_goes_on_when_rerun(tmp_path, monkey
     assert "1 to resume from checkpoints, 1 to run from the start" in capsys.readouterr().out
     summary = json.loads((config.out / "runs" / paused / "summary.json").read_text())
     assert summary["env_steps"] == 12288 and summary["resumes"] == 1
+
+
+def test_adaptive_run_resumes_at_its_grown_size(tmp_path):
+    """An adaptive run killed after it grew resumes with as many envs as it had, and goes on growing."""
+    run = tmp_path / "run"
+    adaptive = ["--adaptive-r", "4096", "--max-n-envs", "8", "--adaptive-min-measurements", "2", "--no-anneal"]
+    command = [*CLI, "train", *TINY, *adaptive, "--total-steps", "6000", "--out", str(run)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def grown() -> bool:
+        checkpoint = latest_checkpoint(run) if newest_step(run) else None
+        return checkpoint is not None and checkpoint.state["n_envs"] > 2
+
+    wait_for(lambda: grown() or process.poll() is not None, timeout=120)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    checkpoint = latest_checkpoint(run)
+    assert checkpoint is not None and checkpoint.state["n_envs"] > 2 and not (run / "summary.json").exists()
+
+    resumed = run_cli("train", "--resume", str(run))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["resumes"] == 1 and summary["env_steps"] >= 6000 and summary["n_envs_final"] == 8
+    progress = read_csv(run / "progress.csv")
+    n_envs = progress["gns/n_envs"]
+    assert np.all(np.diff(n_envs) >= 0)  # never shrank, not even across the resume
+    np.testing.assert_array_equal(np.diff(progress["time/total_timesteps"]), 32 * n_envs[1:])  # no gap, no duplicate

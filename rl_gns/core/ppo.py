@@ -115,9 +115,9 @@ def small_batch(units: int) -> int:
 
 
 #: The measurement a ``NoiseScalePPO`` makes unless told otherwise; it adapts to the sizes. Where a rollout
-#: cannot be measured with it (a single env has no groups of trajectories), it falls back, with a warning, to
-#: :data:`DEFAULT_FALLBACK`, and where that fails too it switches itself off (a measurement given explicitly is
-#: refused instead).
+#: cannot be measured with it (a single env has no groups of trajectories), it falls back to
+#: :data:`DEFAULT_FALLBACK` (logged under ``gns/minibatch/``), and where that fails too it switches itself off with a
+#: warning (a measurement given explicitly is refused instead).
 DEFAULT_NOISE_SCALE = NoiseScaleConfig()
 #: The default's fallback where there are fewer than 2 envs: the ``minibatch`` scheme.
 DEFAULT_FALLBACK = NoiseScaleConfig(schemes=("minibatch",))
@@ -158,8 +158,8 @@ class NoiseScalePPO(PPO):
     :param policy: as for :class:`stable_baselines3.PPO`.
     :param env: as for :class:`stable_baselines3.PPO`.
     :param noise_scale: measurement settings, or ``None`` to train without measuring. The default
-        (:data:`DEFAULT_NOISE_SCALE`, groups of whole trajectories) falls back with a warning to the ``minibatch``
-        scheme with a single env, and switches itself off where the rollout is too small to measure at all (e.g.
+        (:data:`DEFAULT_NOISE_SCALE`, groups of whole trajectories) falls back to the ``minibatch`` scheme with a
+        single env, and switches itself off with a warning where the rollout is too small to measure at all (e.g.
         one env and a minibatch of 1 sample); settings given explicitly are refused instead.
     :param channels_last: channels-last convolutions; ``None``: on a CPU device only.
     :param rollout_threads: torch threads while collecting rollouts (restored for the update);
@@ -203,7 +203,7 @@ class NoiseScalePPO(PPO):
             return
         try:
             self.gns_sizes = self.noise_scale.all_sizes(self.n_envs, self.n_steps, self.batch_size)
-        except ValueError as error:
+        except ValueError:
             if self.noise_scale is not DEFAULT_NOISE_SCALE:
                 raise
             try:
@@ -212,11 +212,7 @@ class NoiseScalePPO(PPO):
                 warnings.warn(f"rl-gns: no noise-scale measurement in this run: {fallback_error}", stacklevel=2)
                 self.noise_scale = None
                 return
-            warnings.warn(
-                f"rl-gns: measuring the noise scale with the minibatch scheme (biased on RL data) instead: {error}",
-                stacklevel=2,
-            )
-            self.noise_scale = DEFAULT_FALLBACK
+            self.noise_scale = DEFAULT_FALLBACK  # silently, as PPO runs one env silently; its keys say gns/minibatch/
         if self.gns_emas is None:  # a loaded model keeps its saved averages
             beta = self.noise_scale.ema_beta
             self.gns_emas = {

@@ -250,8 +250,8 @@ def train(config: TrainConfig) -> Path:
     def save_checkpoint() -> None:
         wall_s = state["wall_s"] + time.perf_counter() - start
         record = {**state, "env_steps": model.num_timesteps, "iterations": model.iterations, "n_envs": model.n_envs}
-        settings = {"wall_s": wall_s, "rl_gns": version("rl-gns"), "settings": training_settings(config)}
-        write_checkpoint(run.path, model.save, {**record, **settings})
+        provenance = {"wall_s": wall_s, "rl_gns": version("rl-gns"), "settings": training_settings(config)}
+        write_checkpoint(run.path, model.save, {**record, **provenance})
 
     episodes = EpisodeLogger(
         run.file(EPISODES), stop_score=config.stop_score, window=config.score_window, wall_offset_s=state["wall_s"]
@@ -273,6 +273,7 @@ def train(config: TrainConfig) -> Path:
     assert trained_env is not None
     trained_env.close()
     if checkpoints.stopped_for_deadline:
+        model.logger.close()  # flushes TensorBoard
         print(
             f"stopped before --max-wall-minutes {config.max_wall_minutes} at {model.num_timesteps:,} agent steps "
             f"of {config.total_steps:,}; go on with: rl-gns train --resume {run.path}",
@@ -292,6 +293,7 @@ def train(config: TrainConfig) -> Path:
     for output in model.logger.output_formats:  # the advice as TensorBoard text, without a row in progress.csv
         if isinstance(output, TensorBoardOutputFormat):
             output.write({key: "  \n".join(lines)}, {key: None}, model.num_timesteps)  # type: ignore[dict-item]
+    model.logger.close()
     run.write_summary({**totals, "advice": advice_record(advice, lines)})
     remove_checkpoints(run.path)
     return run.path

@@ -131,6 +131,7 @@ def check(config: BenchConfig) -> None:
     """Validate the benchmark without writing anything (raises ``ValueError`` with the reason)."""
     if config.seeds is not None and config.seeds < 1:
         raise ValueError("--seeds must be >= 1")
+    config.check_execution()
     games = load_games(config.games_file)
     tier = load_tier(config)
     unknown = [game for game in tier.games if game not in games]

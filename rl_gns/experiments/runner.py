@@ -50,6 +50,15 @@ class ExecutionConfig:
     """Stop the whole command cleanly before this many wall-clock minutes: runs in flight stop with a checkpoint, runs
     not started wait; rerunning it goes on (a job time limit, a GPU lent in 10-minute commands)."""
 
+    def check_execution(self) -> None:
+        """Validate how the runs execute (raises ``ValueError`` with the reason)."""
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {self.workers}")
+        if self.threads_per_run < 1:
+            raise ValueError(f"--threads-per-run must be >= 1, got {self.threads_per_run}")
+        if self.max_wall_minutes is not None and not self.max_wall_minutes > 0:
+            raise ValueError(f"--max-wall-minutes must be > 0, got {self.max_wall_minutes}")
+
 
 #: Settings that say how runs execute or where they are written, not what they train: they may change on resume.
 EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address", "out", "checkpoint_minutes", "max_wall_minutes")

@@ -100,6 +100,7 @@ def check(config: SweepConfig) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
     if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1 or config.n_minibatches < 1:
         raise ValueError("a sweep needs targets, n_envs, seeds >= 1, lr_points >= 1 and n_minibatches >= 1")
+    config.check_execution()
     check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
     for spec in config.runs().values():
         check_run(spec)

@@ -15,6 +15,7 @@ import pytest
 import torch as th
 
 from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.targets import first_reached
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.logs import AppendingCSVOutputFormat, read_rows, truncate_after
 from rl_gns.records.rundir import read_csv
@@ -251,3 +252,32 @@ def test_adaptive_run_resumes_at_its_grown_size(tmp_path):
     n_envs = progress["gns/n_envs"]
     assert np.all(np.diff(n_envs) >= 0)  # never shrank, not even across the resume
     np.testing.assert_array_equal(np.diff(progress["time/total_timesteps"]), 32 * n_envs[1:])  # no gap, no duplicate
+
+
+def test_resumed_run_stops_at_its_target_with_the_score_window_of_the_games_before(tmp_path):
+    """Killed once it has finished games, resumed: it stops where the running score over all of episodes.csv (the
+    games before the kill included) first reaches the target."""
+    run = tmp_path / "run"
+    breakout = ["--env", "Breakout", *TINY[2:]]  # short games
+    target = ["--stop-score", "1.5", "--score-window", "4", "--total-steps", "200000"]
+    command = [*CLI, "train", *breakout, *target, "--out", str(run)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def games_before_checkpoint() -> int:
+        if not newest_step(run) or not (run / "episodes.csv").exists():
+            return 0
+        steps = read_csv(run / "episodes.csv").get("env_steps", np.array([]))
+        return int(np.sum(steps <= newest_step(run)))
+
+    wait_for(lambda: games_before_checkpoint() >= 2 or process.poll() is not None, timeout=120)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (run / "summary.json").exists(), "reached the target before the kill: lower the window or raise it"
+
+    resumed = run_cli("train", "--resume", str(run))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    summary = json.loads((run / "summary.json").read_text())
+    games = read_csv(run / "episodes.csv")
+    first = first_reached(games["env_steps"], games["score"], 1.5, window=4)
+    assert summary["resumes"] == 1 and first is not None
+    assert summary["stop_score_reached_at"] == games["env_steps"][first] == summary["env_steps"]

@@ -39,7 +39,6 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.measure import GradNorms
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.core.ppo import NoiseScalePPO, Scheme
 
@@ -166,11 +165,10 @@ class AdaptivePPO(NoiseScalePPO):
             return math.nan
         return self.units_factor * self.noise_sums.b_simple
 
-    def _record_estimate(self, scheme: Scheme, name: str, norms: GradNorms) -> tuple[float, float] | None:
-        estimate = super()._record_estimate(scheme, name, norms)
+    def _record_estimate(self, scheme: Scheme, name: str, g2: float, trace_sigma: float) -> tuple[float, float] | None:
+        estimate = super()._record_estimate(scheme, name, g2, trace_sigma)
         if scheme == self.predictor_scheme and name == self.predictor_loss and estimate is not None:
-            g2, trace_sigma = estimate
-            self.noise_sums += NoiseSums(g2, trace_sigma, 1)
+            self.noise_sums += NoiseSums(*estimate, 1)
             self.logger.record("gns/b_noise", self.b_noise)
         return estimate
 

@@ -15,7 +15,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import get_device
 
-from rl_gns.core.measure import LOSSES, GradNorms, GradNormTap, Loss, measure_rollout, measurement_indices
+from rl_gns.core.measure import LOSSES, GradNormTap, Loss, measure_rollout, measurement_indices
 from rl_gns.core.noise_scale import NoiseScaleEMA, b_simple_interval, g2_and_trace
 from rl_gns.core.policies import ChannelsLastCnnPolicy
 
@@ -252,7 +252,7 @@ class NoiseScalePPO(PPO):
         if self.noise_scale is not None and self._n_train_calls % self.noise_scale.every == 0:
             self._measure_noise_scale()
         self._n_train_calls += 1
-        super().train()
+        self._ppo_update()
         if self._gns_tap is not None:
             norms = self._gns_tap.pop()
             if norms:
@@ -269,7 +269,8 @@ class NoiseScalePPO(PPO):
         start = time.perf_counter()
         self.policy.set_training_mode(True)  # as PPO.train does first: same forward pass
         progress = self._current_progress_remaining
-        for scheme, (b_small, b_big) in self.gns_sizes.items():
+        for scheme in self.noise_scale.schemes:
+            b_small, b_big = self.gns_sizes[scheme]
             norms = measure_rollout(
                 self.policy,
                 self.rollout_buffer,
@@ -283,20 +284,29 @@ class NoiseScalePPO(PPO):
                 vf_coef=float(self.vf_coef),
             )
             for name, loss_norms in norms.items():
-                self._record_estimate(scheme, name, loss_norms)
+                estimate = g2_and_trace(loss_norms.g2_small, loss_norms.g2_big, b_small, b_big)
+                self._record_estimate(scheme, name, *self._combine_estimate(*estimate))
             self.logger.record(f"gns/{scheme}/b_small", b_small)
             self.logger.record(f"gns/{scheme}/b_big", b_big)
         self.logger.record("gns/n_skipped", self.gns_n_skipped)
         self.logger.record("gns/time_s", time.perf_counter() - start)
 
-    def _record_estimate(self, scheme: Scheme, name: str, norms: GradNorms) -> tuple[float, float] | None:
-        """Fold one loss's measurement into its moving averages and log it; skip and count non-finite ones.
+    def _ppo_update(self) -> None:
+        """PPO's update (``stable_baselines3.PPO.train``)."""
+        super().train()
 
-        :return: the unbiased ``(g2, trace_sigma)`` estimates folded in, or ``None`` when skipped.
+    def _combine_estimate(self, g2: float, trace_sigma: float) -> tuple[float, float]:
+        """One measurement's estimates as they are folded in (unchanged here; averaged over the ranks of a
+        :class:`~rl_gns.core.distributed.DataParallelPPO`)."""
+        return g2, trace_sigma
+
+    def _record_estimate(self, scheme: Scheme, name: str, g2: float, trace_sigma: float) -> tuple[float, float] | None:
+        """Fold one loss's unbiased estimates ``g2`` and ``trace_sigma`` into its moving averages and log them; skip
+        and count non-finite ones.
+
+        :return: the ``(g2, trace_sigma)`` folded in, or ``None`` when skipped.
         """
         assert self.gns_emas is not None
-        b_small, b_big = self.gns_sizes[scheme]
-        g2, trace_sigma = g2_and_trace(norms.g2_small, norms.g2_big, b_small, b_big)
         if not (math.isfinite(g2) and math.isfinite(trace_sigma)):
             self.gns_n_skipped += 1
             return None

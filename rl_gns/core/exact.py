@@ -122,6 +122,35 @@ class ChainMDP:
         return x, actions, eps, np.full(len(codes), 0.5 * 0.5**self.horizon)
 
 
+class ChainEnv(gym.Env[np.ndarray, np.integer]):
+    """:class:`ChainMDP` as a gymnasium env, so that PPO itself can collect rollouts of it.
+
+    Episodes end (``terminated``) after ``H`` steps; a rollout of ``n_steps`` a multiple of ``H`` from a reset
+    holds whole episodes only, as :func:`sample_rollout` does.
+
+    :param problem: the MDP.
+    """
+
+    def __init__(self, problem: ChainMDP) -> None:
+        self.problem = problem
+        self.observation_space = problem.observation_space
+        self.action_space = problem.action_space
+        self._t, self._x = 0, 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self._t, self._x = 0, int(self.np_random.integers(0, 2))
+        return self.problem.observation(np.asarray(self._t), np.asarray(self._x)), {}
+
+    def step(self, action: np.integer) -> tuple[np.ndarray, float, bool, bool, dict]:
+        a = int(action)
+        reward = self.problem.mean_reward[self._x][a] + self.problem.noise * self.np_random.choice((-1.0, 1.0))
+        self._t, self._x = self._t + 1, a
+        terminated = self._t == self.problem.horizon
+        obs = self.problem.observation(np.asarray(self._t % self.problem.horizon), np.asarray(self._x))
+        return obs, float(reward), terminated, False, {}
+
+
 def per_sample_gradients(policy: ActorCriticPolicy, problem: ChainMDP, samples: RolloutBufferSamples) -> dict[str, np.ndarray]:
     """``{loss: (n, P)}``: the gradient of each loss of PPO on each sample alone (advantages as given)."""
     params = [p for p in policy.parameters() if p.requires_grad]

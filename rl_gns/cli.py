@@ -8,6 +8,7 @@ refused before anything is written, with one line on stderr and exit status 2.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -18,8 +19,10 @@ from typing import Any
 import tyro
 
 import rl_gns
+from rl_gns.core.distributed import rank_and_size
 from rl_gns.experiments import bench, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
+from rl_gns.experiments.launch import RankFailedError, under_torchrun
 from rl_gns.records.rundir import read_json
 from rl_gns.reports import (
     adaptive_report,
@@ -35,8 +38,15 @@ from rl_gns.reports import (
 
 def train_and_plot(config: TrainConfig) -> Path:
     run_dir = train.train(config)
-    run_plot.plot_run(run_plot.PlotConfig(run_dir))
+    if rank_and_size()[0] == 0:  # under torchrun, rank 0 holds the run directory
+        run_plot.plot_run(run_plot.PlotConfig(run_dir))
     return run_dir
+
+
+def check_train(config: TrainConfig) -> None:
+    if under_torchrun() and os.environ.get("RANK", "0") != "0":
+        return  # rank 0 checks the settings and sends its verdict to the others (their disks may not hold the run)
+    train.check(config)
 
 
 @dataclass
@@ -113,7 +123,7 @@ def check_scaling(config: ScalingCommand) -> None:
 
 #: subcommand -> (config dataclass, check that raises on bad settings before anything is written, runner)
 COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], Any]]] = {
-    "train": (TrainConfig, train.check, train_and_plot),
+    "train": (TrainConfig, check_train, train_and_plot),
     "sweep": (sweep.SweepConfig, sweep.check, sweep.sweep),
     "analyze": (sweep_analysis.AnalyzeConfig, sweep_analysis.check, analyze),
     "plot": (run_plot.PlotConfig, run_plot.check, run_plot.plot_run),
@@ -164,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, advise.NotMeasuredError) as error:
         print(f"rl-gns {name}: error: {error}", file=sys.stderr)
         return 2
+    except RankFailedError as error:
+        print(f"rl-gns {name}: error: {error}", file=sys.stderr)
+        return 1
     if isinstance(written, Path):
         print(f"rl-gns {name}: wrote {written}", flush=True)
     return 0

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, ProgressBarCallback
 
+from rl_gns.core.distributed import DataParallelPPO, agree
 from rl_gns.core.targets import DEFAULT_WINDOW, running_score
 from rl_gns.records.logs import append_line, format_row, read_rows, rewrite
 from rl_gns.records.rundir import EPISODE_FIELDS
@@ -19,8 +20,12 @@ class EpisodeLogger(BaseCallback):
 
     Rows: ``env_steps`` (agent steps when the game finished), ``score`` (raw whole-game score from
     ``info["episode"]``), ``length_frames``, ``wall_s`` (seconds of training, over every slice of a resumed
-    run). Each row is appended whole (:mod:`rl_gns.records.csvlog`), so a killed run keeps every game it
+    run). Each row is appended whole (:mod:`rl_gns.records.logs`), so a killed run keeps every game it
     finished. An existing file is continued: a resumed run reloads its scores, so the running score goes on.
+
+    With a :class:`~rl_gns.core.distributed.DataParallelPPO` on several ranks, the games of every rank are gathered
+    at the end of each rollout; rank 0 writes them, and every rank stops at the next step once the target is
+    reached (after that rollout's update).
 
     :param path: the CSV file to create or continue.
     :param stop_score: stop training once the mean of the last ``window`` scores reaches this; ``None``: never.
@@ -43,23 +48,34 @@ class EpisodeLogger(BaseCallback):
         self.reached_at: int | None = None
 
     def _on_training_start(self) -> None:
-        if not self.path.exists():
+        self._gathered = isinstance(self.model, DataParallelPPO) and self.model.world_size > 1
+        self._writes = not self._gathered or self.model.rank == 0  # type: ignore[attr-defined]
+        if self._writes and not self.path.exists():
             rewrite(self.path, EPISODE_FIELDS, [])
-        self._start = time.perf_counter()
+        self._start, self._start_unix = time.perf_counter(), time.time()
 
     def _on_step(self) -> bool:
+        if self._gathered:
+            return self.reached_at is None
         for info in self.locals["infos"]:
             episode = info.get("episode")
-            if episode is None:
-                continue
-            self.scores.append(float(episode["r"]))
-            wall_s = round(self.wall_offset_s + time.perf_counter() - self._start, 3)
-            append_line(self.path, format_row((self.num_timesteps, episode["r"], episode["l"], wall_s)))
-        if self.stop_score is not None and len(self.scores) >= self.window:
+            if episode is not None:
+                self._add_game(self.num_timesteps, float(episode["r"]), int(episode["l"]), time.perf_counter() - self._start)
+        return self.reached_at is None
+
+    def _on_rollout_end(self) -> None:
+        if self._gathered:
+            for env_steps, score, length, finished_unix in self.model.gather_games():  # type: ignore[attr-defined]
+                self._add_game(env_steps, score, length, finished_unix - self._start_unix)
+
+    def _add_game(self, env_steps: int, score: float, length: int, wall_s: float) -> None:
+        """Log one finished game, ``wall_s`` seconds into this slice, and check the target after it."""
+        self.scores.append(score)
+        if self._writes:
+            append_line(self.path, format_row((env_steps, score, length, round(self.wall_offset_s + wall_s, 3))))
+        if self.reached_at is None and self.stop_score is not None and len(self.scores) >= self.window:
             if running_score(np.asarray(self.scores[-self.window :]), self.window)[-1] >= self.stop_score:
-                self.reached_at = self.num_timesteps
-                return False
-        return True
+                self.reached_at = env_steps
 
 
 class Checkpointer(BaseCallback):
@@ -69,6 +85,7 @@ class Checkpointer(BaseCallback):
     has happened) it calls ``save`` when ``every_s`` seconds or ``every_steps`` agent steps have passed since the
     last checkpoint, or when the next iteration might not finish before ``deadline_s``; in that last case it
     also stops training at the next env step (SB3's ``on_step`` seam), whose step the checkpoint does not hold.
+    In a data-parallel run, rank 0's clock decides for every rank (:func:`~rl_gns.core.distributed.agree`).
 
     :param save: writes a checkpoint of the model as it is now.
     :param every_s: wall seconds between checkpoints; ``0``: after every iteration; ``None``: no time trigger.
@@ -102,6 +119,7 @@ class Checkpointer(BaseCallback):
         due_time = self.every_s is not None and now - self._last_save >= self.every_s
         due_steps = self.every_steps is not None and self.num_timesteps - self._last_steps >= self.every_steps
         late = self.deadline_s is not None and now - self._start + 1.5 * self._iteration_s + self._save_s >= self.deadline_s
+        due_time, late = agree(due_time, late)  # rank 0's clock decides for every rank of a data-parallel run
         if due_time or due_steps or late:
             self.save()
             self.n_saved += 1
@@ -112,3 +130,16 @@ class Checkpointer(BaseCallback):
 
     def _on_step(self) -> bool:
         return not self.stopped_for_deadline
+
+
+class RanksProgressBar(ProgressBarCallback):
+    """SB3's progress bar, counting the agent steps of every rank of a data-parallel run (this rank's envs times
+    the ranks; the ranks step in lockstep)."""
+
+    def __init__(self, world_size: int) -> None:
+        super().__init__()
+        self.world_size = world_size
+
+    def _on_step(self) -> bool:
+        self.pbar.update(self.training_env.num_envs * self.world_size)
+        return True

@@ -100,6 +100,10 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
 
     n_envs: int = _ZOO["n_envs"]
     """Parallel environments; a rollout is n_envs * n_steps agent steps."""
+    nproc: int = 1
+    """Data-parallel processes (ranks) on this machine, each stepping n_envs / nproc envs; gradients are averaged
+    over the ranks before every optimiser step, so they train as one process (docs/data-parallel.md). Under
+    torchrun, the ranks torchrun starts (WORLD_SIZE) on every machine together."""
     total_steps: int = 1_000_000
     """Training budget in agent steps (1 agent step = 4 emulator frames); rounded up to whole rollouts."""
     out: Path | None = None

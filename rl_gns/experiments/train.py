@@ -8,11 +8,18 @@ Resuming (``--resume DIR``) goes on from the run's newest checkpoint (:mod:`rl_g
 nothing had happened, except for the games in progress: the envs start new games (seeded ``seed +
 env_steps``), the games cut off are counted in ``summary.json`` (``games_dropped``), and SB3's
 ``time/time_elapsed`` and ``time/fps`` restart. Rows logged after the checkpoint are dropped and logged again.
+
+Data-parallel (``--nproc D``, or the ranks ``torchrun`` starts): every rank runs :func:`train_rank` with its share
+of the envs (:class:`~rl_gns.core.distributed.DataParallelPPO`); rank 0 resolves the settings and the checkpoint and
+sends them to the others, and alone writes the run directory.
 """
 
 from __future__ import annotations
 
+import gc
+import io
 import math
+import os
 import platform
 import sys
 import time
@@ -26,21 +33,25 @@ from typing import Any, NamedTuple
 import numpy as np
 import stable_baselines3
 import torch as th
-from stable_baselines3.common.logger import TensorBoardOutputFormat
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from torch.distributed.elastic.multiprocessing.errors import record
 
 from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
 from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
 from rl_gns.core.defaults import schedule
+from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
 from rl_gns.core.noise_scale import b_simple_interval
 from rl_gns.core.ppo import NoiseScalePPO
-from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger
-from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_from_json, training_settings
+from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger, RanksProgressBar
+from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, to_json, train_config_from_json, training_settings
+from rl_gns.experiments.launch import RankFailedError, join, launch, under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import (
     Checkpoint,
     CheckpointError,
+    global_rng_state,
     latest_checkpoint,
-    load_rng_state,
+    load_rng_states,
     remove_checkpoints,
     set_global_rng_state,
     write_checkpoint,
@@ -90,7 +101,7 @@ def check(config: TrainConfig) -> Resolved:
     """
     config = resume_config(config)
     game = resolve_game(config.env)
-    for name in ("n_envs", "n_steps", "n_epochs", "total_steps", "minibatch_size", "score_window"):
+    for name in ("n_envs", "nproc", "n_steps", "n_epochs", "total_steps", "minibatch_size", "score_window"):
         if getattr(config, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
     if not config.learning_rate > 0:
@@ -99,8 +110,10 @@ def check(config: TrainConfig) -> Resolved:
         raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size {config.rollout_size}")
     if th.device(config.device).type == "cuda" and not th.cuda.is_available():
         raise ValueError("--device cuda asked for, but torch sees no CUDA device here")
+    check_ranks(config)
     noise_scale = config.noise_scale_config()
-    sizes = noise_scale.all_sizes(config.n_envs, config.n_steps, config.minibatch_size) if noise_scale else {}
+    n_envs_rank = config.n_envs // config.nproc
+    sizes = noise_scale.all_sizes(n_envs_rank, config.n_steps, config.minibatch_size) if noise_scale else {}
     if config.adaptive_r is not None:
         check_adaptive(config)
     if config.checkpoint_minutes is not None and config.checkpoint_minutes < 0:
@@ -170,6 +183,21 @@ def check_checkpoint(config: TrainConfig) -> Checkpoint:
     return checkpoint
 
 
+def check_ranks(config: TrainConfig) -> None:
+    """Validate data-parallel settings (raises ``ValueError`` with the reason)."""
+    if config.n_envs % config.nproc:
+        raise ValueError(f"--nproc {config.nproc} must divide --n-envs {config.n_envs}: each rank steps n_envs / nproc envs")
+    if config.nproc == 1:
+        return
+    if config.adaptive_r is not None:
+        raise ValueError("--adaptive-r grows the envs of one process: it cannot be used with --nproc > 1")
+    if under_torchrun():
+        if world_size_from_env() != config.nproc:
+            raise ValueError(f"--nproc {config.nproc}, but torchrun started {world_size_from_env()} ranks (WORLD_SIZE)")
+    elif th.device(config.device).type == "cuda" and config.nproc > th.cuda.device_count():
+        raise ValueError(f"--nproc {config.nproc} ranks on --device cuda, but torch sees {th.cuda.device_count()} GPUs here")
+
+
 def check_adaptive(config: TrainConfig) -> None:
     """Validate adaptive rollout-size settings (raises ``ValueError`` with the reason)."""
     if not (config.adaptive_r is not None and config.adaptive_r > 0):
@@ -213,17 +241,46 @@ def run_record(config: TrainConfig, resolved: Resolved) -> dict:
 
 def train(config: TrainConfig) -> Path:
     """Run one training run, or resume one (``config.resume``), and return its directory. Raises what :func:`check`
-    raises, before anything is written. A run stopped at ``max_wall_minutes`` returns without ``summary.json``."""
-    # --- resolve and check everything before writing anything
-    config = resume_config(config)
-    resolved = check(config)
+    raises, before anything is written. A run stopped at ``max_wall_minutes`` returns without ``summary.json``.
+
+    With ``config.nproc > 1`` (and not under ``torchrun``), starts ``nproc`` ranks on this machine
+    (:func:`rl_gns.experiments.launch.launch`) and waits for them.
+
+    :raises rl_gns.experiments.launch.RankFailedError: if a rank dies or fails (the run can be resumed).
+    """
+    if not under_torchrun():
+        config = resume_config(config)  # a resumed run keeps its --nproc
+    if config.nproc > 1 and not under_torchrun():
+        out = check(config).out
+        try:
+            return launch(train_worker, config.nproc, config)[0]
+        except RankFailedError as error:
+            raise RankFailedError(f"{error}; go on from the last checkpoint with: rl-gns train --resume {out}") from None
+    return train_rank(config)
+
+
+@record
+def train_worker(config: TrainConfig) -> Path:
+    """One rank of a data-parallel run that :func:`train` launched (its errors reach the launcher)."""
+    path = train_rank(config)
+    gc.collect()  # frees the emulators of the agent's reference cycles before the worker exits (else ale-py warns)
+    return path
+
+
+def train_rank(config: TrainConfig) -> Path:
+    """Train as one rank of the process group the launcher set up (joined here), or as the only process."""
+    if under_torchrun():
+        config = join_ranks(config)
+    rank, n_ranks = rank_and_size()
+    # --- resolve and check everything before writing anything: rank 0 decides, for every rank
+    config, resolved = resolve_on_rank_0(config)
     run = RunDir(resolved.out)
     checkpoint = resolved.checkpoint
-    if checkpoint is None:
+    if rank == 0 and checkpoint is None:
         clear_run_files(run)
         run.path.mkdir(parents=True, exist_ok=True)
         run.write_config(run_record(config, resolved))
-    else:  # rows logged after the checkpoint are logged again
+    elif rank == 0 and checkpoint is not None:  # rows logged after the checkpoint are logged again
         for name, step_key in ((PROGRESS, STEP_KEY), (EPISODES, "env_steps")):
             truncate_after(run.file(name), step_key, checkpoint.env_steps)
     if config.torch_threads is not None:
@@ -240,18 +297,25 @@ def train(config: TrainConfig) -> Path:
         model = resumed_model(config, make_env, checkpoint)
         state = {**checkpoint.state, "games_dropped": checkpoint.state["games_dropped"] + checkpoint.state["n_envs"]}
         state["resumes"] += 1
-        print(f"resuming {run.path} at {checkpoint.env_steps:,} agent steps ({checkpoint.path.name})", flush=True)
-    model.set_logger(run_logger(run.path, run.file(PROGRESS), None if checkpoint is None else checkpoint.env_steps))
+        if rank == 0:
+            print(f"resuming {run.path} at {checkpoint.env_steps:,} agent steps ({checkpoint.path.name})", flush=True)
+    if rank == 0:
+        model.set_logger(run_logger(run.path, run.file(PROGRESS), None if checkpoint is None else checkpoint.env_steps))
+    else:
+        model.set_logger(Logger(None, []))
 
     # --- train, with checkpoints
-    show_bar = sys.stderr.isatty() if config.progress_bar is None else config.progress_bar
+    show_bar = rank == 0 and (sys.stderr.isatty() if config.progress_bar is None else config.progress_bar)
     start = time.perf_counter()
 
     def save_checkpoint() -> None:
+        rng_states = gather_objects(global_rng_state())
+        if rank != 0:
+            return
         wall_s = state["wall_s"] + time.perf_counter() - start
-        record = {**state, "env_steps": model.num_timesteps, "iterations": model.iterations, "n_envs": model.n_envs}
+        record = {**state, "env_steps": model.num_timesteps, "iterations": model.iterations, "n_envs": model.n_envs * n_ranks}
         provenance = {"wall_s": wall_s, "rl_gns": version("rl-gns"), "settings": training_settings(config)}
-        write_checkpoint(run.path, model.save, {**record, **provenance})
+        write_checkpoint(run.path, model.save, {**record, **provenance}, rng_states)
 
     episodes = EpisodeLogger(
         run.file(EPISODES), stop_score=config.stop_score, window=config.score_window, wall_offset_s=state["wall_s"]
@@ -264,14 +328,16 @@ def train(config: TrainConfig) -> Path:
     )
     model.learn(
         total_timesteps=config.total_steps - model.num_timesteps,
-        callback=[episodes, checkpoints],
+        callback=[episodes, checkpoints, *([RanksProgressBar(n_ranks)] if show_bar and n_ranks > 1 else [])],
         reset_num_timesteps=False,
-        progress_bar=show_bar,
+        progress_bar=show_bar and n_ranks == 1,
     )
     wall_s = state["wall_s"] + time.perf_counter() - start
     trained_env = model.get_env()  # an adaptive run may have replaced env
     assert trained_env is not None
     trained_env.close()
+    if rank != 0:
+        return run.path
     if checkpoints.stopped_for_deadline:
         model.logger.close()  # flushes TensorBoard
         print(
@@ -299,6 +365,39 @@ def train(config: TrainConfig) -> Path:
     return run.path
 
 
+def join_ranks(config: TrainConfig) -> TrainConfig:
+    """Join the process group of a launched rank; by default its torch threads share the machine's cores with the
+    machine's other ranks."""
+    join(config.device)
+    if config.torch_threads is not None:
+        return config
+    return replace(config, torch_threads=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+
+
+def resolve_on_rank_0(config: TrainConfig) -> tuple[TrainConfig, Resolved]:
+    """The settings (those of the run resumed) and :func:`check`'s resolution, as rank 0 finds them, on every rank;
+    what rank 0 raises, every rank raises.
+
+    :raises ValueError: also if the ranks were started with different settings.
+    """
+    given = gather_objects(to_json(config))
+    differ = [f"rank {r}: --{key.replace('_', '-')}" for r, c in enumerate(given) for key in c if c[key] != given[0][key]]
+    if differ:
+        raise ValueError(f"the ranks were started with other settings than rank 0 ({', '.join(differ)})")
+    outcome: tuple[TrainConfig, Resolved] | Exception | None = None
+    if rank_and_size()[0] == 0:
+        try:
+            config = resume_config(config)
+            outcome = (config, check(config))
+        except (ValueError, FileExistsError) as error:
+            outcome = error
+    outcome = broadcast_object(outcome)
+    if isinstance(outcome, Exception):
+        raise outcome
+    assert outcome is not None
+    return outcome
+
+
 def ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
     """``NoiseScalePPO`` keyword arguments of a configuration."""
     return {
@@ -319,9 +418,14 @@ def ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
 
 
 def new_model(config: TrainConfig, make_env: EnvFactory) -> NoiseScalePPO:
-    """A new agent on ``config.n_envs`` new envs (an :class:`AdaptivePPO` with ``--adaptive-r``)."""
+    """A new agent on ``config.n_envs`` new envs (an :class:`AdaptivePPO` with ``--adaptive-r``; on several ranks, a
+    :class:`~rl_gns.core.distributed.DataParallelPPO` on this rank's share of the envs)."""
     policy = "MlpPolicy" if config.backend == "ram" else "CnnPolicy"
-    env = make_env(config.n_envs, config.seed)
+    rank, n_ranks = rank_and_size()
+    n_envs = config.n_envs // n_ranks
+    env = make_env(n_envs, config.seed + rank * n_envs)
+    if n_ranks > 1:
+        return DataParallelPPO(policy, env, **ppo_kwargs(config))
     adaptive = config.adaptive_config()
     if adaptive is None:
         return NoiseScalePPO(policy, env, **ppo_kwargs(config))
@@ -334,12 +438,20 @@ def resumed_model(config: TrainConfig, make_env: EnvFactory, checkpoint: Checkpo
     The envs start new games seeded ``seed + env_steps`` (not replays of the first games), as many as the
     agent had (an adaptive run may have grown).
     """
-    env = make_env(checkpoint.state["n_envs"], config.seed + checkpoint.env_steps)
-    if config.adaptive_r is None:
-        model = NoiseScalePPO.load(checkpoint.model, env=env, device=config.device)
+    rank, n_ranks = rank_and_size()
+    n_envs = checkpoint.state["n_envs"] // n_ranks
+    env = make_env(n_envs, config.seed + checkpoint.env_steps + rank * n_envs)
+    if n_ranks > 1:  # rank 0 reads the checkpoint for every rank: the others need no shared disk
+        saved, rng_states = broadcast_object(
+            (checkpoint.model.read_bytes(), load_rng_states(checkpoint)) if rank == 0 else None
+        )
+        model: NoiseScalePPO = DataParallelPPO.load(io.BytesIO(saved), env=env, device=config.device)
+    elif config.adaptive_r is None:
+        model, rng_states = NoiseScalePPO.load(checkpoint.model, env=env, device=config.device), load_rng_states(checkpoint)
     else:
         model = AdaptivePPO.load(checkpoint.model, env=env, device=config.device, make_env=make_env)
-    set_global_rng_state(load_rng_state(checkpoint))
+        rng_states = load_rng_states(checkpoint)
+    set_global_rng_state(rng_states[rank])
     return model
 
 
@@ -391,7 +503,8 @@ def summary(run: RunDir, model: NoiseScalePPO, wall_s: float, reached_at: int | 
         "agent_steps_per_s": round(model.num_timesteps / wall_s, 1),
         "score_last_100_mean": float(np.mean(scores)) if scores else None,
         "stop_score_reached_at": reached_at,
-        "n_envs_final": model.n_envs,
+        "n_envs_final": model.n_envs * rank_and_size()[1],
+        "nproc": rank_and_size()[1],
         "n_scored_episodes": len(scores),
         "device": str(model.device),
         "game": config["game"],

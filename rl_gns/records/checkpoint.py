@@ -5,7 +5,7 @@ A checkpoint directory holds:
 ==============  ===========================================================================================
 ``model.zip``   the agent as SB3's ``save`` writes it: policy, optimizer, counters and schedules' progress,
                 noise-scale averages, pooled history and measurement RNG, adaptive state, score window
-``rng.pkl``     the global RNG states (torch, NumPy, ``random``) that SB3 seeds once at the start
+``rng.pkl``     the global RNG states (torch, NumPy, ``random``) that SB3 seeds once at the start, one per rank
 ``state.json``  what the run directory needs to go on: agent steps, iterations, wall time, games dropped,
                 the rl-gns version and settings it was made with, and the SHA-256 of the two files above
 ==============  ===========================================================================================
@@ -36,8 +36,8 @@ import torch as th
 CHECKPOINTS = "checkpoints"
 #: Checkpoints kept per run (the newest ones); the older one is the fallback if the newest is corrupted.
 KEEP = 2
-#: Version of the checkpoint layout.
-FORMAT = 1
+#: Version of the checkpoint layout (2: one RNG state per rank).
+FORMAT = 2
 
 
 class CheckpointError(ValueError):
@@ -96,12 +96,15 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def write_checkpoint(run_path: Path, save_model: Callable[[Path], None], state: dict[str, Any]) -> Path:
+def write_checkpoint(
+    run_path: Path, save_model: Callable[[Path], None], state: dict[str, Any], rng_states: list[dict[str, Any]]
+) -> Path:
     """Write a checkpoint of a run at ``state["env_steps"]`` and prune all but the newest :data:`KEEP`.
 
     :param run_path: the run directory.
     :param save_model: writes the agent to the given ``.zip`` path (``model.save``).
     :param state: ``env_steps``, ``iterations``, ``wall_s``, ``games_dropped``, ``resumes``, ``rl_gns``, ``settings``.
+    :param rng_states: :func:`global_rng_state` of each rank, in rank order (one for a single process).
     :return: the checkpoint's directory.
     """
     root = run_path / CHECKPOINTS
@@ -112,7 +115,7 @@ def write_checkpoint(run_path: Path, save_model: Callable[[Path], None], state: 
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
     save_model(tmp / "model.zip")
     with open(tmp / "rng.pkl", "wb") as f:
-        pickle.dump(global_rng_state(), f)
+        pickle.dump(rng_states, f)
     files = {name: sha256(tmp / name) for name in ("model.zip", "rng.pkl")}
     (tmp / "state.json").write_text(json.dumps({**state, "format": FORMAT, "files": files}, indent=2) + "\n")
     for name in (*files, "state.json"):
@@ -166,8 +169,9 @@ def latest_checkpoint(run_path: Path) -> Checkpoint | None:
     raise CheckpointError(f"no usable checkpoint in {root}: " + "; ".join(errors))
 
 
-def load_rng_state(checkpoint: Checkpoint) -> dict[str, Any]:
-    """The global RNG states saved with a verified checkpoint (our own pickle, checked against its SHA-256)."""
+def load_rng_states(checkpoint: Checkpoint) -> list[dict[str, Any]]:
+    """The global RNG states of each rank saved with a verified checkpoint (our own pickle, checked against its
+    SHA-256)."""
     with open(checkpoint.path / "rng.pkl", "rb") as f:
         return pickle.load(f)  # written by write_checkpoint, checksum verified
 

@@ -1,0 +1,104 @@
+"""Compare a data-parallel run (``rl-gns train --nproc D``) with a one-process run of the same settings, from their
+run directories: throughput, and the free noise scale (``gns/ranks/``, ``gns/ranks_all/``) against the
+fixed-parameter one (``gns/envs/``) measured in the same run.
+
+    python benchmarks/data_parallel.py --one results/runs/beamrider_100k \\
+        --ranks results/data_parallel/beamrider_100k_nproc2 --out results/data_parallel
+
+Writes ``comparison.md`` and ``free_vs_fixed.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import tyro
+
+from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
+from rl_gns.records.rundir import RunDir, noise_columns
+from rl_gns.reports.figures import fmt, relative, save_figure
+
+#: (scheme, loss, label): the fixed-parameter measurement, and the free one from the ranks' gradients.
+CURVES = (
+    ("envs", "total", "fixed parameters, groups of envs (total loss)"),
+    ("ranks", "total", "free: ranks' minibatch shares, first epoch"),
+    ("ranks_all", "total", "free: ranks' minibatch shares, all epochs"),
+)
+
+
+@dataclass
+class Config:
+    one: Path
+    """Run directory of the one-process run."""
+    ranks: Path
+    """Run directory of the data-parallel run (same settings, --nproc D)."""
+    out: Path = Path("results/data_parallel")
+    """Where comparison.md and free_vs_fixed.png go."""
+
+
+def main(config: Config) -> None:
+    one, ranks = RunDir(config.one), RunDir(config.ranks)
+    config.out.mkdir(parents=True, exist_ok=True)
+    rows = [
+        "| run | ranks | envs | agent steps | wall s | agent steps/s | final score (last 100 games) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in (one, ranks):
+        summary, settings = run.summary(), run.config()
+        rows.append(
+            f"| [{run.name}]({relative(run.path, config.out)}) | {settings.get('nproc', 1)} | {settings['n_envs']} | "
+            f"{summary['env_steps']:,} | {summary['wall_s']:.0f} | {summary['agent_steps_per_s']:.1f} | "
+            f"{fmt(summary['score_last_100_mean'])} |"
+        )
+    speedup = ranks.summary()["agent_steps_per_s"] / one.summary()["agent_steps_per_s"]
+
+    progress, settings = ranks.progress(), ranks.config()
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    noise_rows = [
+        "| measurement | b_small | b_big | measurements | B_simple (run average) | 95 % interval |",
+        "|---|---|---|---|---|---|",
+    ]
+    for scheme, loss, label in CURVES:
+        columns = noise_columns(progress, settings, scheme, loss)
+        if columns is None:
+            continue
+        steps, g2, trace = columns
+        measured = np.isfinite(g2)
+        ax.plot(steps[measured], cumulative_b_simple(g2[measured], trace[measured]), label=label)
+        interval = b_simple_interval(g2, trace)
+        high = fmt(interval.high) if math.isfinite(interval.high) else "unbounded"
+        b_small, b_big = (int(progress[f"gns/{scheme}/{key}"][measured][-1]) for key in ("b_small", "b_big"))
+        noise_rows.append(
+            f"| {label} | {b_small} | {b_big} | {int(measured.sum())} | {fmt(interval.point)} | {fmt(interval.low)} – {high} |"
+        )
+    ax.set(xlabel="agent steps", ylabel="B_simple averaged over training so far (samples)", yscale="log")
+    ax.set_title(f"{settings['game']}, {settings['n_envs']} envs on {settings.get('nproc', 1)} ranks", fontsize=10)
+    ax.legend(fontsize=8)
+    figure = save_figure(fig, config.out / "free_vs_fixed.png")
+
+    text = [
+        "# Data-parallel PPO against one process",
+        "",
+        f"Written by `python benchmarks/data_parallel.py --one {config.one} --ranks {config.ranks} --out {config.out}`.",
+        "",
+        *rows,
+        "",
+        f"Throughput of {settings.get('nproc', 1)} ranks against one process: {speedup:.2f}x.",
+        "",
+        "## The free noise scale against the fixed-parameter one (the data-parallel run)",
+        "",
+        *noise_rows,
+        "",
+        f"![free vs fixed]({relative(figure, config.out)})",
+        "",
+    ]
+    (config.out / "comparison.md").write_text("\n".join(text))
+    print(f"wrote {config.out / 'comparison.md'}")
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Config))

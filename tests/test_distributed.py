@@ -27,12 +27,14 @@ from rl_gns.records.rundir import read_csv
 #: PPO on the RAM of real Beam Rider: 4 envs x 16 steps = 64-sample rollouts, 4 minibatches of 16, 2 epochs.
 SMALL = dict(n_steps=16, batch_size=16, n_epochs=2, learning_rate=3e-4, clip_range=0.2, max_grad_norm=0.5, seed=5)
 ITERATIONS = 3
+#: Groups of one env's trajectory: the set of small batches does not depend on the order the envs are drawn in.
+FIXED = NoiseScaleConfig(schemes=("envs",), b_small=SMALL["n_steps"], every=1)
 FIELDS = ("observations", "actions", "rewards", "returns", "advantages", "values", "log_probs", "episode_starts")
 
 
 def trace_training(model: NoiseScalePPO, rollouts: list[dict[str, np.ndarray]], envs: slice) -> dict[str, list]:
     """Train ``model`` on the envs ``envs`` of given rollouts, one update each; record every optimiser step's
-    (clipped) gradients and the parameters after each update."""
+    (clipped) gradients, the parameters after each update and the fixed-parameter noise-scale estimates."""
     model.set_logger(Logger(None, []))
     params = list(model.policy.parameters())
     grads: list[list[th.Tensor]] = []
@@ -47,7 +49,7 @@ def trace_training(model: NoiseScalePPO, rollouts: list[dict[str, np.ndarray]], 
         np.random.seed(100 + i)  # the minibatch permutation (rank 0 draws it for every rank)
         model.train()
         after.append([p.detach().clone() for p in params])
-    return {"grads": grads, "params": after}
+    return {"grads": grads, "params": after, "noise": model.gns_history["envs"]}
 
 
 def record_rollouts(model: NoiseScalePPO, n: int) -> list[dict[str, np.ndarray]]:
@@ -63,7 +65,7 @@ def record_rollouts(model: NoiseScalePPO, n: int) -> list[dict[str, np.ndarray]]
 
 def ram_model(cls, n_envs: int, seed: int = 5):
     env = make_atari_vec_env("BeamRider", n_envs, seed=seed, backend="ram")
-    return cls("MlpPolicy", env, noise_scale=None, device="cpu", **SMALL)
+    return cls("MlpPolicy", env, noise_scale=FIXED, device="cpu", **SMALL)
 
 
 def data_parallel_worker(rollouts: list[dict[str, np.ndarray]]) -> dict[str, list]:
@@ -102,6 +104,17 @@ def test_two_ranks_of_two_envs_train_as_one_process_of_four(one_and_two_processe
             for got, want in zip(ranks[rank]["params"][iteration], expected, strict=True):
                 assert th.allclose(got, want, rtol=1e-4, atol=1e-6), (iteration, rank, (got - want).abs().max())
     assert not th.equal(single["params"][-1][0], single["params"][0][0])  # it trained
+
+
+def test_two_ranks_measure_the_noise_scale_of_one_process_at_fixed_parameters(one_and_two_processes):
+    """Each rank holds half the big batch (its envs) as whole small batches; the all-reduced sums give the estimates
+    one process gets from all the envs, advantages normalised over the whole big batch."""
+    single, ranks = one_and_two_processes
+    for loss in ("policy", "value", "total"):
+        expected = np.array(single["noise"][loss])
+        assert expected.shape == (2, ITERATIONS) and np.isfinite(expected).all()
+        for rank in (0, 1):
+            np.testing.assert_allclose(np.array(ranks[rank]["noise"][loss]), expected, rtol=1e-3, err_msg=loss)
 
 
 CHAIN = ChainMDP(horizon=1)  # i.i.d. steps: random samples of one rollout are unbiased (test_ground_truth.py)

@@ -25,9 +25,11 @@ steps are logged as scheme ``ranks``; all epochs' as ``ranks_all``.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
-from collections.abc import Generator
+import weakref
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
@@ -37,9 +39,9 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.vec_env import VecEnv
 
-from rl_gns.core.measure import GradNormTap
+from rl_gns.core.measure import GradNormTap, SumOverRanks
 from rl_gns.core.noise_scale import NoiseScaleEMA, g2_and_trace
-from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO, Scheme
 
 #: The free measurement's schemes: the first epoch's optimiser steps, and every epoch's.
 FREE_SCHEMES = ("ranks", "ranks_all")
@@ -89,6 +91,56 @@ def rank_seed(seed: int, rank: int) -> int:
     if rank == 0:
         return seed
     return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
+
+
+def sum_over_ranks(tensor: th.Tensor) -> None:
+    """All-reduce (sum) ``tensor`` in place over the ranks, through the collective's device."""
+    moved = tensor.to(comm_device())
+    dist.all_reduce(moved)
+    tensor.copy_(moved)
+
+
+def sizes_over_ranks(
+    noise_scale: NoiseScaleConfig, n_envs: int, n_steps: int, minibatch_size: int, n_ranks: int
+) -> dict[Scheme, tuple[int, int]]:
+    """``{scheme: (b_small, b_big)}`` of a fixed-parameter measurement whose big batch is spread over ``n_ranks``
+    ranks of ``n_envs`` envs each: the sizes one process with every rank's envs would measure
+    (:meth:`~rl_gns.core.ppo.NoiseScaleConfig.sizes`), each rank holding ``b_big / n_ranks`` samples as whole small
+    batches. A default ``b_small`` that does not divide a rank's part becomes their greatest common divisor.
+
+    :param minibatch_size: the global minibatch (samples per optimiser step over all ranks).
+    :raises ValueError: where the big batch does not split so, or explicit sizes do not fit.
+    """
+    sizes = noise_scale.all_sizes(n_envs * n_ranks, n_steps, minibatch_size)
+    if n_ranks == 1:
+        return sizes
+    for scheme, (b_small, b_big) in sizes.items():
+        if b_big % n_ranks:
+            raise ValueError(
+                f"noise scale ({scheme}): b_big ({b_big}) does not split into {n_ranks} equal parts, one per rank"
+            )
+        part = b_big // n_ranks
+        if part > n_envs * n_steps:
+            raise ValueError(
+                f"noise scale ({scheme}): a rank's part of b_big ({part}) exceeds its rollout ({n_envs * n_steps})"
+            )
+        if part % b_small and noise_scale.b_small is not None:
+            raise ValueError(f"noise scale ({scheme}): b_small ({b_small}) must divide each rank's part of b_big ({part})")
+        sizes[scheme] = (math.gcd(b_small, part), b_big)
+    return sizes
+
+
+def weak_hook(method: Callable[..., None]) -> Callable[..., None]:
+    """``method`` as a hook that does not keep its object alive: a tensor holds its hooks where Python's garbage
+    collector cannot see them, so a bound method there would keep the agent, and its emulators, alive forever."""
+    ref = weakref.WeakMethod(method)
+
+    def hook(*args: Any) -> None:
+        bound = ref()
+        if bound is not None:
+            bound(*args)
+
+    return hook
 
 
 class SharedRolloutBuffer(RolloutBuffer):
@@ -154,8 +206,9 @@ class DataParallelPPO(NoiseScalePPO):
     **global** ``batch_size`` (samples per optimiser step over all ranks). Env ``i`` of rank ``r`` is seeded with
     ``seed + r * n_envs + i``, as one process seeds the same env; torch's sampling RNG gets :func:`rank_seed`.
     ``num_timesteps`` counts agent steps of all ranks.
-    Rank 0 broadcasts its initial parameters. The fixed-parameter measurement runs on every rank's own rollout
-    (sizes per rank) and its estimates are averaged over the ranks; the free measurement is logged under
+    Rank 0 broadcasts its initial parameters. The fixed-parameter measurement has the sizes one process with every
+    rank's envs would have (:func:`sizes_over_ranks`): each rank holds its part of the big batch as whole small
+    batches, and the sums of their gradients and squared norms are all-reduced; the free measurement is logged under
     ``gns/ranks/`` and ``gns/ranks_all/`` (loss ``total``, ``b_small = B / D``, ``b_big = B``). ``train/``
     values are averaged over the ranks. Finished games of every rank are gathered after each rollout
     (:meth:`gather_games`) into every rank's ``ep_info_buffer``.
@@ -180,6 +233,8 @@ class DataParallelPPO(NoiseScalePPO):
         self._local_sq: th.Tensor | float = 0.0
         self._global_sq: th.Tensor | float = 0.0
         self._new_games: list[tuple[int, float, int, float]] = []
+        self.all_reduce_s = 0.0
+        """Wall seconds in the gradient all-reduces so far (waiting for the slowest rank included)."""
         self._rollout_start_steps = 0
         with warnings.catch_warnings():  # SB3 compares the global minibatch with this rank's rollout
             warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
@@ -198,8 +253,8 @@ class DataParallelPPO(NoiseScalePPO):
         params = [p for p in self.policy.parameters() if p.requires_grad]
         if self._gns_tap is not None:  # re-registered below, after the all-reduce, so that it sees global gradients
             self._gns_tap.remove()
-        self._hooks = [p.register_post_accumulate_grad_hook(self._all_reduce_grad) for p in params]
-        self._hooks.append(self.policy.optimizer.register_step_pre_hook(self._close_step))
+        self._hooks = [p.register_post_accumulate_grad_hook(weak_hook(self._all_reduce_grad)) for p in params]
+        self._hooks.append(self.policy.optimizer.register_step_pre_hook(weak_hook(self._close_step)))
         if self.noise_scale is not None:
             self._gns_tap = GradNormTap(params, self.policy.optimizer)
             if self.batch_size % self.world_size == 0:
@@ -232,7 +287,9 @@ class DataParallelPPO(NoiseScalePPO):
         if self.free_noise_scale:
             self._local_sq = self._local_sq + share * grad.detach().square().sum()
         grad.mul_(share)
+        start = time.perf_counter()
         dist.all_reduce(grad)
+        self.all_reduce_s += time.perf_counter() - start
         if self.free_noise_scale:
             self._global_sq = self._global_sq + grad.detach().square().sum()
 
@@ -280,14 +337,16 @@ class DataParallelPPO(NoiseScalePPO):
             if key not in ("train/n_updates", "train/clip_range", "train/clip_range_vf"):
                 self.logger.record(key, value)
 
-    def _combine_estimate(self, g2: float, trace_sigma: float) -> tuple[float, float]:
-        """The fixed-parameter estimates of every rank's rollout, averaged over the ranks."""
-        if self.world_size == 1:
-            return g2, trace_sigma
-        values = th.tensor([g2, trace_sigma], dtype=th.float64, device=comm_device())
-        dist.all_reduce(values)
-        mean_g2, mean_trace = (values / self.world_size).tolist()
-        return mean_g2, mean_trace
+    def _measurement_sizes(self, noise_scale: NoiseScaleConfig) -> dict[Scheme, tuple[int, int]]:
+        return sizes_over_ranks(noise_scale, self.n_envs, self.n_steps, self.batch_size, self.world_size)
+
+    @property
+    def _measuring_ranks(self) -> int:
+        return self.world_size
+
+    @property
+    def _sum_over_ranks(self) -> SumOverRanks:
+        return None if self.world_size == 1 else sum_over_ranks
 
     # --- rollouts: agent steps of every rank, games of every rank
     def collect_rollouts(self, env: VecEnv, *args: Any, **kwargs: Any) -> bool:

@@ -8,7 +8,7 @@ Shape glossary: ``N`` samples in a batch, ``K`` small batches, ``*obs`` one obse
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -18,6 +18,9 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
+
+#: Sums a tensor over the data-parallel ranks in place (``torch.distributed.all_reduce``); ``None``: one process.
+SumOverRanks = Callable[[th.Tensor], None] | None
 
 #: The losses whose gradient noise can be measured. ``total`` is the loss PPO optimises:
 #: ``policy + ent_coef * entropy + vf_coef * value``.
@@ -90,15 +93,27 @@ def split_samples(samples: RolloutBufferSamples, n_parts: int) -> list[RolloutBu
     return [RolloutBufferSamples(*(part(t, i) for t in samples)) for i in range(n_parts)]  # type: ignore[arg-type]
 
 
-def normalize_advantages(samples: RolloutBufferSamples) -> RolloutBufferSamples:
+def normalize_advantages(samples: RolloutBufferSamples, sum_over_ranks: SumOverRanks = None) -> RolloutBufferSamples:
     """SB3's per-minibatch advantage normalisation ``(A - mean A) / (std A + 1e-8)`` over all ``N`` samples.
 
     Apply it to the big batch **before** splitting it, so that the small-batch losses are parts
     of the big-batch loss and their mean gradient is exactly the big-batch gradient.
+
+    :param sum_over_ranks: with a big batch spread over data-parallel ranks, normalise with the mean and
+        standard deviation (Bessel-corrected, as ``torch.std``) of every rank's part.
     """
     adv = samples.advantages
-    if len(adv) > 1:
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    if sum_over_ranks is None:
+        if len(adv) > 1:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        return samples._replace(advantages=adv)
+    sums = th.stack([adv.double().sum(), adv.double().square().sum(), th.tensor(float(len(adv)), dtype=th.float64)])
+    sum_over_ranks(sums)
+    total, total_sq, n = sums.tolist()
+    if n > 1:
+        mean = total / n
+        std = max(total_sq - n * mean**2, 0.0) / (n - 1)
+        adv = (adv - mean) / (std**0.5 + 1e-8)
     return samples._replace(advantages=adv)
 
 
@@ -140,12 +155,15 @@ def two_batch_grad_norms(
     clip_range_vf: float | None,
     ent_coef: float,
     vf_coef: float,
+    sum_over_ranks: SumOverRanks = None,
 ) -> dict[str, GradNorms]:
     """``|G_small|²`` and ``|G_big|²`` of each loss, the big batch being the union of the small ones.
 
     Each small batch gets one forward pass and one :func:`torch.autograd.grad` call per loss; the
     big-batch gradient is the mean of the small-batch gradients (equal sizes, mean losses), so it
-    costs nothing extra. Parameters are not changed and ``param.grad`` is not touched.
+    costs nothing extra. Parameters are not changed and ``param.grad`` is not touched. With
+    ``sum_over_ranks``, the small batches of every data-parallel rank make the big batch: the sums of
+    their gradients and squared norms are all-reduced (one vector per loss).
 
     :param policy: the actor-critic, at the parameters to measure.
     :param small_batches: ``K >= 2`` batches of equal size, advantages prepared for the big batch.
@@ -154,6 +172,7 @@ def two_batch_grad_norms(
     :param clip_range_vf: value clip or ``None``.
     :param ent_coef: entropy coefficient of the total loss.
     :param vf_coef: value coefficient of the total loss.
+    :param sum_over_ranks: sums a tensor over the ranks in place, or ``None`` for this process's batches alone.
     :return: squared norms per loss name (floats; may be non-finite if the gradients are).
     """
     params = [p for p in policy.parameters() if p.requires_grad]
@@ -175,8 +194,13 @@ def two_batch_grad_norms(
     k = len(small_batches)
     norms = {}
     for name in losses:
-        g2_big = sum(acc.pow(2).sum() for acc in grad_sums[name]) / k**2
-        norms[name] = GradNorms(g2_small=(g2_small_sums[name] / k).item(), g2_big=float(g2_big))
+        sums = th.cat(
+            [*(acc.flatten() for acc in grad_sums[name]), g2_small_sums[name].reshape(1), g2_small_sums[name].new_tensor([k])]
+        )
+        if sum_over_ranks is not None:
+            sum_over_ranks(sums)
+        grad_sum, g2_small_sum, k_all = sums[:-2], sums[-2], sums[-1]
+        norms[name] = GradNorms(g2_small=float(g2_small_sum / k_all), g2_big=float(grad_sum.square().sum() / k_all**2))
     return norms
 
 
@@ -206,17 +230,22 @@ def measure_rollout(
     clip_range_vf: float | None,
     ent_coef: float,
     vf_coef: float,
+    sum_over_ranks: SumOverRanks = None,
 ) -> dict[str, GradNorms]:
     """One measurement: the big batch ``indices`` of a filled rollout, advantages normalised over it as PPO
     normalises a minibatch, split into ``n_small`` contiguous small batches (:func:`two_batch_grad_norms`).
 
-    :param indices: ``(b_big,)`` flat indices (:func:`measurement_indices`).
-    :param n_small: small batches, ``b_big / b_small``.
+    :param indices: ``(b_big,)`` flat indices (:func:`measurement_indices`); with ``sum_over_ranks``, this rank's
+        part of the big batch.
+    :param n_small: small batches, ``b_big / b_small`` (with ``sum_over_ranks``, this rank's).
+    :param sum_over_ranks: sums a tensor over data-parallel ranks in place; the big batch is then the union of
+        every rank's part (advantages normalised over all of it).
     """
     samples = rollout_samples(buffer, indices)
     if normalize_advantage:
-        samples = normalize_advantages(samples)
-    return two_batch_grad_norms(policy, split_samples(samples, n_small), losses, clip_range, clip_range_vf, ent_coef, vf_coef)
+        samples = normalize_advantages(samples, sum_over_ranks)
+    small_batches = split_samples(samples, n_small)
+    return two_batch_grad_norms(policy, small_batches, losses, clip_range, clip_range_vf, ent_coef, vf_coef, sum_over_ranks)
 
 
 class GradNormTap:

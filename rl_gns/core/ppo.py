@@ -15,7 +15,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import get_device
 
-from rl_gns.core.measure import LOSSES, GradNormTap, Loss, measure_rollout, measurement_indices
+from rl_gns.core.measure import LOSSES, GradNormTap, Loss, SumOverRanks, measure_rollout, measurement_indices
 from rl_gns.core.noise_scale import NoiseScaleEMA, b_simple_interval, g2_and_trace
 from rl_gns.core.policies import ChannelsLastCnnPolicy
 
@@ -202,12 +202,12 @@ class NoiseScalePPO(PPO):
         if self.noise_scale is None:
             return
         try:
-            self.gns_sizes = self.noise_scale.all_sizes(self.n_envs, self.n_steps, self.batch_size)
+            self.gns_sizes = self._measurement_sizes(self.noise_scale)
         except ValueError:
             if self.noise_scale is not DEFAULT_NOISE_SCALE:
                 raise
             try:
-                self.gns_sizes = DEFAULT_FALLBACK.all_sizes(self.n_envs, self.n_steps, self.batch_size)
+                self.gns_sizes = self._measurement_sizes(DEFAULT_FALLBACK)
             except ValueError as fallback_error:
                 warnings.warn(f"rl-gns: no noise-scale measurement in this run: {fallback_error}", stacklevel=2)
                 self.noise_scale = None
@@ -221,6 +221,23 @@ class NoiseScalePPO(PPO):
         if self._gns_rng is None:
             self._gns_rng = np.random.default_rng(self.seed)
         self._gns_tap = GradNormTap(list(self.policy.parameters()), self.policy.optimizer)
+
+    def _measurement_sizes(self, noise_scale: NoiseScaleConfig) -> dict[Scheme, tuple[int, int]]:
+        """``{scheme: (b_small, b_big)}`` of a measurement of this agent's rollouts (:meth:`NoiseScaleConfig.sizes`).
+
+        :raises ValueError: where the rollout cannot be measured so.
+        """
+        return noise_scale.all_sizes(self.n_envs, self.n_steps, self.batch_size)
+
+    @property
+    def _measuring_ranks(self) -> int:
+        """Data-parallel ranks that each hold ``1 / ranks`` of a measurement's big batch (1: this process alone)."""
+        return 1
+
+    @property
+    def _sum_over_ranks(self) -> SumOverRanks:
+        """Sums a tensor over the measuring ranks in place (``None``: this process alone)."""
+        return None
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_gns_tap"]
@@ -271,21 +288,23 @@ class NoiseScalePPO(PPO):
         progress = self._current_progress_remaining
         for scheme in self.noise_scale.schemes:
             b_small, b_big = self.gns_sizes[scheme]
+            b_part = b_big // self._measuring_ranks  # this process's part of the big batch
             norms = measure_rollout(
                 self.policy,
                 self.rollout_buffer,
-                measurement_indices(scheme, self.n_envs, self.n_steps, b_big, self._gns_rng),
-                b_big // b_small,
+                measurement_indices(scheme, self.n_envs, self.n_steps, b_part, self._gns_rng),
+                b_part // b_small,
                 self.noise_scale.losses,
                 normalize_advantage=self.normalize_advantage,
                 clip_range=self.clip_range(progress),  # type: ignore[operator]
                 clip_range_vf=None if self.clip_range_vf is None else self.clip_range_vf(progress),  # type: ignore[operator]
                 ent_coef=float(self.ent_coef),
                 vf_coef=float(self.vf_coef),
+                sum_over_ranks=self._sum_over_ranks,
             )
             for name, loss_norms in norms.items():
                 estimate = g2_and_trace(loss_norms.g2_small, loss_norms.g2_big, b_small, b_big)
-                self._record_estimate(scheme, name, *self._combine_estimate(*estimate))
+                self._record_estimate(scheme, name, *estimate)
             self.logger.record(f"gns/{scheme}/b_small", b_small)
             self.logger.record(f"gns/{scheme}/b_big", b_big)
         self.logger.record("gns/n_skipped", self.gns_n_skipped)
@@ -294,11 +313,6 @@ class NoiseScalePPO(PPO):
     def _ppo_update(self) -> None:
         """PPO's update (``stable_baselines3.PPO.train``)."""
         super().train()
-
-    def _combine_estimate(self, g2: float, trace_sigma: float) -> tuple[float, float]:
-        """One measurement's estimates as they are folded in (unchanged here; averaged over the ranks of a
-        :class:`~rl_gns.core.distributed.DataParallelPPO`)."""
-        return g2, trace_sigma
 
     def _record_estimate(self, scheme: Scheme, name: str, g2: float, trace_sigma: float) -> tuple[float, float] | None:
         """Fold one loss's unbiased estimates ``g2`` and ``trace_sigma`` into its moving averages and log them; skip

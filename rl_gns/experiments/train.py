@@ -16,7 +16,6 @@ sends them to the others, and alone writes the run directory.
 
 from __future__ import annotations
 
-import gc
 import io
 import math
 import os
@@ -40,7 +39,7 @@ from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
 from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
 from rl_gns.core.defaults import schedule
-from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
+from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size, sizes_over_ranks
 from rl_gns.core.noise_scale import b_simple_interval
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger, RanksProgressBar
@@ -113,7 +112,9 @@ def check(config: TrainConfig) -> Resolved:
     check_ranks(config)
     noise_scale = config.noise_scale_config()
     n_envs_rank = config.n_envs // config.nproc
-    sizes = noise_scale.all_sizes(n_envs_rank, config.n_steps, config.minibatch_size) if noise_scale else {}
+    sizes = (
+        sizes_over_ranks(noise_scale, n_envs_rank, config.n_steps, config.minibatch_size, config.nproc) if noise_scale else {}
+    )
     if config.adaptive_r is not None:
         check_adaptive(config)
     if config.checkpoint_minutes is not None and config.checkpoint_minutes < 0:
@@ -262,9 +263,7 @@ def train(config: TrainConfig) -> Path:
 @record
 def train_worker(config: TrainConfig) -> Path:
     """One rank of a data-parallel run that :func:`train` launched (its errors reach the launcher)."""
-    path = train_rank(config)
-    gc.collect()  # frees the emulators of the agent's reference cycles before the worker exits (else ale-py warns)
-    return path
+    return train_rank(config)
 
 
 def train_rank(config: TrainConfig) -> Path:

@@ -70,7 +70,8 @@ def launch(entry: Callable[..., Any], nproc: int, *args: Any) -> dict[int, Any]:
     try:
         return elastic_launch(config, entry)(*args)
     except ChildFailedError as error:
-        rank, failure = min(error.failures.items())
+        # the root cause: a rank killed by a signal, else the first error (the others then lose their peer)
+        rank, failure = min(error.failures.items(), key=lambda item: (item[1].exitcode >= 0, item[1].timestamp, item[0]))
         raise RankFailedError(f"rank {rank} of {nproc} {how_it_ended(failure.exitcode, failure.message)}") from None
 
 

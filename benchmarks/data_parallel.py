@@ -22,11 +22,14 @@ from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import fmt, relative, save_figure
 
-#: (scheme, loss, label): the fixed-parameter measurement, and the free one from the ranks' gradients.
+#: (run, scheme, loss, label): the fixed-parameter measurements of both runs, and the free ones of the ranks.
 CURVES = (
-    ("envs", "total", "fixed parameters, groups of envs (total loss)"),
-    ("ranks", "total", "free: ranks' minibatch shares, first epoch"),
-    ("ranks_all", "total", "free: ranks' minibatch shares, all epochs"),
+    ("one", "envs", "total", "1 process: fixed parameters, env groups, total loss"),
+    ("one", "envs", "value", "1 process: fixed parameters, env groups, value loss (the advice)"),
+    ("ranks", "envs", "total", "{d} ranks: fixed parameters, env groups per rank, total loss"),
+    ("ranks", "envs", "value", "{d} ranks: fixed parameters, env groups per rank, value loss (the advice)"),
+    ("ranks", "ranks", "total", "{d} ranks: free, minibatch shares, first epoch, total loss"),
+    ("ranks", "ranks_all", "total", "{d} ranks: free, minibatch shares, all epochs, total loss"),
 )
 
 
@@ -56,19 +59,23 @@ def main(config: Config) -> None:
         )
     speedup = ranks.summary()["agent_steps_per_s"] / one.summary()["agent_steps_per_s"]
 
-    progress, settings = ranks.progress(), ranks.config()
-    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    runs = {"one": (one.progress(), one.config()), "ranks": (ranks.progress(), ranks.config())}
+    settings = runs["ranks"][1]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
     noise_rows = [
         "| measurement | b_small | b_big | measurements | B_simple (run average) | 95 % interval |",
         "|---|---|---|---|---|---|",
     ]
-    for scheme, loss, label in CURVES:
-        columns = noise_columns(progress, settings, scheme, loss)
+    for run, scheme, loss, label_template in CURVES:
+        label = label_template.format(d=settings.get("nproc", 1))
+        progress, run_settings = runs[run]
+        columns = noise_columns(progress, run_settings, scheme, loss)
         if columns is None:
             continue
         steps, g2, trace = columns
         measured = np.isfinite(g2)
-        ax.plot(steps[measured], cumulative_b_simple(g2[measured], trace[measured]), label=label)
+        style = "-" if scheme.startswith("ranks") else "--" if run == "ranks" else ":"
+        ax.plot(steps[measured], cumulative_b_simple(g2[measured], trace[measured]), style, label=label)
         interval = b_simple_interval(g2, trace)
         high = fmt(interval.high) if math.isfinite(interval.high) else "unbounded"
         b_small, b_big = (int(progress[f"gns/{scheme}/{key}"][measured][-1]) for key in ("b_small", "b_big"))
@@ -76,8 +83,8 @@ def main(config: Config) -> None:
             f"| {label} | {b_small} | {b_big} | {int(measured.sum())} | {fmt(interval.point)} | {fmt(interval.low)} – {high} |"
         )
     ax.set(xlabel="agent steps", ylabel="B_simple averaged over training so far (samples)", yscale="log")
-    ax.set_title(f"{settings['game']}, {settings['n_envs']} envs on {settings.get('nproc', 1)} ranks", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title(f"{settings['game']}, {settings['n_envs']} envs: B_simple averaged over training so far", fontsize=10)
+    ax.legend(fontsize=7)
     figure = save_figure(fig, config.out / "free_vs_fixed.png")
 
     text = [
@@ -89,9 +96,13 @@ def main(config: Config) -> None:
         "",
         f"Throughput of {settings.get('nproc', 1)} ranks against one process: {speedup:.2f}x.",
         "",
-        "## The free noise scale against the fixed-parameter one (the data-parallel run)",
+        "## The free noise scale against the fixed-parameter one",
         "",
         *noise_rows,
+        "",
+        "B_simple is pooled over the run (Σ tr Σ / Σ |G|²); its interval comes from batch means of the measurements"
+        " and leaves out the first T mod k of them (`rl_gns.core.noise_scale.b_simple_interval`), so a point pulled"
+        " by early measurements can fall outside it. 'unbounded': |G|² is not resolved from zero.",
         "",
         f"![free vs fixed]({relative(figure, config.out)})",
         "",

@@ -51,9 +51,10 @@ def test_predicted_wall_time_is_steps_times_seconds_per_iteration():
 
 @pytest.mark.atari
 def test_scaling_cli_tiny(tmp_path):
-    """Two env counts on real Beam Rider, then the report stage again from disk alone."""
+    """Two env counts on real Beam Rider, the second also on 2 data-parallel ranks, then the report stage again from
+    disk alone."""
     out = tmp_path / "scaling"
-    args = ["scaling", "--n-envs", "1,2", "--n-steps", "16", "--iterations", "1", "--env-agent-steps", "64"]
+    args = ["scaling", "--n-envs", "1,2", "--nproc", "1,2", "--n-steps", "16", "--iterations", "1", "--env-agent-steps", "64"]
     args += [
         "--out",
         str(out),
@@ -66,15 +67,21 @@ def test_scaling_cli_tiny(tmp_path):
     ]
     assert main(args) == 0
     rows = [json.loads(line) for line in (out / "measurements.jsonl").read_text().splitlines()]
-    assert [r["n_envs"] for r in rows] == [1, 2]
+    assert [(r["n_envs"], r["nproc"]) for r in rows] == [(1, 1), (2, 1), (2, 2)]  # 1 env does not split over 2 ranks
     assert all(r["agent_steps_per_s"] > 0 and r["peak_rss_mib"] > 0 and r["update_s_per_iteration"] > 0 for r in rows)
+    assert rows[2]["all_reduce_s_per_iteration"] > 0 == rows[1]["all_reduce_s_per_iteration"]
     result = json.loads((out / "scaling.json").read_text())
+    [ranks] = result["data_parallel"]
+    assert ranks["nproc"] == 2 and ranks["speedup"] == pytest.approx(
+        rows[1]["seconds_per_iteration"] / rows[2]["seconds_per_iteration"]
+    )
+    assert 1 < ranks["predicted_speedup"] <= 2 and "| 2 | 2 |" in (out / "report.md").read_text()
     assert set(result["prediction"]["wall_s"]) == {"1", "2"}
     assert any("B_crit" in label for label in result["marks_n_envs"])
     assert (out / "scaling.png").stat().st_size > 0 and "| 2 | 32 |" in (out / "report.md").read_text()
     (out / "scaling.png").unlink()
     assert main([*args, "--report-only"]) == 0 and (out / "scaling.png").exists()
-    assert len((out / "measurements.jsonl").read_text().splitlines()) == 2  # nothing re-measured
+    assert len((out / "measurements.jsonl").read_text().splitlines()) == 3  # nothing re-measured
 
 
 def test_scaling_cli_refuses_bad_settings(tmp_path, capsys):

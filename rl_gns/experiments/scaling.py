@@ -1,11 +1,13 @@
-"""``rl-gns scaling`` (measure stage): PPO throughput, time split and peak memory against ``n_envs``.
+"""``rl-gns scaling`` (measure stage): PPO throughput, time split and peak memory against ``n_envs`` and ranks.
 
-One fresh process per ``n_envs`` (so peak memory is its own): env-only throughput with random actions,
+One fresh process per ``n_envs`` (so peak memory is its own), or ``D`` fresh ranks of a data-parallel
+:class:`~rl_gns.core.distributed.DataParallelPPO` (``--nproc``): env-only throughput with random actions,
 then end-to-end :class:`rl_gns.NoiseScalePPO` (default measurement, rl-zoo3 settings with constant
 rates) with ``n_steps``, the number of minibatches ``M`` (or the minibatch size) and ``n_epochs`` fixed:
-per-iteration rollout and update time and peak memory. ``<out>/settings.json`` records the settings
-(a directory measured with other settings is refused) and ``<out>/measurements.jsonl`` gets one JSON
-line per ``n_envs``, appended as each finishes, so a rerun skips those measured. The report stage
+per-iteration rollout and update time (and, on several ranks, the time in gradient all-reduces) and peak memory.
+``<out>/settings.json`` records the settings (a directory measured with other settings is refused) and
+``<out>/measurements.jsonl`` gets one JSON line per ``(n_envs, nproc)``, appended as each finishes, so a rerun
+skips those measured. The report stage
 (:mod:`rl_gns.reports.scaling_report`) fits the throughput model and predicts.
 """
 
@@ -13,13 +15,19 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch as th
+from torch.distributed.elastic.multiprocessing.errors import record
+
 from rl_gns.core.atari import make_atari_vec_env, resolve_game
 from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
+from rl_gns.core.distributed import DataParallelPPO, gather_objects, rank_and_size
 from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.experiments.launch import join, launch
 from rl_gns.experiments.runner import check_same_settings
 from rl_gns.experiments.timing import env_steps_per_s, peak_rss_mib, time_phases
 from rl_gns.records.rundir import write_json
@@ -34,6 +42,9 @@ class ScalingConfig:
     """Atari game."""
     n_envs: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128, 256])
     """Env counts to measure, smallest first."""
+    nproc: list[int] = field(default_factory=lambda: [1])
+    """Data-parallel ranks to measure at each n_envs (each rank steps n_envs / nproc envs, its torch threads a share
+    of the cores); a count that does not divide n_envs is skipped. The throughput model is fitted on nproc 1."""
     out: Path = Path("runs/scaling")
     """Directory for settings.json and measurements.jsonl (then scaling.json, report.md, scaling.png)."""
     n_steps: int = RL_ZOO3_ATARI_PPO["n_steps"]
@@ -63,6 +74,8 @@ def check(config: ScalingConfig) -> None:
     resolve_game(config.env)
     if not config.n_envs or min(config.n_envs) < 1:
         raise ValueError(f"--n-envs must be positive integers, got {config.n_envs}")
+    if not config.nproc or min(config.nproc) < 1:
+        raise ValueError(f"--nproc must be positive integers, got {config.nproc}")
     if config.iterations < 1 or config.n_epochs < 1 or config.n_steps < 2:
         raise ValueError("iterations and n_epochs must be >= 1 and n_steps >= 2")
     for n_envs in config.n_envs:
@@ -74,22 +87,28 @@ def check(config: ScalingConfig) -> None:
 
 
 def measure_n_envs(config: ScalingConfig, n_envs: int) -> dict:
-    """Env-only and end-to-end throughput, time split and peak memory at one ``n_envs`` (run in a fresh process)."""
-    game = resolve_game(config.env)
-    env = make_atari_vec_env(game, n_envs, seed=0)
-    env_sps = env_steps_per_s(env, max(32, config.env_agent_steps // n_envs))
+    """Env-only and end-to-end throughput, time split and peak memory at one ``n_envs`` (run in a fresh process,
+    or on every rank of a fresh process group, each rank with ``n_envs / nproc`` envs; rank 0's times)."""
+    rank, n_ranks = rank_and_size()
+    n_rank = n_envs // n_ranks
+    env = make_atari_vec_env(resolve_game(config.env), n_rank, seed=rank * n_rank)
+    env_sps = sum(gather_objects(env_steps_per_s(env, max(32, config.env_agent_steps // n_envs))))  # concurrently
     rollout_size = n_envs * config.n_steps
     ppo_kwargs = {**atari_ppo_kwargs(anneal=False), "n_steps": config.n_steps, "n_epochs": config.n_epochs}
     ppo_kwargs["batch_size"] = config.minibatch_size or rollout_size // config.n_minibatches
-    model = NoiseScalePPO("CnnPolicy", env, seed=0, device=config.device, **ppo_kwargs)
+    agent = DataParallelPPO if n_ranks > 1 else NoiseScalePPO
+    model = agent("CnnPolicy", env, seed=0, device=config.device, **ppo_kwargs)
     model.learn(rollout_size)  # warm-up iteration
     times = time_phases(model)
+    all_reduce_s = getattr(model, "all_reduce_s", 0.0)
     start = time.perf_counter()
     model.learn(config.iterations * rollout_size, reset_num_timesteps=False)
     wall = time.perf_counter() - start
+    all_reduce_s = getattr(model, "all_reduce_s", 0.0) - all_reduce_s
     env.close()
     return {
         "n_envs": n_envs,
+        "nproc": n_ranks,
         "rollout_size": rollout_size,
         "minibatch_size": ppo_kwargs["batch_size"],
         "env_only_agent_steps_per_s": env_sps,
@@ -97,8 +116,16 @@ def measure_n_envs(config: ScalingConfig, n_envs: int) -> dict:
         "seconds_per_iteration": wall / config.iterations,
         "rollout_s_per_iteration": times.rollout_s / config.iterations,
         "update_s_per_iteration": times.update_s / config.iterations,
-        "peak_rss_mib": peak_rss_mib(),
+        "all_reduce_s_per_iteration": all_reduce_s / config.iterations,
+        "peak_rss_mib": sum(gather_objects(peak_rss_mib())),
     }
+
+
+@record
+def _measure_rank(config: ScalingConfig, n_envs: int) -> dict:
+    join(config.device)
+    th.set_num_threads(max(1, (os.cpu_count() or 1) // rank_and_size()[1]))
+    return measure_n_envs(config, n_envs)
 
 
 def _measure_child(config: ScalingConfig, n_envs: int, queue: mp.Queue) -> None:
@@ -106,28 +133,33 @@ def _measure_child(config: ScalingConfig, n_envs: int, queue: mp.Queue) -> None:
 
 
 def measure(config: ScalingConfig) -> list[dict]:
-    """Measure every ``n_envs`` not yet in ``measurements.jsonl``, each in a fresh process, appending as it goes."""
+    """Measure every ``(n_envs, nproc)`` not yet in ``measurements.jsonl``, each in fresh processes, appending as it
+    goes."""
     check(config)
     config.out.mkdir(parents=True, exist_ok=True)
     write_json(config.out / SETTINGS, config.settings())
     path = config.out / MEASUREMENTS
-    done = {row["n_envs"] for row in read_measurements(path)}
+    done = {(row["n_envs"], row.get("nproc", 1)) for row in read_measurements(path)}
     context = mp.get_context("spawn")
-    for n_envs in config.n_envs:
-        if n_envs in done:
-            print(f"scaling: n_envs {n_envs} measured before, skipped", flush=True)
+    for n_envs, nproc in ((n, d) for n in config.n_envs for d in config.nproc if n % d == 0):
+        if (n_envs, nproc) in done:
+            print(f"scaling: n_envs {n_envs}, nproc {nproc} measured before, skipped", flush=True)
             continue
-        queue = context.Queue()
-        process = context.Process(target=_measure_child, args=(config, n_envs, queue))
-        process.start()
-        row = queue.get()
-        process.join()
+        if nproc > 1:
+            row = launch(_measure_rank, nproc, config, n_envs)[0]
+        else:
+            queue = context.Queue()
+            process = context.Process(target=_measure_child, args=(config, n_envs, queue))
+            process.start()
+            row = queue.get()
+            process.join()
         with path.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(
-            f"scaling: n_envs {n_envs:>4}: env-only {row['env_only_agent_steps_per_s']:7.0f}, end to end"
+            f"scaling: n_envs {n_envs:>4}, nproc {nproc}: env-only {row['env_only_agent_steps_per_s']:7.0f}, end to end"
             f" {row['agent_steps_per_s']:6.0f} agent steps/s; rollout {row['rollout_s_per_iteration']:.2f} s +"
-            f" update {row['update_s_per_iteration']:.2f} s per iteration; peak {row['peak_rss_mib']:.0f} MiB",
+            f" update {row['update_s_per_iteration']:.2f} s (all-reduce {row['all_reduce_s_per_iteration']:.2f} s) per"
+            f" iteration; peak {row['peak_rss_mib']:.0f} MiB",
             flush=True,
         )
     return read_measurements(path)

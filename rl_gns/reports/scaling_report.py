@@ -49,8 +49,11 @@ class ScalingReportConfig(ScalingReportOptions):
 
 def check(config: ScalingReportConfig) -> None:
     """Fail early (``ValueError``) on missing inputs."""
-    if len(read_measurements(config.scaling_dir / MEASUREMENTS)) < 2:
-        raise ValueError(f"{config.scaling_dir}/{MEASUREMENTS} needs at least 2 measured n_envs (run rl-gns scaling)")
+    one_process = [r for r in read_measurements(config.scaling_dir / MEASUREMENTS) if r.get("nproc", 1) == 1]
+    if len(one_process) < 2:
+        raise ValueError(
+            f"{config.scaling_dir}/{MEASUREMENTS} needs at least 2 n_envs measured on one process (rl-gns scaling)"
+        )
     if min(config.devices) < 1:
         raise ValueError(f"--devices must be positive, got {config.devices}")
     if config.sweep is not None and not (config.sweep / "results.json").exists():
@@ -77,9 +80,8 @@ def report(config: ScalingReportConfig) -> Path:
     check(config)
     out = config.scaling_dir
     settings = read_settings(out)
-    rows = read_measurements(out / MEASUREMENTS)
-    if len(rows) < 2:
-        raise ValueError("the throughput model needs at least 2 measured n_envs")
+    measured = read_measurements(out / MEASUREMENTS)
+    rows = [r for r in measured if r.get("nproc", 1) == 1]
     n_K = np.array([r["n_envs"] for r in rows], dtype=float)
     model = fit_throughput_model(
         n_K,
@@ -98,6 +100,7 @@ def report(config: ScalingReportConfig) -> Path:
     result["measurements"] = rows
     result["model"] = asdict(model)
     result["model_seconds_per_iteration_K"] = model.seconds_per_iteration(n_K).tolist()
+    result["data_parallel"] = data_parallel(model, rows, [r for r in measured if r.get("nproc", 1) > 1])
 
     marks: dict[str, float] = {}  # label -> n_envs
     if config.noise_run is not None:
@@ -134,6 +137,25 @@ def report(config: ScalingReportConfig) -> Path:
     return out / "report.md"
 
 
+def data_parallel(model: ThroughputModel, one_process: list[dict], ranks: list[dict]) -> list[dict]:
+    """Measured data-parallel rows against one process at the same ``n_envs`` and the model's ideal prediction.
+
+    :return: per row: ``n_envs``, ``nproc``, measured seconds per iteration and its split, ``speedup`` over one
+        process measured at the same ``n_envs`` (NaN if none), ``efficiency = speedup / nproc``, and the model's
+        ``predicted_speedup`` (an ideal all-reduce: the per-env and per-sample terms divided by ``nproc``).
+    """
+    single = {r["n_envs"]: r["seconds_per_iteration"] for r in one_process}
+    out = []
+    for row in ranks:
+        n, d = row["n_envs"], row["nproc"]
+        speedup = single[n] / row["seconds_per_iteration"] if n in single else math.nan
+        predicted = float(model.seconds_per_iteration(n) / model.seconds_per_iteration(n, d))
+        keys = ("seconds_per_iteration", "rollout_s_per_iteration", "update_s_per_iteration", "all_reduce_s_per_iteration")
+        out.append({"n_envs": n, "nproc": d, **{k: row[k] for k in keys}, "agent_steps_per_s": row["agent_steps_per_s"],
+                    "speedup": speedup, "efficiency": speedup / d, "predicted_speedup": predicted})  # fmt: skip
+    return out
+
+
 def plot_scaling(result: dict, path: Path) -> None:
     """Four panels against n_envs: throughput, time split, peak memory, predicted wall time to the target."""
     rows = result["measurements"]
@@ -145,6 +167,11 @@ def plot_scaling(result: dict, path: Path) -> None:
     ax.plot(n, [r["agent_steps_per_s"] for r in rows], "s-", label="PPO end to end (measured)")
     grid = np.geomspace(n.min(), n.max(), 100)
     ax.plot(grid, grid * model.n_steps / model.seconds_per_iteration(grid), "k--", lw=1, label="throughput model")
+    for d in sorted({r["nproc"] for r in result["data_parallel"]}):
+        ranks = [r for r in result["data_parallel"] if r["nproc"] == d]
+        n_d = np.array([r["n_envs"] for r in ranks], dtype=float)
+        ax.plot(n_d, [r["agent_steps_per_s"] for r in ranks], "^", ms=8, label=f"{d} ranks (measured)")
+        ax.plot(n_d, n_d * model.n_steps / model.seconds_per_iteration(n_d, d), "x", ms=8, label=f"{d} ranks (model, ideal)")
     ax.set(xscale="log", yscale="log", xlabel="n_envs", ylabel="agent steps / s", title="Throughput")
     ax.legend()
     ax = axes[0, 1]
@@ -168,7 +195,8 @@ def plot_scaling(result: dict, path: Path) -> None:
         for a in (axes[0, 0], axes[1, 1]):
             a.axvline(n_mark, color=style[0], ls=style[1:], lw=1.2, label=f"{label} → n_envs {n_mark:.0f}")
     ax.set(xscale="log", yscale="log", xlabel="n_envs", ylabel="hours")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # no prediction without a sweep
+        ax.legend(fontsize=8)
     axes[0, 0].legend(fontsize=8)
     batches = f"M {model.n_minibatches}" if model.minibatch_size is None else f"minibatch {model.minibatch_size}"
     fig.suptitle(f"{result['config']['env']}: PPO scaling with n_envs (n_steps {model.n_steps}, {batches})")
@@ -180,11 +208,13 @@ def write_report(result: dict, path: Path) -> None:
     model = result["model"]
     fixed = model["minibatch_size"]
     batches = f"M {model['n_minibatches']} minibatches" if fixed is None else f"minibatch {fixed}"
+    ranks = sorted({1} | {r["nproc"] for r in result["data_parallel"]})
+    nproc = f" --nproc {','.join(map(str, ranks))}" if len(ranks) > 1 else ""
     lines = [
         f"# Env-count scaling: {result['config']['env']}",
         "",
         f"Command: `rl-gns scaling --env {result['config']['env']} --n-envs "
-        f"{','.join(str(r['n_envs']) for r in result['measurements'])} --out {result['config']['out']}`. "
+        f"{','.join(str(r['n_envs']) for r in result['measurements'])}{nproc} --out {result['config']['out']}`. "
         f"Agent steps (1 agent step = {FRAME_SKIP} frames); NoiseScalePPO with the default measurement, n_steps "
         f"{model['n_steps']}, {batches}, {model['n_epochs']} epochs.",
         "",
@@ -213,6 +243,22 @@ def write_report(result: dict, path: Path) -> None:
         lines.append(f"Noise scale from `{noise['run']}` (B_simple pooled over the run, samples per gradient step): {values}.")
     for label, n_mark in result["marks_n_envs"].items():
         lines.append(f"- {label} agent steps → n_envs ≈ {n_mark:.0f} at n_steps {model['n_steps']}")
+    if result["data_parallel"]:
+        lines += [
+            "",
+            "Data-parallel ranks (`--nproc`; each rank steps n_envs / nproc envs, its torch threads a share of the cores),"
+            " against one process at the same n_envs and the model's ideal prediction:",
+            "",
+            "| n_envs | ranks | s/iter | rollout s | update s | of which all-reduce s | speedup | efficiency"
+            " | model speedup |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in result["data_parallel"]:
+            lines.append(
+                f"| {r['n_envs']} | {r['nproc']} | {r['seconds_per_iteration']:.2f} | {r['rollout_s_per_iteration']:.2f}"
+                f" | {r['update_s_per_iteration']:.2f} | {r['all_reduce_s_per_iteration']:.2f} | {r['speedup']:.2f}x"
+                f" | {r['efficiency']:.0%} | {r['predicted_speedup']:.2f}x |"
+            )
     prediction = result.get("prediction")
     if prediction:
         lines += [

@@ -174,11 +174,13 @@ def noise_sums(
 
 
 def measured_schemes(config: dict) -> tuple[str, ...]:
-    """The schemes a run measured, from its ``config.json`` (empty with ``--no-gns``)."""
+    """The schemes a run measured, from its ``config.json`` (empty with ``--no-gns``); a data-parallel run's free
+    measurement (``ranks``, loss ``total``) comes last."""
     if not config.get("gns", True):
         return ()
     scheme = config.get("gns_scheme", ("minibatch",))
-    return (scheme,) if isinstance(scheme, str) else tuple(scheme)
+    schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
+    return (*schemes, "ranks") if config.get("nproc", 1) > 1 else schemes
 
 
 def run_advice(progress: dict[str, np.ndarray], config: dict, predictor: str = DEFAULT_PREDICTOR) -> Advice | None:

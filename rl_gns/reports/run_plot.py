@@ -27,11 +27,11 @@ def plot_score(progress: dict[str, np.ndarray], ax: Axes) -> Axes:
 
 def plot_noise_scale(progress: dict[str, np.ndarray], config: dict, ax: Axes) -> Axes:
     """``B_simple`` per loss and scheme against agent steps, log scale: the average over training so far
-    (:func:`cumulative_b_simple`; solid for the first scheme, dashed for a second) and its 95 % interval
+    (:func:`cumulative_b_simple`; solid for the first scheme, dashed for a second, dotted for a third) and its 95 % interval
     (shaded, :func:`b_simple_interval`; up to the top of the panel where ``|G|²`` is not resolved). Points where
     the pooled ``|G|²`` is not yet positive are left out of the line."""
     bands = []
-    for scheme, style in zip(measured_schemes(config), ("-", "--"), strict=False):
+    for scheme, style in zip(measured_schemes(config), ("-", "--", ":"), strict=False):
         for loss, color in LOSS_COLORS.items():
             columns = noise_columns(progress, config, scheme, loss)
             if columns is None:

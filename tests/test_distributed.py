@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,7 +21,9 @@ from rl_gns.core.distributed import DataParallelPPO
 from rl_gns.core.exact import ChainEnv, ChainMDP, exact
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
+from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.launch import join, launch
+from rl_gns.experiments.train import train_rank
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.rundir import read_csv
 
@@ -198,3 +201,21 @@ def test_cli_trains_on_two_ranks_and_a_killed_rank_is_reported_and_resumable(tmp
     for scheme in ("envs", "ranks", "ranks_all"):  # every iteration measured, on both sides of the kill
         assert np.isfinite(progress[f"gns/{scheme}/g2_total_raw"]).all(), scheme
     assert "critical rollout size (env_value)" in resumed.stdout
+
+
+def mismatched_worker(config: TrainConfig) -> str:
+    join("cpu")
+    rank = th.distributed.get_rank()
+    try:
+        train_rank(replace(config, n_steps=config.n_steps * (1 + rank)))  # rank 1 started with other settings
+    except ValueError as error:
+        return str(error)
+    return "trained"
+
+
+def test_ranks_started_with_other_settings_are_refused_before_anything_is_written(tmp_path):
+    config = TrainConfig(env="BeamRider", backend="ram", n_envs=4, nproc=2, n_steps=32, minibatch_size=32,
+                         total_steps=256, out=tmp_path / "run", progress_bar=False)  # fmt: skip
+    errors = launch(mismatched_worker, 2, config)
+    assert errors[0] == errors[1] == "the ranks were started with other settings than rank 0 (rank 1: --n-steps)"
+    assert not (tmp_path / "run").exists()

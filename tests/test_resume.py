@@ -8,14 +8,18 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch as th
 
+from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.core.targets import first_reached
+from rl_gns.experiments.config import TrainConfig
+from rl_gns.experiments.train import resume_config, resumed_model
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.logs import AppendingCSVOutputFormat, read_rows, truncate_after
 from rl_gns.records.rundir import read_csv
@@ -118,6 +122,13 @@ def test_checkpoint_holds_the_uninterrupted_runs_parameters(tmp_path):
     adam_a, adam_b = a.policy.optimizer.state_dict()["state"], b.policy.optimizer.state_dict()["state"]
     assert all(th.equal(adam_a[k][s], adam_b[k][s]) for k in adam_a for s in ("exp_avg", "exp_avg_sq"))
     assert a.gns_history == b.gns_history and a.num_timesteps == b.num_timesteps == ROLLOUT
+
+    # resumed, the envs start new games seeded seed + env_steps + i (SB3's load seeds them with seed + i again)
+    make_env = partial(make_atari_vec_env, "BeamRider", backend="ram")
+    venv = resumed_model(resume_config(TrainConfig(resume=sliced)), make_env, checkpoint).get_env()
+    while hasattr(venv, "venv"):
+        venv = venv.venv
+    assert venv._seeds == [3 + 2 * ROLLOUT + i for i in range(2)]
 
     last = run_cli("train", "--resume", str(sliced))
     assert last.returncode == 0, last.stderr[-2000:]

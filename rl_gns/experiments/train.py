@@ -439,7 +439,8 @@ def resumed_model(config: TrainConfig, make_env: EnvFactory, checkpoint: Checkpo
     """
     rank, n_ranks = rank_and_size()
     n_envs = checkpoint.state["n_envs"] // n_ranks
-    env = make_env(n_envs, config.seed + checkpoint.env_steps + rank * n_envs)
+    seed = config.seed + checkpoint.env_steps + rank * n_envs
+    env = make_env(n_envs, seed)
     if n_ranks > 1:  # rank 0 reads the checkpoint for every rank: the others need no shared disk
         saved, rng_states = broadcast_object(
             (checkpoint.model.read_bytes(), load_rng_states(checkpoint)) if rank == 0 else None
@@ -450,6 +451,7 @@ def resumed_model(config: TrainConfig, make_env: EnvFactory, checkpoint: Checkpo
     else:
         model = AdaptivePPO.load(checkpoint.model, env=env, device=config.device, make_env=make_env)
         rng_states = load_rng_states(checkpoint)
+    env.seed(seed)  # SB3's load seeded the envs with the run's seed again (set_random_seed); the next reset uses this
     set_global_rng_state(rng_states[rank])
     return model
 

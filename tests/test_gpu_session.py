@@ -48,3 +48,10 @@ def test_sweep_stage_runs_a_slice_and_brings_back_its_small_files(tmp_path):
     assert not any(name.endswith(".zip") for name in names)
     again = session("sweep", tmp_path)  # the same slice again: everything is finished, nothing reruns
     assert again.returncode == 0 and "2 finished before" in (tmp_path / "out" / "sweep.log").read_text()
+
+
+def test_ranks_stage_measures_data_parallel_ranks(tmp_path):
+    result = session("ranks", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = (tmp_path / "out" / "scaling_nproc" / "report.md").read_text()
+    assert "| 2 | 2 |" in report  # 2 envs on 2 ranks, against 1 process

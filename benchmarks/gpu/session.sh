@@ -4,6 +4,7 @@
 #   bash benchmarks/gpu/session.sh check   # GPU losses, gradients and noise-scale norms against the CPU reference
 #   bash benchmarks/gpu/session.sh speed   # throughput matrix: plain SB3 vs rl-gns (off, default, all), n_envs 8-256
 #   bash benchmarks/gpu/session.sh sweep   # one slice of the pixel Beam Rider sweep; rerun to go on
+#   bash benchmarks/gpu/session.sh ranks   # data-parallel ranks (--nproc 1,2,4, gloo) on the machine's CPU cores
 #
 # On the device: carry .whl (benchmarks/gpu/prepare_wheels.sh makes it here) and run from the repository root;
 # results go to $OUT (what comes back): JSON records, logs, and the sweep's small files as one tarball. The sweep
@@ -12,7 +13,7 @@
 #
 # CPU dry run (tests/test_gpu_session.py): DEVICE=cpu TINY=1 OUT=... SWEEP_DIR=... bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
-stage="${1:?usage: session.sh check|speed|sweep}"
+stage="${1:?usage: session.sh check|speed|sweep|ranks}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 DEVICE="${DEVICE:-cuda}"
@@ -60,8 +61,19 @@ case "$stage" in
     (cd "$SWEEP_DIR" && find . \( -name '*.json' -o -name '*.csv' -o -name 'log.txt' -o -name 'error.txt' \) \
        -not -path '*/checkpoints/*' -print0 | tar --null -czf "$OUT/sweep_files.tar.gz" -T -)
     ;;
+  ranks)
+    # real D with more cores per rank than the project's 2-core VM: each rank gets n_envs / nproc envs and a share of
+    # the cores; one GPU cannot hold two NCCL ranks, so the ranks run on the CPU (gloo)
+    if [ "$TINY" = 1 ]; then
+      settings=(--n-envs 1,2 --nproc 1,2 --n-steps 16 --iterations 1 --env-agent-steps 64)
+    else
+      settings=(--n-envs 8,16,32 --nproc 1,2,4)
+    fi
+    python3 -m rl_gns scaling --env BeamRider "${settings[@]}" --device cpu --devices 1,2,4 --out "$OUT/scaling_nproc" \
+      2>&1 | grep -v torchelastic | tee "$OUT/ranks.log"
+    ;;
   *)
-    echo "unknown stage $stage: use check, speed or sweep" >&2
+    echo "unknown stage $stage: use check, speed, sweep or ranks" >&2
     exit 2
     ;;
 esac

@@ -169,7 +169,8 @@ TWO_RANKS = ["--env", "BeamRider", "--backend", "ram", "--n-envs", "4", "--nproc
 
 def rank_pids(launcher: int) -> list[int]:
     """The worker processes (ranks) the launcher process ``launcher`` spawned."""
-    children = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(launcher)], capture_output=True, text=True).stdout
+    command = ["ps", "-ww", "-o", "pid=,args=", "--ppid", str(launcher)]  # -ww: whole command lines, however long
+    children = subprocess.run(command, capture_output=True, text=True).stdout
     return [int(line.split()[0]) for line in children.splitlines() if "spawn_main" in line]
 
 
@@ -182,6 +183,7 @@ def test_cli_trains_on_two_ranks_and_a_killed_rank_is_reported_and_resumable(tmp
     while not ((run / CHECKPOINTS).is_dir() and latest_checkpoint(run)) and launcher.poll() is None:
         assert time.monotonic() < deadline, "no checkpoint"
         time.sleep(0.05)
+    assert launcher.poll() is None, launcher.communicate()[1][-3000:]
     pids = rank_pids(launcher.pid)
     assert len(pids) == 2, pids
     os.kill(pids[1], signal.SIGKILL)

@@ -39,7 +39,7 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.vec_env import VecEnv
 
-from rl_gns.core.measure import GradNormTap, SumOverRanks
+from rl_gns.core.measure import GradNormTap, SumOverRanks, normalize_advantages
 from rl_gns.core.noise_scale import NoiseScaleEMA, g2_and_trace
 from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO, Scheme
 
@@ -179,23 +179,15 @@ class SharedRolloutBuffer(RolloutBuffer):
             mine = chunk[chunk // n_local == rank] - rank * n_local
             self.share = len(mine) / len(chunk)
             samples = self._get_samples(mine if len(mine) else np.zeros(1, dtype=np.int64))
-            if self.normalize_advantage and len(chunk) > 1:
-                samples = self._normalize(samples, len(chunk))
+            if self.normalize_advantage:
+                samples = normalize_advantages(samples, self._sum_over_minibatch)
             yield samples
 
-    def _normalize(self, samples: RolloutBufferSamples, n: int) -> RolloutBufferSamples:
-        """Normalise ``samples.advantages`` with the mean and std of the ``n`` samples of the global minibatch."""
-        adv = samples.advantages
-        sums = th.stack([adv.double().sum(), adv.double().square().sum()])
-        if self.share == 0:  # a stand-in sample: not part of the minibatch
-            sums = th.zeros_like(sums)
-        if rank_and_size()[1] > 1:
-            sums = sums.to(comm_device())
-            dist.all_reduce(sums)
-        total, total_sq = sums.to(adv.device).unbind()
-        mean = total / n
-        std = ((total_sq - n * mean**2).clamp(min=0.0) / (n - 1)).sqrt()
-        return samples._replace(advantages=((adv - mean) / (std + 1e-8)).to(adv.dtype))
+    def _sum_over_minibatch(self, tensor: th.Tensor) -> None:
+        """Sum ``tensor`` over the ranks' shares of the minibatch, in place (a stand-in sample adds nothing)."""
+        if self.share == 0:
+            tensor.zero_()
+        sum_over_ranks(tensor)
 
 
 class DataParallelPPO(NoiseScalePPO):

@@ -107,13 +107,14 @@ def normalize_advantages(samples: RolloutBufferSamples, sum_over_ranks: SumOverR
         if len(adv) > 1:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         return samples._replace(advantages=adv)
-    sums = th.stack([adv.double().sum(), adv.double().square().sum(), th.tensor(float(len(adv)), dtype=th.float64)])
+    adv64 = adv.double()
+    sums = th.stack([adv64.sum(), adv64.square().sum(), adv64.new_tensor(float(len(adv)))])
     sum_over_ranks(sums)
     total, total_sq, n = sums.tolist()
     if n > 1:
         mean = total / n
-        std = max(total_sq - n * mean**2, 0.0) / (n - 1)
-        adv = (adv - mean) / (std**0.5 + 1e-8)
+        variance = max(total_sq - n * mean**2, 0.0) / (n - 1)
+        adv = (adv - mean) / (variance**0.5 + 1e-8)
     return samples._replace(advantages=adv)
 
 

@@ -23,7 +23,7 @@ from rl_gns.core.distributed import rank_and_size
 from rl_gns.experiments import bench, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, under_torchrun
-from rl_gns.records.rundir import read_json
+from rl_gns.records.rundir import RunFileError, read_json
 from rl_gns.reports import (
     adaptive_report,
     advise,
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         written = run(config)
-    except (FileNotFoundError, advise.NotMeasuredError) as error:
+    except (FileNotFoundError, RunFileError, advise.NotMeasuredError) as error:
         print(f"rl-gns {name}: error: {error}", file=sys.stderr)
         return 2
     except RankFailedError as error:

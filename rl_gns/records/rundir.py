@@ -15,7 +15,11 @@ A run directory (``rl-gns train --out DIR``, or one run of a sweep or benchmark 
 
 Noise-scale columns are ``gns/<scheme>/<quantity>_<loss>`` (``gns/minibatch/g2_policy_raw``). Runs
 written before 2026-11-22 measured one scheme, named in ``config.json`` (``gns_scheme``), and logged
-``gns/<quantity>_<loss>``; :meth:`RunDir.noise_columns` reads both.
+``gns/<quantity>_<loss>``; :func:`noise_columns` reads both.
+
+The readers never fail on a run that is still being written: a CSV row cut short by a kill is left out. A file
+they cannot read (torn or edited JSON, a cell that is not a number) raises :class:`RunFileError`, whose one-line
+message names the file.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, advise, parse_predictor
 from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.records.logs import read_rows
 
 CONFIG = "config.json"
 PROGRESS = "progress.csv"
@@ -50,20 +55,50 @@ EPISODE_FIELDS = ("env_steps", "score", "length_frames", "wall_s")
 Status = Literal["done", "failed", "unfinished"]
 
 
+class RunFileError(ValueError):
+    """A file of a run, sweep or benchmark directory that cannot be read; the message names the file and the fault."""
+
+
+def cell_value(cell: str, path: Path, line: int) -> float:
+    """One CSV cell as a number; NaN for an empty cell (a key not recorded in that row).
+
+    :param cell: the cell's text.
+    :param path: the file (named in the error).
+    :param line: the cell's line in the file, 1-based (named in the error).
+    :raises RunFileError: if the cell is not a number.
+    """
+    try:
+        return float(cell) if cell else math.nan
+    except ValueError:
+        raise RunFileError(f"{path}: line {line}: {cell!r} is not a number") from None
+
+
 def read_csv(path: str | Path) -> dict[str, np.ndarray]:
     """Columns of a CSV of numbers with a header (SB3's ``progress.csv``, ``episodes.csv``) as float arrays.
 
-    Empty cells (a key not recorded in that row) become NaN.
+    Empty cells (a key not recorded in that row) become NaN. A last line that a kill cut short (no newline at
+    its end) is left out (:func:`rl_gns.records.logs.read_rows`), as are blank lines.
 
     :param path: the CSV file.
-    :return: ``{key: (R,) array}`` for the ``R`` rows; ``{}`` for a file with no rows.
+    :return: ``{key: (R,) array}`` for the ``R`` rows; ``{}`` for a file with no rows (empty, header only, or
+        not written yet).
+    :raises RunFileError: naming the file, for a file that is not text or CSV, a row longer than the header,
+        or a cell that is not a number.
     """
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
+    path = Path(path)
+    try:
+        header, rows = read_rows(path)
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise RunFileError(f"{path}: not a CSV file ({error})") from error
+    numbers = []
+    for line, row in enumerate(rows, start=2):
+        if len(row) > len(header):
+            raise RunFileError(f"{path}: line {line} has {len(row)} cells, the header {len(header)}")
+        if row:
+            numbers.append([cell_value(cell, path, line) for cell in row] + [math.nan] * (len(header) - len(row)))
+    if not numbers:
         return {}
-    keys = list(rows[0].keys())
-    return {key: np.array([float(row[key]) if row.get(key) not in (None, "") else np.nan for row in rows]) for key in keys}
+    return dict(zip(header, np.array(numbers).T, strict=True))
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -76,10 +111,18 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """Read a JSON file, with the path in the error if it is missing."""
+    """Read a JSON file.
+
+    :param path: the file.
+    :raises FileNotFoundError: naming the file, if it is missing.
+    :raises RunFileError: naming the file, if it is not valid JSON (cut short, edited, or not text).
+    """
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_text())
+    except ValueError as error:  # json.JSONDecodeError, UnicodeDecodeError
+        raise RunFileError(f"{path}: not valid JSON ({error})") from error
 
 
 @dataclass(frozen=True)
@@ -127,13 +170,23 @@ class RunDir:
 
     def progress(self) -> dict[str, np.ndarray]:
         """``progress.csv`` columns (:func:`read_csv`); ``{}`` before the first row."""
-        path = self.file(PROGRESS)
-        return read_csv(path) if path.exists() else {}
+        return read_csv(self.file(PROGRESS))
+
+    def logged_progress(self) -> dict[str, np.ndarray]:
+        """``progress.csv`` columns of a run that has logged a row; a run without one has nothing to plot or judge.
+
+        :raises RunFileError: naming the directory without ``progress.csv``, or the file without a complete row.
+        """
+        if not self.file(PROGRESS).exists():
+            raise RunFileError(f"{self.path} holds no {PROGRESS}")
+        progress = self.progress()
+        if not progress:
+            raise RunFileError(f"{self.file(PROGRESS)}: no logged rows yet")
+        return progress
 
     def episodes(self) -> dict[str, np.ndarray]:
         """``episodes.csv`` columns, each ``(N,)`` for the ``N`` finished games (empty arrays before the first)."""
-        path = self.file(EPISODES)
-        games = read_csv(path) if path.exists() else {}
+        games = read_csv(self.file(EPISODES))
         return {key: games.get(key, np.array([])) for key in EPISODE_FIELDS}
 
     def env_steps(self, progress: dict[str, np.ndarray] | None = None) -> int:

@@ -25,8 +25,8 @@ import tyro
 
 from rl_gns.core.targets import first_reached
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.rundir import STEP_KEY, RunDir, measured_schemes, noise_columns, read_json
-from rl_gns.reports.figures import Axes, colors, relative, save_plot
+from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, measured_schemes, noise_columns, read_json
+from rl_gns.reports.figures import Axes, colors, legend, relative, save_plot
 from rl_gns.reports.sweep_analysis import TargetResult
 from rl_gns.reports.sweep_report import plot_steps_vs_experience
 
@@ -52,7 +52,8 @@ def steps_and_experience_logged(env_steps: int, total_timesteps_T: np.ndarray) -
     """
     index = int(np.searchsorted(total_timesteps_T, env_steps, side="left"))
     if index == len(total_timesteps_T):
-        raise ValueError(f"agent step {env_steps} lies after the last logged iteration ({total_timesteps_T[-1]:.0f})")
+        last = f"{total_timesteps_T[-1]:.0f}" if len(total_timesteps_T) else "none logged"
+        raise ValueError(f"agent step {env_steps} lies after the last logged iteration ({last})")
     return index + 1, int(total_timesteps_T[index])
 
 
@@ -63,19 +64,27 @@ def fit_steps(fit: TradeoffFit, experience: float) -> float:
     return fit.s_min * (1.0 + 1.0 / (ratio - 1.0)) if ratio > 1.0 else math.inf
 
 
-def g2_resolution(sweep_dir: Path, loss: str) -> tuple[float, float]:
+def measured_g2(run: RunDir, loss: str) -> np.ndarray:
+    """The raw ``|G|²`` estimates of ``loss`` a run logged (its first scheme); none if it has not measured it."""
+    config = run.config()
+    schemes = measured_schemes(config)
+    columns = noise_columns(run.progress(), config, schemes[0], loss) if schemes else None
+    return np.empty(0) if columns is None else columns[1][np.isfinite(columns[1])]
+
+
+def g2_resolution(sweep_dir: Path, loss: str) -> tuple[float, float] | None:
     """How well a sweep's runs resolve ``|G|²`` of ``loss`` (the denominator of B_simple), as evidence for the
     loss that drives the rule: ``(fraction of runs whose Σ raw g2 > 0, median over runs of the relative standard
-    error of the mean raw g2)``; a relative error near or above 1 means B_simple is not resolved."""
+    error of the mean raw g2)``; a relative error near or above 1 means B_simple is not resolved. Only runs with
+    at least 2 measurements count; ``None`` if there are none (not enough data)."""
     positive, relative_se = [], []
-    for run in (RunDir(d) for d in sorted((sweep_dir / "runs").iterdir()) if d.is_dir()):
-        config = run.config()
-        columns = noise_columns(run.progress(), config, measured_schemes(config)[0], loss)
-        assert columns is not None, f"{run.path} did not measure the {loss} loss"
-        g2 = columns[1][np.isfinite(columns[1])]
+    for run in (RunDir(d) for d in sorted((sweep_dir / "runs").iterdir()) if (d / CONFIG).exists()):
+        g2 = measured_g2(run, loss)
+        if len(g2) < 2:
+            continue
         positive.append(g2.sum() > 0)
         relative_se.append(g2.std(ddof=1) / math.sqrt(len(g2)) / abs(g2.mean()))
-    return float(np.mean(positive)), float(np.median(relative_se))
+    return (float(np.mean(positive)), float(np.median(relative_se))) if positive else None
 
 
 @dataclass
@@ -97,8 +106,9 @@ def load_adaptive_run(run_dir: Path, targets: list[float], window: int) -> Adapt
     config, progress, episodes = run_files.config(), run_files.progress(), run_files.episodes()
     n_envs_final = run_files.summary()["n_envs_final"]
     # a run stopped at its stop score ends inside an iteration that is never logged: count it whole, as analyze does
-    n_envs_T = [*progress["gns/n_envs"].astype(int).tolist(), n_envs_final]
-    total_timesteps_T = np.append(progress[STEP_KEY], progress[STEP_KEY][-1] + n_envs_final * config["n_steps"])
+    n_envs_T = [*progress.get("gns/n_envs", np.empty(0)).astype(int).tolist(), n_envs_final]
+    last_T = run_files.env_steps(progress) + n_envs_final * config["n_steps"]  # from 0 if no row was logged
+    total_timesteps_T = np.append(progress.get(STEP_KEY, np.empty(0)), last_T)
     run = AdaptiveRun(run_dir.name, config["adaptive_r"], config["seed"], n_envs_T)
     for target in targets:
         game = first_reached(episodes.get("env_steps", np.array([])), episodes.get("score", np.array([])), target, window)
@@ -130,7 +140,7 @@ def plot_comparison(fixed: list[TargetResult], runs: list[AdaptiveRun], ax: Axes
                 ax.scatter([e], [s], marker=markers[run.r], s=60, facecolor="none", edgecolor=color, lw=1.5, zorder=5)
     for r, marker in markers.items():
         ax.scatter([], [], marker=marker, facecolor="none", edgecolor="black", label=f"adaptive, r = {r:g}")
-    ax.legend(fontsize=8)
+    legend(ax, fontsize=8)
     ax.set_title("dots: fixed n_envs (labels: rollout size); open markers: adaptive runs", fontsize=9)
     return ax
 
@@ -178,8 +188,11 @@ def compare(config: CompareConfig) -> Path:
         "|---|---|---|",
     ]
     for loss in ("policy", "value", "total"):
-        positive, relative_se = g2_resolution(config.fixed, loss)
-        lines.append(f"| {loss} | {positive:.0%} | {relative_se:.2f} |")
+        resolution = g2_resolution(config.fixed, loss)
+        if resolution is None:
+            lines.append(f"| {loss} | not enough data: no run measured it twice | – |")
+        else:
+            lines.append(f"| {loss} | {resolution[0]:.0%} | {resolution[1]:.2f} |")
     lines += ["", "![steps vs experience](steps_vs_experience.png)"]
     path = config.adaptive_dir / "comparison.md"
     path.write_text("\n".join(lines) + "\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
-from rl_gns.records.rundir import PROGRESS, RunDir, run_advice
+from rl_gns.records.rundir import RunDir, run_advice
 
 
 class NotMeasuredError(ValueError):
@@ -31,19 +31,19 @@ class AdviseConfig:
 
 
 def check(config: AdviseConfig) -> None:
-    """Fail early (``ValueError``) on a directory without a training log or an unknown predictor."""
+    """Fail early (``ValueError``) on a directory without a logged row or an unknown predictor."""
     parse_predictor(config.predictor)
-    if not (config.run_dir / PROGRESS).exists():
-        raise ValueError(f"{config.run_dir} holds no {PROGRESS}")
+    RunDir(config.run_dir).logged_progress()
 
 
 def advise(config: AdviseConfig) -> Advice:
     """Print the advice of a run directory and return it.
 
     :raises NotMeasuredError: if the run did not measure the predictor's scheme and loss.
+    :raises RunFileError: naming a file of the run that cannot be read, or a ``progress.csv`` without rows.
     """
     run = RunDir(config.run_dir)
-    advice = run_advice(run.progress(), run.config(), config.predictor)
+    advice = run_advice(run.logged_progress(), run.config(), config.predictor)
     if advice is None:
         scheme, _, loss = parse_predictor(config.predictor)
         raise NotMeasuredError(

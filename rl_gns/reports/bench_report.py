@@ -39,7 +39,7 @@ from rl_gns.core.atari import FRAME_SKIP, resolve_game
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
 from rl_gns.records.rundir import RunDir, measured_schemes, noise_sums, read_json, write_json
-from rl_gns.reports.figures import Axes, number, plt, relative, save_figure
+from rl_gns.reports.figures import Axes, legend, number, plt, relative, save_figure
 
 #: "Start" of training: the first quarter of a run's budget (agent steps).
 START_FRACTION = 0.25
@@ -144,7 +144,7 @@ def load_run(run: RunDir, target: float) -> BenchRun | None:
         name=run.name,
         game=config["game"],
         seed=config["seed"],
-        env_steps=int(progress["time/total_timesteps"][-1]),
+        env_steps=run.env_steps(progress),
         score=score if math.isfinite(score) else None,
         n_games=len(scores_N),
         reached_target_at=None if reached is None else int(env_steps_N[reached]),
@@ -160,13 +160,13 @@ def pooled_noise_scale(
     :param g2_R: ``(R,)`` per seed, the sum of the raw ``g2`` estimates in the window.
     :param trace_sigma_R: ``(R,)`` per seed, the sum of the raw ``trace_sigma`` estimates.
     :param n_measurements: measurements pooled (reported only).
-    :param reps: bootstrap resamples.
+    :param reps: bootstrap resamples (0: no interval).
     :param rng: the bootstrap's generator.
     """
     g2_R, trace_sigma_R = np.asarray(g2_R, dtype=float), np.asarray(trace_sigma_R, dtype=float)
     point = b_simple(float(g2_R.sum()), float(trace_sigma_R.sum()))
     ci = None
-    if len(g2_R) >= 2:
+    if len(g2_R) >= 2 and reps > 0:
         picks = rng.integers(0, len(g2_R), size=(reps, len(g2_R)))
         g2_sums, trace_sums = g2_R[picks].sum(axis=1), trace_sigma_R[picks].sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -176,17 +176,22 @@ def pooled_noise_scale(
     return NoiseScale(point, ci, n_measurements)
 
 
-def iqm_with_ci(scores_RG: np.ndarray, reps: int, rng: np.random.Generator) -> tuple[float, tuple[float, float]]:
+def iqm_with_ci(scores_RG: np.ndarray, reps: int, rng: np.random.Generator) -> tuple[float, tuple[float, float] | None]:
     """IQM over all runs and games (``rliable.metrics.aggregate_iqm``) and its 95 % stratified bootstrap interval.
 
     :param scores_RG: ``(R, G)`` human-normalised scores, ``R`` runs of each of ``G`` games.
+    :param reps: bootstrap resamples (0: no interval).
+    :param rng: the bootstrap's generator.
     :return: ``(iqm, (low, high))``; the runs of each game are resampled with replacement, games kept.
     """
+    iqm = float(metrics.aggregate_iqm(scores_RG))
+    if reps < 1:
+        return iqm, None
     n_runs, n_games = scores_RG.shape
     picks = rng.integers(0, n_runs, size=(reps, n_runs, n_games))
     samples = [metrics.aggregate_iqm(np.take_along_axis(scores_RG, pick, axis=0)) for pick in picks]
     low, high = np.percentile(samples, [2.5, 97.5])
-    return float(metrics.aggregate_iqm(scores_RG)), (float(low), float(high))
+    return iqm, (float(low), float(high))
 
 
 def sweep_b_crit(sweep_dirs: tuple[Path, ...], bench_dir: Path) -> dict[str, list[dict]]:
@@ -259,24 +264,27 @@ def plot_b_simple_start_vs_average(games: list[GameResult], loss: str, ranges: d
             if scale.ci is not None and math.isfinite(scale.ci[1]):
                 yerr = [[max(y - scale.ci[0] * FRAME_SKIP, 0.0)], [scale.ci[1] * FRAME_SKIP - y]]
             ax.errorbar([i + offset], [y], yerr=yerr, fmt=marker, color=color, capsize=3,
-                        label=f"this benchmark, {window}" if i == 0 else None)  # fmt: skip
+                        label=f"this benchmark, {window}")  # fmt: skip
     ax.set_xticks(range(len(games)), [g.name for g in games], rotation=30, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("B_simple (frames)")
     ax.set_title(f"{loss} loss: not-resolved points are left out", fontsize=9)
     ax.grid(alpha=0.3, which="both", axis="y")
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     return ax
+
+
+def interval(value: float, ci: tuple[float, float] | list[float] | None, factor: int) -> str:
+    """``value [95 % CI]`` times ``factor`` (1: agent steps, 4: frames); the value alone without an interval."""
+    cell = number(value * factor)
+    return cell if ci is None else f"{cell} [{number(ci[0] * factor)}, {number(ci[1] * factor)}]"
 
 
 def noise_cell(scale: NoiseScale, factor: int) -> str:
     """A table cell: ``B_simple [95 % CI]`` times ``factor`` (1: agent steps, 4: frames), or "not resolved"."""
     if not scale.resolved:
         return f"not resolved ({scale.n_measurements} meas.)"
-    cell = number(scale.b_simple * factor)
-    if scale.ci is not None:
-        cell += f" [{number(scale.ci[0] * factor)}, {number(scale.ci[1] * factor)}]"
-    return cell
+    return interval(scale.b_simple, scale.ci, factor)
 
 
 def _score(value: float | None) -> str:
@@ -292,8 +300,8 @@ def noise_table(games: list[GameResult], factor: int, unit: str) -> list[str]:
     ]
     for g in games:
         b_crit = "; ".join(
-            f"{number(s['b_crit'] * factor)} [{number(s['ci'][0] * factor)}, {number(s['ci'][1] * factor)}] "
-            f"at target {s['target']:g} ({'RAM/MLP' if s['backend'] == 'ram' else s['backend']} sweep `{s['sweep']}`)"
+            f"{interval(s['b_crit'], s['ci'], factor)} at target {s['target']:g} "
+            f"({'RAM/MLP' if s['backend'] == 'ram' else s['backend']} sweep `{s['sweep']}`)"
             for s in g.b_crit
         )
         cells = [noise_cell(g.noise[loss][window], factor) for loss in LOSSES for window in WINDOWS]
@@ -370,11 +378,12 @@ def write_report(bench_dir: Path, settings: dict, games: list[GameResult], aggre
         )
     lines += ["", "## Aggregate", ""]
     if aggregate["games"]:
-        low, high = aggregate["ci"]
+        ci = aggregate["ci"]
+        spread = "no interval: --bootstrap 0" if ci is None else f"95 % stratified bootstrap CI {ci[0]:.3f}, {ci[1]:.3f}"
         lines.append(
             f"IQM of human-normalised final scores over {aggregate['n_runs']} run(s) × {len(aggregate['games'])} games "
-            f"({', '.join(aggregate['games'])}): **{aggregate['iqm']:.3f}** [95 % stratified bootstrap CI "
-            f"{low:.3f}, {high:.3f}] (rliable IQM; runs resampled within each game"
+            f"({', '.join(aggregate['games'])}): **{aggregate['iqm']:.3f}** [{spread}] "
+            "(rliable IQM; runs resampled within each game"
             + ("; one run per game: the interval is degenerate" if aggregate["n_runs"] < 2 else "")
             + ")."
         )

@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -14,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-__all__ = ["Axes", "colors", "error_bar", "fmt", "number", "plt", "relative", "save_figure", "save_plot"]
+__all__ = ["Axes", "colors", "error_bar", "fmt", "legend", "number", "plt", "relative", "save_figure", "save_plot"]
 
 
 def relative(path: Path, report_dir: Path) -> str:
@@ -24,8 +25,20 @@ def relative(path: Path, report_dir: Path) -> str:
 
 
 def colors(n: int) -> list:
-    """``n`` colours from viridis, dark to light (light yellow left out: it vanishes on white)."""
-    return [plt.get_cmap("viridis")(x) for x in np.linspace(0.0, 0.85, max(n, 1))]
+    """``n`` colours from viridis, dark to light (light yellow left out: it vanishes on white); none for ``n = 0``."""
+    return [plt.get_cmap("viridis")(x) for x in np.linspace(0.0, 0.85, n)]
+
+
+def legend(ax: Axes, empty: str | None = None, **kwargs: Any) -> Axes:
+    """The panel's legend, one entry per label (``kwargs``: matplotlib's ``legend``); a panel with nothing drawn
+    says ``empty`` instead, where given (a sweep that reached no target)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if labels:
+        unique = dict(zip(labels, handles, strict=True))
+        ax.legend(list(unique.values()), list(unique), **kwargs)
+    elif empty is not None and not ax.has_data():
+        ax.text(0.5, 0.5, empty, transform=ax.transAxes, ha="center", va="center", color="gray")
+    return ax
 
 
 def save_figure(fig: plt.Figure, path: Path) -> Path:

@@ -25,7 +25,7 @@ import tyro
 
 from rl_gns.core.advice import parse_predictor
 from rl_gns.records.rundir import read_json, write_json
-from rl_gns.reports.figures import Axes, colors, error_bar, fmt, relative, save_plot
+from rl_gns.reports.figures import Axes, colors, error_bar, fmt, legend, relative, save_plot
 
 #: Fits from fewer rollout sizes pass through their points exactly and are not admitted.
 MIN_SIZES = 3
@@ -77,6 +77,9 @@ def load_pairs(sweep_dirs: tuple[Path, ...]) -> tuple[list[Pair], list[str]]:
         for t in results["targets"]:
             if t["fit"] is None or len(t["rollout_size_K"]) < MIN_SIZES:
                 skipped.append(f"{game} target {t['target']:g}: {len(t['rollout_size_K'])} rollout sizes reached the target")
+                continue
+            if t["ci_b_crit"] is None:
+                skipped.append(f"{game} target {t['target']:g}: no interval of B_crit (analysed with --bootstrap 0)")
                 continue
             candidates = {
                 name: (float(c["value"]), None if c["ci"] is None else tuple(c["ci"])) for name, c in t["candidates"].items()
@@ -134,7 +137,7 @@ def plot_predicted_vs_fitted(pairs: list[Pair], names: list[str], ax: Axes) -> A
                 ms=5,
                 capsize=2,
                 alpha=0.85,
-                label=name if p is pairs[0] else None,
+                label=name,
             )
             finite.append(value)
     low, high = min(finite) / 3, max(finite) * 3  # limits from the points: a degenerate interval may run off to 1e13
@@ -150,7 +153,7 @@ def plot_predicted_vs_fitted(pairs: list[Pair], names: list[str], ax: Axes) -> A
         ylabel="predicted critical rollout size (agent steps)",
     )
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, ncol=2)
+    legend(ax, fontsize=7, ncol=2)
     return ax
 
 
@@ -196,7 +199,7 @@ def validate(config: ValidationConfig) -> Path:
                          f"| {fmt(value)} {ci_text} | {fmt(ratio)} |")  # fmt: skip
         lines += ["", "![predicted vs fitted](predicted_vs_fitted.png)"]
     if skipped:
-        lines += ["", "Not admitted (fewer than 3 rollout sizes reached the target):", "", *(f"- {s}" for s in skipped)]
+        lines += ["", "Not admitted:", "", *(f"- {s}" for s in skipped)]
     path = config.out / "predictors.md"
     path.write_text("\n".join(lines) + "\n")
     return path

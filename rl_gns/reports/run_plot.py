@@ -9,8 +9,8 @@ import numpy as np
 import tyro
 
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
-from rl_gns.records.rundir import PLOT, PROGRESS, STEP_KEY, RunDir, measured_schemes, noise_columns
-from rl_gns.reports.figures import Axes, plt, save_figure
+from rl_gns.records.rundir import PLOT, STEP_KEY, RunDir, measured_schemes, noise_columns
+from rl_gns.reports.figures import Axes, legend, plt, save_figure
 
 LOSS_COLORS = {"policy": "tab:blue", "value": "tab:orange", "total": "tab:green"}
 
@@ -46,9 +46,8 @@ def plot_noise_scale(progress: dict[str, np.ndarray], config: dict, ax: Axes) ->
             at = np.unique(np.linspace(3, len(g2) - 1, min(100, max(len(g2) - 3, 0))).astype(int))
             intervals = [b_simple_interval(g2[: t + 1], trace_sigma[: t + 1]) for t in at]
             bands.append((steps[at], [i.low for i in intervals], [i.high for i in intervals], color))
-    lines = [line.get_ydata() for line in ax.get_lines()]
-    if lines:  # bands span the lines' range, a decade beyond it either way
-        values = np.concatenate([np.asarray(y, dtype=float) for y in lines])
+    values = np.concatenate([np.empty(0), *(np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines())])
+    if values.size:  # bands span the lines' range, a decade beyond it either way (none before |G|² is resolved)
         bottom, top = values.min() / 10, values.max() * 10
         for x, low, high, color in bands:
             ax.fill_between(x, np.clip(low, bottom, top), np.clip(high, bottom, top), color=color, alpha=0.12, lw=0)
@@ -56,8 +55,7 @@ def plot_noise_scale(progress: dict[str, np.ndarray], config: dict, ax: Axes) ->
     ax.set_yscale("log")
     ax.set_xlabel("agent steps")
     ax.set_ylabel("B_simple, average so far (samples; 95 % band)")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, ncol=2)
+    legend(ax, fontsize=7, ncol=2)
     ax.grid(alpha=0.3, which="both")
     return ax
 
@@ -71,16 +69,18 @@ class PlotConfig:
 
 
 def check(config: PlotConfig) -> None:
-    """Fail early (``ValueError``) if the directory holds no training log."""
-    if not (config.run_dir / PROGRESS).exists():
-        raise ValueError(f"{config.run_dir} holds no {PROGRESS}")
+    """Fail early (``ValueError``) if the directory holds no logged row: a blank figure must not replace a good one."""
+    RunDir(config.run_dir).logged_progress()
 
 
 def plot_run(config: PlotConfig) -> Path:
-    """Write ``training.png`` of a run directory: score (top) and noise scale (bottom) over agent steps."""
+    """Write ``training.png`` of a run directory: score (top) and noise scale (bottom) over agent steps.
+
+    :raises RunFileError: before the run's first logged row (an existing figure is kept).
+    """
     run = RunDir(config.run_dir)
     settings = run.config() if run.is_started() else {}
-    progress = run.progress()
+    progress = run.logged_progress()
     fig, (ax_score, ax_gns) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
     plot_score(progress, ax_score)
     plot_noise_scale(progress, settings, ax_gns)

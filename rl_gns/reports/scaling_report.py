@@ -56,20 +56,29 @@ def check(config: ScalingReportConfig) -> None:
         )
     if min(config.devices) < 1:
         raise ValueError(f"--devices must be positive, got {config.devices}")
-    if config.sweep is not None and not (config.sweep / "results.json").exists():
-        raise ValueError(f"{config.sweep}/results.json not found: run rl-gns analyze on the sweep")
-    if config.noise_run is not None and not (config.noise_run / "progress.csv").exists():
-        raise ValueError(f"{config.noise_run}/progress.csv not found: pass a training run directory")
+    if config.sweep is not None:
+        if not (config.sweep / "results.json").exists():
+            raise ValueError(f"{config.sweep}/results.json not found: run rl-gns analyze on the sweep")
+        sweep_fit(config.sweep, config.target)
+    if config.noise_run is not None:
+        run = RunDir(config.noise_run)
+        run.logged_progress()
+        if not measured_schemes(run.config()):
+            raise ValueError(f"{config.noise_run} did not measure the noise scale (trained with --no-gns)")
 
 
 def sweep_fit(sweep_dir: Path, target: float | None) -> tuple[float, TradeoffFit, dict]:
-    """The target, fitted ``S(B)`` and settings of a sweep's ``results.json`` (highest fitted target by default)."""
+    """The target, fitted ``S(B)`` and settings of a sweep's ``results.json`` (highest fitted target by default).
+
+    :raises ValueError: if no target (or not ``target``) has a fit: fewer than 2 rollout sizes reached it.
+    """
     results = read_json(sweep_dir / "results.json")
     fitted = [t for t in results["targets"] if t.get("fit")]
     if target is not None:
         fitted = [t for t in fitted if t["target"] == target]
     if not fitted:
-        raise ValueError(f"{sweep_dir}/results.json has no fit for target {target}")
+        which = "any target" if target is None else f"target {target:g}"
+        raise ValueError(f"{sweep_dir}/results.json has no B_crit fit for {which} (fewer than 2 rollout sizes reached it)")
     chosen = max(fitted, key=lambda t: t["target"])
     fit = chosen["fit"]
     return chosen["target"], TradeoffFit(fit["s_min"], fit["e_min"], fit["rms_log_residual"]), results["settings"]
@@ -239,7 +248,7 @@ def write_report(result: dict, path: Path) -> None:
     ]
     if "noise_scale" in result:
         noise = result["noise_scale"]
-        values = ", ".join(f"{loss} {value:,.0f}" for loss, value in noise["b_simple"].items())
+        values = ", ".join(f"{loss} {value:,.0f}" for loss, value in noise["b_simple"].items()) or "not resolved"
         lines.append(f"Noise scale from `{noise['run']}` (B_simple pooled over the run, samples per gradient step): {values}.")
     for label, n_mark in result["marks_n_envs"].items():
         lines.append(f"- {label} agent steps → n_envs ≈ {n_mark:.0f} at n_steps {model['n_steps']}")

@@ -214,7 +214,10 @@ def median_candidate(sums_KR: list[list[NoiseSums]], factor: float, reps: int, r
 def noise_candidates(
     runs: list[RunRecord], target: float, sizes: list[int], n_minibatches: int, reps: int, rng: np.random.Generator
 ) -> dict[str, Candidate]:
-    """Every candidate measured in the runs that reached ``target`` (see the module docstring)."""
+    """Every candidate measured in the runs that reached ``target`` (see the module docstring); none where no size
+    reached it."""
+    if not sizes:
+        return {}
     keys = sorted({key for run in runs for reach in run.reached.values() for key in reach.noise})
     candidates = {}
     for key in keys:
@@ -230,6 +233,15 @@ def noise_candidates(
         candidates[f"{tag}_xM_{loss}"] = replace(per_gradient_step, value=m * per_gradient_step.value,
                                                  ci=None if ci is None else (m * ci[0], m * ci[1]))  # fmt: skip
     return candidates
+
+
+def unidentified(result: TargetResult) -> str | None:
+    """Why a target's B_crit cannot be fitted (fewer than 2 rollout sizes reached it); ``None`` if it can."""
+    if not result.rollout_size_K:
+        return f"no run reached target {result.target:g}: B_crit not identified"
+    if len(result.rollout_size_K) < 2:
+        return f"only rollout size {result.rollout_size_K[0]} reached target {result.target:g}: B_crit not identified"
+    return None
 
 
 def analyze_target(
@@ -263,8 +275,9 @@ def analyze_target(
 
     if result.censored_sizes:
         result.flags.append(f"not reached at rollout sizes {result.censored_sizes}")
-    if len(result.rollout_size_K) < 2:
-        result.flags.append("fewer than 2 rollout sizes reached the target: no fit")
+    reason = unidentified(result)
+    if reason is not None:
+        result.flags.append(reason)
         return result
     if len(result.rollout_size_K) < 3:
         result.flags.append("only 2 rollout sizes: the fit passes through them exactly")
@@ -272,20 +285,34 @@ def analyze_target(
     result.fit = fit_tradeoff(batch, np.array(result.steps_K))
     if result.fit.rms_log_residual > max_rms:
         result.flags.append(f"large residuals (RMS log residual {result.fit.rms_log_residual:.2f})")
-    samples = []
-    for _ in range(bootstrap):
-        resampled = [geometric_mean(rng.choice(steps, size=len(steps), replace=True)) for steps in steps_by_size]
-        fit = fit_tradeoff(batch, np.array(resampled))
-        samples.append((fit.s_min, fit.e_min, fit.b_crit))
-    low, high = np.percentile(np.array(samples), [2.5, 97.5], axis=0)
-    result.ci_s_min, result.ci_e_min, result.ci_b_crit = (
-        (float(low[0]), float(high[0])),
-        (float(low[1]), float(high[1])),
-        (float(low[2]), float(high[2])),
-    )
+    intervals = fit_intervals(batch, steps_by_size, bootstrap, rng)
+    if intervals is not None:
+        result.ci_s_min, result.ci_e_min, result.ci_b_crit = intervals
     if min(result.seeds_reached_K) < 2:
         result.flags.append("some sizes have a single seed: intervals understate the uncertainty")
     return result
+
+
+def fit_intervals(
+    batch_K: np.ndarray, steps_by_size: list[np.ndarray], reps: int, rng: np.random.Generator
+) -> tuple[tuple[float, float], ...] | None:
+    """95 % percentile intervals of ``(S_min, E_min, B_crit)`` from fits to the seeds resampled with replacement
+    within each size; ``None`` without resamples (``--bootstrap 0``).
+
+    :param batch_K: ``(K,)`` reached rollout sizes.
+    :param steps_by_size: per size, the steps ``S`` of each seed's fastest learning rate.
+    :param reps: bootstrap resamples.
+    :param rng: the bootstrap's generator.
+    """
+    if reps < 1:
+        return None
+    samples = []
+    for _ in range(reps):
+        resampled = [geometric_mean(rng.choice(steps, size=len(steps), replace=True)) for steps in steps_by_size]
+        fit = fit_tradeoff(batch_K, np.array(resampled))
+        samples.append((fit.s_min, fit.e_min, fit.b_crit))
+    low, high = np.percentile(np.array(samples), [2.5, 97.5], axis=0)
+    return tuple((float(lo), float(hi)) for lo, hi in zip(low, high, strict=True))
 
 
 def load_sweep(sweep_dir: Path) -> tuple[dict, list[RunRecord]]:

@@ -13,8 +13,8 @@ from rl_gns.core.advice import DEFAULT_PREDICTOR
 from rl_gns.core.noise_scale import cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
 from rl_gns.records.rundir import RunDir, measured_schemes, noise_columns
-from rl_gns.reports.figures import Axes, colors, error_bar, fmt, plt, save_plot
-from rl_gns.reports.sweep_analysis import RunRecord, TargetResult
+from rl_gns.reports.figures import Axes, colors, error_bar, fmt, legend, plt, save_plot
+from rl_gns.reports.sweep_analysis import RunRecord, TargetResult, unidentified
 
 
 def plot_steps_vs_experience(results: list[TargetResult], ax: Axes | None = None) -> Axes:
@@ -38,7 +38,7 @@ def plot_steps_vs_experience(results: list[TargetResult], ax: Axes | None = None
     ax.set_ylabel("steps S to target (PPO iterations)")
     ax.set_title("labels: rollout size; ★ = B_crit (2·E_min, 2·S_min)", fontsize=9)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    legend(ax, "no run reached a target", fontsize=8)
     return ax
 
 
@@ -56,7 +56,7 @@ def plot_wall_vs_experience(results: list[TargetResult], ax: Axes | None = None)
     ax.set_xlabel("experience E to target (agent steps)")
     ax.set_ylabel("wall time to target (s)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    legend(ax, "no run reached a target", fontsize=8)
     return ax
 
 
@@ -85,7 +85,7 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], loss: str, 
     ax.set_xlabel("agent steps")
     ax.set_ylabel(f"B_simple, {loss} loss, {scheme} scheme, average so far (samples)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(title="rollout size", fontsize=7)
+    legend(ax, f"no run measured the {loss} loss yet", title="rollout size", fontsize=7)
     return ax
 
 
@@ -104,7 +104,7 @@ def plot_predicted_vs_fitted(results: list[TargetResult], ax: Axes) -> Axes:
                 color="black",
                 capsize=4,
                 ms=8,
-                label="fitted B_crit" if i == 0 else None,
+                label="fitted B_crit",
             )
         for j, name in enumerate(names):
             candidate = result.candidates.get(name)
@@ -119,15 +119,14 @@ def plot_predicted_vs_fitted(results: list[TargetResult], ax: Axes) -> Axes:
                 color=palette[name],
                 capsize=2,
                 ms=5,
-                label=name if i == 0 else None,
+                label=name,
             )
     ax.set_xticks(range(len(results)), [f"{r.target:g}" for r in results])
     ax.set_xlabel("target score")
     ax.set_ylabel("critical rollout size (agent steps)")
     ax.set_yscale("log")
     ax.grid(alpha=0.3, which="both")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=6, ncol=2)
+    legend(ax, "no fitted B_crit and no finite prediction at any target", fontsize=6, ncol=2)
     return ax
 
 
@@ -137,6 +136,8 @@ def interval_cell(ci: tuple[float, float] | None) -> str:
 
 def candidate_rows(results: list[TargetResult]) -> list[str]:
     """Markdown rows: every candidate per target with its interval and its ratio to the fitted B_crit."""
+    if not any(r.candidates for r in results):
+        return ["None: no run reached a target, or none measured the noise scale."]
     lines = [
         "| target | candidate | prediction (agent steps) [95 % CI] | / fitted B_crit | B_simple per size (samples) |",
         "|---|---|---|---|---|",
@@ -220,6 +221,9 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
             )
         for size in r.censored_sizes:
             lines.append(f"| {size} | 0 (censored) | – | – | – | – | – |")
+        reason = unidentified(r)
+        if reason is not None:
+            lines += ["", f"{reason[:1].upper()}{reason[1:]}."]
         lines.append("")
     lines += [
         "## Figures",

@@ -1,0 +1,287 @@
+"""Readers of run, sweep and benchmark directories on bad or partial files, through the real CLI.
+
+Every case starts from committed results copied into ``tmp_path`` and damaged there: a row cut short by a kill,
+a torn JSON file, a cell that is not a number, files with a header only, a sweep that reached no target. A
+reader either uses what is whole or refuses with one line naming the file (exit status 2), never a traceback.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rl_gns.cli import main
+from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json
+from rl_gns.reports.adaptive_report import g2_resolution
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+#: One finished training run (100k agent steps of Beam Rider, 99 logged rows, 69 games).
+RUN = RESULTS / "runs" / "beamrider_100k"
+#: A finished 4-size sweep (one seed, one learning rate per size) whose runs never reach its target 1000.
+SWEEP = RESULTS / "resume" / "beamrider_ram_sweep"
+#: Its run of rollout size 64, the only one whose score (20-game mean) passes 700.
+SMALLEST = "n0002_lr2.50e-04_s0"
+#: Adaptive runs of the same game (compare-adaptive).
+ADAPTIVE = RESULTS / "sweeps" / "adaptive_beamrider_ram"
+SCALING = RESULTS / "scaling" / "beamrider"
+
+
+def copy(source: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(source, tmp_path / source.name))
+
+
+def rl_gns(capsys: pytest.CaptureFixture, *args: object) -> tuple[int, str]:
+    """Run ``rl-gns ARGS`` in this process: ``(exit status, stderr)``."""
+    status = main([str(arg) for arg in args])
+    return status, capsys.readouterr().err
+
+
+def assert_refused(status: int, stderr: str, *fragments: str) -> None:
+    """Exit status 2 with one line on stderr that holds every fragment."""
+    assert status == 2, stderr
+    assert stderr.count("\n") == 1 and stderr.startswith("rl-gns "), stderr
+    for fragment in fragments:
+        assert fragment in stderr, stderr
+
+
+def cut_last_line(path: Path, keep: int = 10) -> None:
+    """Leave the first ``keep`` characters of the last line of ``path``: a row a kill cut short."""
+    text = path.read_text()
+    start = text.rstrip("\n").rfind("\n") + 1
+    path.write_text(text[: start + keep])
+
+
+def with_targets(sweep_dir: Path, targets: list[float]) -> Path:
+    settings = json.loads((sweep_dir / "sweep.json").read_text())
+    (sweep_dir / "sweep.json").write_text(json.dumps({**settings, "targets": targets}))
+    return sweep_dir
+
+
+def header_only(path: Path) -> None:
+    path.write_text(path.read_text().split("\n", 1)[0] + "\n")
+
+
+# 1. a row cut short by a kill
+
+
+def test_read_csv_leaves_out_a_last_row_cut_short(tmp_path):
+    whole = read_csv(RUN / "progress.csv")
+    torn = tmp_path / "progress.csv"
+    shutil.copy(RUN / "progress.csv", torn)
+    cut_last_line(torn)
+    rows = read_csv(torn)
+    assert list(rows) == list(whole) and len(rows["time/total_timesteps"]) == len(whole["time/total_timesteps"]) - 1
+    for key, column in rows.items():
+        np.testing.assert_array_equal(column, whole[key][:-1])
+
+
+def test_analyze_and_advise_use_the_whole_rows_of_torn_files(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    run = sweep / "runs" / SMALLEST
+    steps = read_csv(run / "progress.csv")["time/total_timesteps"]
+    cut_last_line(run / "progress.csv")
+    cut_last_line(run / "episodes.csv", keep=3)
+    status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
+    assert status == 0, stderr
+    record = next(r for r in json.loads((sweep / "results.json").read_text())["runs"] if r["name"] == SMALLEST)
+    assert record["env_steps"] == steps[-2]
+
+    status, stderr = rl_gns(capsys, "advise", run)
+    assert status == 0, stderr
+
+
+# 2. a torn JSON file
+
+
+def test_read_json_names_a_torn_file(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text((RUN / "config.json").read_text()[:40])
+    with pytest.raises(RunFileError, match=f"^{re.escape(str(path))}: not valid JSON \\("):
+        read_json(path)
+
+
+@pytest.mark.parametrize("torn", ["sweep.json", f"runs/{SMALLEST}/config.json"])
+def test_analyze_refuses_a_torn_json_file_in_one_line(tmp_path, capsys, torn):
+    sweep = copy(SWEEP, tmp_path)
+    path = sweep / torn
+    path.write_text(path.read_text()[:40])
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{path}: not valid JSON")
+    assert not (sweep / "report.md").exists()
+
+
+@pytest.mark.parametrize("command", ["advise", "plot"])
+def test_run_commands_refuse_a_torn_config_in_one_line(tmp_path, capsys, command):
+    run = copy(RUN, tmp_path)
+    (run / "config.json").write_text((RUN / "config.json").read_text()[:40])
+    assert_refused(*rl_gns(capsys, command, run), f"{run / 'config.json'}: not valid JSON")
+
+
+def test_compare_adaptive_refuses_a_torn_summary_in_one_line(tmp_path, capsys):
+    fixed = copy(SWEEP, tmp_path)
+    assert rl_gns(capsys, "analyze", fixed, "--bootstrap", "10")[0] == 0
+    adaptive = copy(ADAPTIVE, tmp_path)
+    summary = sorted((adaptive / "runs").iterdir())[0] / "summary.json"
+    summary.write_bytes(summary.read_bytes()[:40])
+    assert_refused(*rl_gns(capsys, "compare-adaptive", adaptive, "--fixed", fixed), f"{summary}: not valid JSON")
+
+
+def test_the_installed_command_prints_no_traceback(tmp_path):
+    sweep = copy(SWEEP, tmp_path)
+    config = sweep / "runs" / SMALLEST / "config.json"
+    config.write_text(config.read_text()[:40])
+    result = subprocess.run([sys.executable, "-m", "rl_gns", "analyze", str(sweep)], capture_output=True, text=True)
+    assert_refused(result.returncode, result.stderr, f"rl-gns analyze: error: {config}: not valid JSON (")
+
+
+# 3. cells that are not numbers, files with a header only
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [("word", "line 3: 'word"), ("1,", "line 3 has")],
+    ids=["cell", "long row"],
+)
+def test_a_bad_csv_row_is_one_line_naming_the_file_and_line(tmp_path, capsys, damage, message):
+    sweep = copy(SWEEP, tmp_path)
+    progress = sweep / "runs" / SMALLEST / "progress.csv"
+    lines = progress.read_text().split("\n")
+    lines[2] = damage + lines[2]  # the second row: a word in its first cell, or one cell more
+    progress.write_text("\n".join(lines))
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{progress}: {message}")
+
+
+def test_a_binary_csv_is_one_line_naming_the_file(tmp_path):
+    path = tmp_path / "episodes.csv"
+    path.write_bytes(b"env_steps,score\n\xff\xfe\x00\n")
+    with pytest.raises(RunFileError, match=f"^{re.escape(str(path))}: not a CSV file"):
+        read_csv(path)
+
+
+@pytest.mark.parametrize("content", ["", "time/total_timesteps,train/loss\n"], ids=["empty", "header only"])
+def test_a_file_without_rows_reads_as_no_rows(tmp_path, content):
+    path = tmp_path / "progress.csv"
+    path.write_text(content)
+    assert read_csv(path) == {} and read_csv(tmp_path / "not_written_yet.csv") == {}
+
+
+def test_analyze_counts_a_run_without_rows_as_started_with_no_steps(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    run = sweep / "runs" / SMALLEST
+    for name in ("progress.csv", "episodes.csv"):
+        header_only(run / name)
+    (run / "summary.json").unlink()
+    status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
+    assert status == 0, stderr
+    assert f"| {SMALLEST} | unfinished | 0 | – |" in (sweep / "report.md").read_text()
+
+
+# 4. sweeps that reached no target, or reached it at one size only
+
+
+def test_analyze_reports_a_sweep_that_reached_no_target(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
+    assert status == 0, stderr
+    report = (sweep / "report.md").read_text()
+    assert "No run reached target 1000: B_crit not identified." in report
+    for figure in ("steps_vs_experience", "wall_vs_experience", "noise_scale_by_size", "bcrit_predicted_vs_fitted"):
+        assert (sweep / f"{figure}.png").stat().st_size > 10_000
+    (target,) = json.loads((sweep / "results.json").read_text())["targets"]
+    assert target["fit"] is None and target["candidates"] == {} and target["censored_sizes"] == [64, 128, 256, 512]
+
+
+def test_analyze_reports_targets_reached_at_one_size_or_none(tmp_path, capsys):
+    sweep = with_targets(copy(SWEEP, tmp_path), [500.0, 700.0, 1000.0])
+    status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
+    assert status == 0, stderr
+    report = (sweep / "report.md").read_text()
+    assert "Only rollout size 64 reached target 700: B_crit not identified." in report
+    assert "No run reached target 1000: B_crit not identified." in report
+    fitted, one_size, unreached = json.loads((sweep / "results.json").read_text())["targets"]
+    assert fitted["rollout_size_K"] == [64, 128, 256, 512] and fitted["b_crit"] > 0
+    assert one_size["fit"] is None and one_size["rollout_size_K"] == [64] and one_size["candidates"]
+    assert unreached["rollout_size_K"] == [] and unreached["candidates"] == {}
+
+
+def test_reports_without_bootstrap_intervals(tmp_path, capsys):
+    sweep = with_targets(copy(SWEEP, tmp_path), [500.0, 1000.0])
+    status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "0")
+    assert status == 0, stderr
+    fitted = json.loads((sweep / "results.json").read_text())["targets"][0]
+    assert fitted["b_crit"] > 0 and fitted["ci_b_crit"] is None
+    status, stderr = rl_gns(capsys, "validate-predictors", sweep, "--out", tmp_path / "validation")
+    assert status == 0, stderr
+    assert "BeamRider target 500: no interval of B_crit" in (tmp_path / "validation" / "predictors.md").read_text()
+
+
+def test_scaling_report_refuses_a_sweep_without_a_fit_in_one_line(tmp_path, capsys):
+    sweep, scaling = copy(SWEEP, tmp_path), copy(SCALING, tmp_path)
+    assert rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")[0] == 0
+    assert_refused(
+        *rl_gns(capsys, "scaling-report", scaling, "--sweep", sweep), f"{sweep}/results.json has no B_crit fit for any target"
+    )
+
+
+# 5. a figure is never redrawn blank
+
+
+@pytest.mark.parametrize("keep", ["", "header", "torn row"])
+def test_plot_refuses_a_run_without_rows_and_keeps_its_figure(tmp_path, capsys, keep):
+    run = copy(RUN, tmp_path)
+    figure = (run / "training.png").read_bytes()
+    lines = (RUN / "progress.csv").read_text().split("\n")
+    (run / "progress.csv").write_text({"": "", "header": lines[0] + "\n", "torn row": lines[0] + "\n" + lines[1][:30]}[keep])
+    assert_refused(*rl_gns(capsys, "plot", run), f"{run / 'progress.csv'}: no logged rows yet")
+    assert (run / "training.png").read_bytes() == figure
+
+
+def test_advise_and_scaling_report_refuse_a_run_without_rows(tmp_path, capsys):
+    run = copy(RUN, tmp_path)
+    header_only(run / "progress.csv")
+    assert_refused(*rl_gns(capsys, "advise", run), "no logged rows yet")
+    scaling = copy(SCALING, tmp_path)
+    assert_refused(*rl_gns(capsys, "scaling-report", scaling, "--noise-run", run), "no logged rows yet")
+
+
+# 6. partial runs: too little data for a number
+
+
+def test_plot_a_run_before_its_noise_scale_is_resolved(tmp_path, capsys):
+    run = copy(RUN, tmp_path)
+    header, first = (RUN / "progress.csv").read_text().split("\n")[:2]
+    cells = first.split(",")
+    for i, key in enumerate(header.split(",")):
+        if key.startswith("gns/envs/g2_") and key.endswith("_raw"):
+            cells[i] = "-0.5"  # |G|² not yet positive for any loss: no B_simple to draw
+    (run / "progress.csv").write_text(f"{header}\n{','.join(cells)}\n")
+    status, stderr = rl_gns(capsys, "plot", run)
+    assert status == 0, stderr
+
+
+def test_g2_resolution_needs_two_measurements(tmp_path):
+    sweep = copy(SWEEP, tmp_path)
+    for run in (sweep / "runs").iterdir():
+        progress = run / "progress.csv"
+        progress.write_text("\n".join(progress.read_text().split("\n")[:2]) + "\n")  # one row each
+    assert g2_resolution(sweep, "value") is None
+    started = sweep / "runs" / "n0032_lr1.00e-03_s0"  # a run that has written its configuration only
+    started.mkdir()
+    shutil.copy(SWEEP / "runs" / SMALLEST / "config.json", started)
+    assert RunDir(started).progress() == {} and g2_resolution(sweep, "value") is None
+
+
+def test_compare_adaptive_with_a_fixed_sweep_that_has_a_started_run(tmp_path, capsys):
+    fixed = copy(SWEEP, tmp_path)
+    assert rl_gns(capsys, "analyze", fixed, "--bootstrap", "10")[0] == 0
+    started = fixed / "runs" / "n0032_lr1.00e-03_s0"
+    started.mkdir()
+    shutil.copy(SWEEP / "runs" / SMALLEST / "config.json", started)
+    adaptive = copy(ADAPTIVE, tmp_path)
+    status, stderr = rl_gns(capsys, "compare-adaptive", adaptive, "--fixed", fixed)
+    assert status == 0, stderr
+    assert "| policy |" in (adaptive / "comparison.md").read_text()

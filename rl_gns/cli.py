@@ -12,7 +12,8 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ from rl_gns.core.distributed import rank_and_size
 from rl_gns.experiments import bench, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, under_torchrun
+from rl_gns.experiments.plan import EVERY_SETTING
+from rl_gns.experiments.runner import RunsFailedError, die_with_parent
+from rl_gns.experiments.signals import Interrupted
+from rl_gns.records.checkpoint import CheckpointError
+from rl_gns.records.lock import RunLockedError
 from rl_gns.records.rundir import RunFileError, read_json
 from rl_gns.reports import (
     adaptive_report,
@@ -36,17 +42,41 @@ from rl_gns.reports import (
 )
 
 
-def train_and_plot(config: TrainConfig) -> Path:
-    run_dir = train.train(config)
+def given_settings(args: list[str], config_cls: type) -> frozenset[str]:
+    """The settings named on a command line (field names), whatever their values: ``--n-envs 8`` names ``n_envs``
+    and ``--no-gns`` names ``gns``.
+
+    :param args: the command's arguments, after its name.
+    :param config_cls: the command's settings dataclass.
+    """
+    names = {f.name for f in fields(config_cls)}
+    given = set()
+    for arg in args:
+        if not arg.startswith("--"):
+            continue
+        name = arg[2:].split("=", 1)[0].replace("-", "_")
+        if name not in names and name.startswith("no_"):
+            name = name[3:]
+        if name in names:
+            given.add(name)
+    return frozenset(given)
+
+
+def prepare_train(config: TrainConfig, given: frozenset[str]) -> Callable[[], Path]:
+    """Plan the run (every check, nothing written), then train it and draw ``training.png``. Under ``torchrun`` the
+    ranks first join, and rank 0's plan holds for all (rank 0 also checks here, to fail before the others start)."""
+    if under_torchrun():
+        if os.environ.get("RANK", "0") == "0":
+            train.plan_run(config, given)
+        return partial(train_and_plot, partial(train.train_under_torchrun, config, given))
+    return partial(train_and_plot, partial(train.train, train.plan_run(config, given)))
+
+
+def train_and_plot(start: Callable[[], Path]) -> Path:
+    run_dir = start()
     if rank_and_size()[0] == 0:  # under torchrun, rank 0 holds the run directory
         run_plot.plot_run(run_plot.PlotConfig(run_dir))
     return run_dir
-
-
-def check_train(config: TrainConfig) -> None:
-    if under_torchrun() and os.environ.get("RANK", "0") != "0":
-        return  # rank 0 checks the settings and sends its verdict to the others (their disks may not hold the run)
-    train.check(config)
 
 
 @dataclass
@@ -62,12 +92,11 @@ class RunSpecConfig:
         return replace(train_config_from_json(read_json(self.spec)), max_wall_minutes=self.max_wall_minutes)
 
 
-def run_spec(config: RunSpecConfig) -> Path:
-    return train.train(config.train_config())
-
-
-def check_spec(config: RunSpecConfig) -> None:
-    train.check(config.train_config())
+def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], Path]:
+    """A spec names every setting of its run; a worker of a sweep ends with the sweep."""
+    if os.environ.get("RL_GNS_WORKER"):
+        die_with_parent()
+    return partial(train.train, train.plan_run(config.train_config(), EVERY_SETTING))
 
 
 def analyze(config: sweep_analysis.AnalyzeConfig) -> Path:
@@ -121,24 +150,36 @@ def check_scaling(config: ScalingCommand) -> None:
         scaling_report.check(scaling_report.ScalingReportConfig(**options, scaling_dir=config.out))
 
 
-#: subcommand -> (config dataclass, check that raises on bad settings before anything is written, runner)
-COMMANDS: dict[str, tuple[type, Callable[[Any], object], Callable[[Any], Any]]] = {
-    "train": (TrainConfig, check_train, train_and_plot),
-    "sweep": (sweep.SweepConfig, sweep.check, sweep.sweep),
-    "analyze": (sweep_analysis.AnalyzeConfig, sweep_analysis.check, analyze),
-    "plot": (run_plot.PlotConfig, run_plot.check, run_plot.plot_run),
-    "bench": (BenchCommand, check_bench, bench_and_report),
-    "bench-report": (bench_report.BenchReportConfig, bench_report.check, bench_report.report),
-    "scaling": (ScalingCommand, check_scaling, scaling_and_report),
-    "scaling-report": (scaling_report.ScalingReportConfig, scaling_report.check, scaling_report.report),
-    "compare-adaptive": (adaptive_report.CompareConfig, adaptive_report.check, adaptive_report.compare),
-    "advise": (advise.AdviseConfig, advise.check, advise.advise),
+Prepare = Callable[[Any, frozenset[str]], Callable[[], Any]]
+
+
+def checked(check: Callable[[Any], object], run: Callable[[Any], Any]) -> Prepare:
+    """The preparation of a command without a plan: ``check`` (raises on bad settings, writes nothing), then ``run``."""
+
+    def prepare(config: Any, given: frozenset[str]) -> Callable[[], Any]:
+        check(config)
+        return partial(run, config)
+
+    return prepare
+
+
+#: subcommand -> (config dataclass, preparation: checks everything before anything is written and returns the work)
+COMMANDS: dict[str, tuple[type, Prepare]] = {
+    "train": (TrainConfig, prepare_train),
+    "sweep": (sweep.SweepConfig, checked(sweep.check, sweep.sweep)),
+    "analyze": (sweep_analysis.AnalyzeConfig, checked(sweep_analysis.check, analyze)),
+    "plot": (run_plot.PlotConfig, checked(run_plot.check, run_plot.plot_run)),
+    "bench": (BenchCommand, checked(check_bench, bench_and_report)),
+    "bench-report": (bench_report.BenchReportConfig, checked(bench_report.check, bench_report.report)),
+    "scaling": (ScalingCommand, checked(check_scaling, scaling_and_report)),
+    "scaling-report": (scaling_report.ScalingReportConfig, checked(scaling_report.check, scaling_report.report)),
+    "compare-adaptive": (adaptive_report.CompareConfig, checked(adaptive_report.check, adaptive_report.compare)),
+    "advise": (advise.AdviseConfig, checked(advise.check, advise.advise)),
     "validate-predictors": (
         predictor_validation.ValidationConfig,
-        predictor_validation.check,
-        predictor_validation.validate,
+        checked(predictor_validation.check, predictor_validation.validate),
     ),
-    "run": (RunSpecConfig, check_spec, run_spec),
+    "run": (RunSpecConfig, prepare_spec),
 }
 
 
@@ -153,6 +194,11 @@ def split_number_lists(argv: list[str]) -> list[str]:
     return out
 
 
+#: What the work of a command raises for bad input found only once it runs: a run file that cannot be read, a run
+#: another process took, a checkpoint that cannot be resumed, a run that measured nothing to advise on.
+INPUT_ERRORS = (RunFileError, RunLockedError, CheckpointError, FileExistsError, FileNotFoundError, advise.NotMeasuredError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings or input)."""
     argv = split_number_lists(sys.argv[1:] if argv is None else argv)
@@ -160,21 +206,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rl-gns {rl_gns.__version__}")
         return 0
     config = tyro.extras.subcommand_cli_from_dict(
-        {name: config_cls for name, (config_cls, _, _) in COMMANDS.items()}, args=argv, prog="rl-gns"
+        {name: config_cls for name, (config_cls, _) in COMMANDS.items()}, args=argv, prog="rl-gns"
     )
-    name = next(name for name, (config_cls, _, _) in COMMANDS.items() if type(config) is config_cls)
-    _, check, run = COMMANDS[name]
+    name = next(name for name, (config_cls, _) in COMMANDS.items() if type(config) is config_cls)
+    _, prepare = COMMANDS[name]
     try:
-        check(config)
+        work = prepare(config, given_settings(argv[1:], type(config)))
     except (ValueError, FileExistsError, FileNotFoundError) as error:
         print(f"rl-gns {name}: error: {error}", file=sys.stderr)
         return 2
     try:
-        written = run(config)
-    except (FileNotFoundError, RunFileError, advise.NotMeasuredError) as error:
+        written = work()
+    except INPUT_ERRORS as error:
         print(f"rl-gns {name}: error: {error}", file=sys.stderr)
         return 2
-    except RankFailedError as error:
+    except Interrupted as stop:
+        print(f"rl-gns {name}: {stop}", file=sys.stderr)
+        return stop.exit_status
+    except (RankFailedError, RunsFailedError, OSError) as error:
         print(f"rl-gns {name}: error: {error}", file=sys.stderr)
         return 1
     if isinstance(written, Path):

@@ -16,7 +16,7 @@ from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.targets import steps_and_experience
 from rl_gns.core.tradeoff import TradeoffFit
 from rl_gns.experiments.callbacks import EpisodeLogger
-from rl_gns.experiments.train import TrainConfig, check, train
+from rl_gns.experiments.train import TrainConfig, plan_run, train
 from rl_gns.records.rundir import read_csv as read_progress
 from rl_gns.reports.adaptive_report import fit_steps, steps_and_experience_logged
 
@@ -68,11 +68,11 @@ def test_fit_steps_on_the_hyperbola():
 
 def test_invalid_adaptive_settings_fail_in_check(tmp_path):
     base = dict(env="BeamRider", backend="ram", n_steps=32, minibatch_size=32, n_envs=4, anneal=False, out=tmp_path / "x")
-    check(TrainConfig(**base, adaptive_r=64.0))
+    plan_run(TrainConfig(**base, adaptive_r=64.0))
     bad = [
         (dict(adaptive_r=0.0), "must be > 0"),
         (dict(adaptive_r=64.0, max_n_envs=48), "power of 2"),
-        (dict(adaptive_r=64.0, max_n_envs=2), ">= n_envs"),
+        (dict(adaptive_r=64.0, max_n_envs=2), ">= --n-envs"),
         (dict(adaptive_r=64.0, anneal=True), "--no-anneal"),
         (dict(adaptive_r=64.0, gns=False), "must be measured"),
         (dict(adaptive_r=64.0, adaptive_predictor="env_value", gns_losses=("policy", "total")), "must be measured"),
@@ -81,7 +81,7 @@ def test_invalid_adaptive_settings_fail_in_check(tmp_path):
     ]
     for overrides, message in bad:
         with pytest.raises(ValueError, match=message):
-            check(TrainConfig(**{**base, **overrides}))
+            plan_run(TrainConfig(**{**base, **overrides}))
 
 
 def test_extend_dummy_vec_env_keeps_envs_without_reset():
@@ -149,7 +149,7 @@ def test_tiny_adaptive_run_grows_and_keeps_training(tmp_path):
         anneal=False, gns_scheme=("envs",), gns_every=1, adaptive_r=4096.0, max_n_envs=8, adaptive_min_measurements=2,
         total_steps=3000, torch_threads=1, progress_bar=False, out=tmp_path / "run",
     )  # fmt: skip
-    out = train(config)
+    out = train(plan_run(config))
     progress = read_progress(out / "progress.csv")
     n_envs = progress["gns/n_envs"]
     assert n_envs[0] == 2 and n_envs[-1] == 8 and np.all(np.diff(n_envs) >= 0)

@@ -23,7 +23,7 @@ from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.launch import join, launch
-from rl_gns.experiments.train import train_rank
+from rl_gns.experiments.train import plan_on_rank_0
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.rundir import read_csv
 
@@ -209,7 +209,7 @@ def mismatched_worker(config: TrainConfig) -> str:
     join("cpu")
     rank = th.distributed.get_rank()
     try:
-        train_rank(replace(config, n_steps=config.n_steps * (1 + rank)))  # rank 1 started with other settings
+        plan_on_rank_0(replace(config, n_steps=config.n_steps * (1 + rank)), {"n_steps"})  # rank 1: other settings
     except ValueError as error:
         return str(error)
     return "trained"
@@ -219,5 +219,5 @@ def test_ranks_started_with_other_settings_are_refused_before_anything_is_writte
     config = TrainConfig(env="BeamRider", backend="ram", n_envs=4, nproc=2, n_steps=32, minibatch_size=32,
                          total_steps=256, out=tmp_path / "run", progress_bar=False)  # fmt: skip
     errors = launch(mismatched_worker, 2, config)
-    assert errors[0] == errors[1] == "the ranks were started with other settings than rank 0 (rank 1: --n-steps)"
+    assert errors[0] == errors[1] == "the ranks were started with other settings than rank 0 (ranks 1)"
     assert not (tmp_path / "run").exists()

@@ -19,8 +19,8 @@ from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.core.targets import first_reached
 from rl_gns.experiments.config import TrainConfig
-from rl_gns.experiments.train import resume_config, resumed_model
-from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
+from rl_gns.experiments.train import plan_run, resumed_model
+from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST, latest_checkpoint, sha256
 from rl_gns.records.logs import AppendingCSVOutputFormat, read_rows, truncate_after
 from rl_gns.records.rundir import read_csv
 
@@ -125,7 +125,9 @@ def test_checkpoint_holds_the_uninterrupted_runs_parameters(tmp_path):
 
     # resumed, the envs start new games seeded seed + env_steps + i (SB3's load seeds them with seed + i again)
     make_env = partial(make_atari_vec_env, "BeamRider", backend="ram")
-    venv = resumed_model(resume_config(TrainConfig(resume=sliced)), make_env, checkpoint).get_env()
+    plan = plan_run(TrainConfig(resume=sliced), given={"resume"})
+    assert plan.checkpoint == checkpoint
+    venv = resumed_model(plan, make_env(plan.n_envs_per_rank, plan.env_seed()), make_env).get_env()
     while hasattr(venv, "venv"):
         venv = venv.venv
     assert venv._seeds == [3 + 2 * ROLLOUT + i for i in range(2)]
@@ -151,22 +153,35 @@ def test_corrupted_checkpoints_fall_back_or_are_refused(tmp_path):
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
+def forge_state(checkpoint: Path, state: dict) -> None:
+    """Rewrite a checkpoint's state.json and its manifest entry, as if a checkpoint had been written so."""
+    (checkpoint / "state.json").write_text(json.dumps(state))
+    manifest = json.loads((checkpoint / MANIFEST).read_text())
+    manifest["files"]["state.json"] = sha256(checkpoint / "state.json")
+    (checkpoint / MANIFEST).write_text(json.dumps(manifest))
+
+
 def test_resume_refuses_another_version_other_settings_or_a_finished_run(tmp_path):
     run = tmp_path / "run"
     assert run_cli("train", *TINY, "--total-steps", "256", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
-    other = run_cli("train", "--resume", str(run), "--n-envs", "4")
+    other = run_cli("train", "--resume", str(run), "--n-envs", "8")  # the default value, given: compared all the same
     assert other.returncode == 2 and "started with --n-envs 2" in other.stderr
+    same = run_cli("train", "--resume", str(run), "--n-envs", "2", "--max-wall-minutes", "1e-9")  # agrees: accepted
+    assert same.returncode == 0, same.stderr[-1000:]
     fresh = run_cli("train", *TINY, "--total-steps", "256", "--out", str(run))
     assert fresh.returncode == 2 and "--resume" in fresh.stderr  # not silently restarted
-    state_path = next((run / CHECKPOINTS).iterdir()) / "state.json"
-    state = json.loads(state_path.read_text())
-    state_path.write_text(json.dumps({**state, "rl_gns": "0.0.1"}))
+    checkpoint = max((run / CHECKPOINTS).iterdir())
+    state = json.loads((checkpoint / "state.json").read_text())
+    (checkpoint / "state.json").write_text(json.dumps({**state, "env_steps": 64}))  # edited by hand: refused
+    with pytest.warns(UserWarning, match="state.json does not match its checksum"):
+        assert latest_checkpoint(run).path != checkpoint
+    forge_state(checkpoint, {**state, "rl_gns": "0.0.1"})
     older = run_cli("train", "--resume", str(run))
     assert older.returncode == 2 and "made by rl-gns 0.0.1" in older.stderr
-    state_path.write_text(json.dumps({**state, "settings": {**state["settings"], "gamma": 0.9}}))
+    forge_state(checkpoint, {**state, "settings": {**state["settings"], "gamma": 0.9}})
     edited = run_cli("train", "--resume", str(run))
     assert edited.returncode == 2 and "other settings (gamma)" in edited.stderr
-    state_path.write_text(json.dumps(state))
+    forge_state(checkpoint, state)
     assert run_cli("train", "--resume", str(run)).returncode == 0
     finished = run_cli("train", "--resume", str(run))
     assert finished.returncode == 2 and "finished" in finished.stderr

@@ -87,7 +87,7 @@ def test_sweep_resumes_after_a_worker_is_killed(tmp_path):
     killed = subprocess.run(["pkill", "-9", "-f", f"rl_gns run {out}/specs/{second.name}.json"])
     assert killed.returncode == 0
     stdout, _ = sweep.communicate(timeout=120)
-    assert sweep.returncode == 0
+    assert sweep.returncode == 1  # a sweep with a failed run fails
     assert f"failed: {second.name}" in stdout and "1/2 finished" in stdout
     assert "exit status -9" in (second / "error.txt").read_text()
     assert not (second / "summary.json").exists()

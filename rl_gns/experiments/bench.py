@@ -15,8 +15,8 @@ from pathlib import Path
 
 from rl_gns.core.atari import resolve_game
 from rl_gns.experiments.config import TrainConfig, base_train_config
+from rl_gns.experiments.plan import EVERY_SETTING, plan_run
 from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, run_all
-from rl_gns.experiments.train import check as check_run
 from rl_gns.records.rundir import write_json
 from rl_gns.records.tables import load_games, load_suites
 
@@ -139,7 +139,7 @@ def check(config: BenchConfig) -> None:
         raise ValueError(f"suite {config.suite!r} names games missing from the game table: {unknown}")
     check_same_settings(config.out / "bench.json", record(config), SELECTION_FIELDS)
     for spec in runs(config, tier).values():
-        check_run(spec)
+        plan_run(spec, EVERY_SETTING)
 
 
 def bench(config: BenchConfig) -> dict[str, str]:

@@ -79,27 +79,35 @@ class EpisodeLogger(BaseCallback):
 
 
 class Checkpointer(BaseCallback):
-    """Writes checkpoints between PPO iterations and stops training cleanly before a wall-clock deadline.
+    """Writes checkpoints between PPO iterations and stops training cleanly before a wall-clock deadline or when asked.
 
     At the start of each rollout (the previous update and its log row are done, nothing of the next iteration
     has happened) it calls ``save`` when ``every_s`` seconds or ``every_steps`` agent steps have passed since the
-    last checkpoint, or when the next iteration might not finish before ``deadline_s``; in that last case it
-    also stops training at the next env step (SB3's ``on_step`` seam), whose step the checkpoint does not hold.
-    In a data-parallel run, rank 0's clock decides for every rank (:func:`~rl_gns.core.distributed.agree`).
+    last checkpoint, when the next iteration might not finish before ``deadline_s``, or when ``stop_requested``
+    says so (a signal); in those two cases it also stops training at the next env step (SB3's ``on_step`` seam),
+    whose step the checkpoint does not hold. In a data-parallel run, rank 0 decides for every rank
+    (:func:`~rl_gns.core.distributed.agree`).
 
     :param save: writes a checkpoint of the model as it is now.
     :param every_s: wall seconds between checkpoints; ``0``: after every iteration; ``None``: no time trigger.
     :param every_steps: agent steps between checkpoints; ``None``: no step trigger.
     :param deadline_s: stop before this many wall seconds from the start of training; ``None``: no deadline.
+    :param stop_requested: whether to stop at the next iteration boundary (:class:`~rl_gns.experiments.signals.StopOnSignal`).
     """
 
     def __init__(
-        self, save: Callable[[], None], every_s: float | None, every_steps: int | None, deadline_s: float | None
+        self,
+        save: Callable[[], None],
+        every_s: float | None,
+        every_steps: int | None,
+        deadline_s: float | None,
+        stop_requested: Callable[[], bool] = lambda: False,
     ) -> None:
         super().__init__()
         self.save = save
         self.every_s, self.every_steps, self.deadline_s = every_s, every_steps, deadline_s
-        self.stopped_for_deadline = False
+        self.stop_requested = stop_requested
+        self.stopped = False
         self.n_saved = 0
         self.save_s = 0.0  # wall seconds spent writing checkpoints
 
@@ -119,17 +127,17 @@ class Checkpointer(BaseCallback):
         due_time = self.every_s is not None and now - self._last_save >= self.every_s
         due_steps = self.every_steps is not None and self.num_timesteps - self._last_steps >= self.every_steps
         late = self.deadline_s is not None and now - self._start + 1.5 * self._iteration_s + self._save_s >= self.deadline_s
-        due_time, late = agree(due_time, late)  # rank 0's clock decides for every rank of a data-parallel run
+        due_time, late = agree(due_time, late or self.stop_requested())  # rank 0 decides for every rank
         if due_time or due_steps or late:
             self.save()
             self.n_saved += 1
             self._save_s = time.perf_counter() - now
             self.save_s += self._save_s
             self._last_save, self._last_steps = time.perf_counter(), self.num_timesteps
-        self.stopped_for_deadline = late
+        self.stopped = late
 
     def _on_step(self) -> bool:
-        return not self.stopped_for_deadline
+        return not self.stopped
 
 
 class RanksProgressBar(ProgressBarCallback):

@@ -5,15 +5,23 @@ are written to ``<out>/specs/<run>.json`` and a child process runs ``python -m r
 Finished runs (``summary.json``) are skipped, unfinished ones resume from their last checkpoint (or restart
 where they have none that this rl-gns can resume), and a failing run leaves ``error.txt`` in its directory
 without stopping the others.
+
+The command owns its workers (local executor): each child runs in its own session, so a terminal's Ctrl-C reaches
+the command alone, and ends with it (Linux: ``PR_SET_PDEATHSIG``), so no worker outlives it. SIGINT or SIGTERM to
+the command sends SIGTERM to every run in flight, which stops with a checkpoint; runs not started wait, and
+rerunning the command goes on.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -23,8 +31,10 @@ from typing import Literal
 from tqdm import tqdm
 
 from rl_gns.experiments.config import TrainConfig, to_json
-from rl_gns.experiments.train import check
+from rl_gns.experiments.plan import EVERY_SETTING, plan_run
+from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS
+from rl_gns.records.lock import check_unlocked
 from rl_gns.records.rundir import ERROR, RunDir, write_json
 
 
@@ -89,23 +99,73 @@ def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> Non
         raise ValueError(f"{record.parent} holds runs with other settings ({', '.join(changed)}); use another --out")
 
 
+class RunsFailedError(RuntimeError):
+    """Some runs of a sweep or benchmark failed (each has its ``error.txt``)."""
+
+
 def resumable(spec: TrainConfig) -> bool:
     """Whether the run of ``spec`` has a checkpoint that this rl-gns can resume with ``spec``'s settings."""
     if spec.out is None or not (spec.out / CHECKPOINTS).is_dir():
         return False
     try:
-        check(replace(spec, resume=spec.out))
+        plan_run(replace(spec, resume=spec.out), EVERY_SETTING)
     except (ValueError, FileNotFoundError):
         return False
     return True
 
 
-def run_spec(spec_path: str | Path, log_path: str | Path, deadline: float | None = None) -> int | None:
+def die_with_parent() -> None:
+    """Ask the kernel to send this process SIGTERM when the process that started it ends (Linux; elsewhere nothing),
+    so that a worker never outlives its sweep, however the sweep ends."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() != parent:  # the parent ended before the request was in place
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+class Workers:
+    """The child processes of a command, started in their own sessions and stopped together on :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen] = set()
+        self.stopping = False
+
+    def run(self, command: list[str], log_path: str | Path) -> int | None:
+        """Run ``command`` with its output appended to ``log_path`` and return its exit status; ``None`` without
+        starting it once :meth:`stop` was called."""
+        with open(log_path, "a") as log, self._lock:
+            if self.stopping:
+                return None
+            env = {**os.environ, "PYTHONUNBUFFERED": "1", "RL_GNS_WORKER": "1"}
+            process = subprocess.Popen(command, stdout=log, stderr=log, env=env, start_new_session=True)
+            self._running.add(process)
+        try:
+            return process.wait()
+        finally:
+            with self._lock:
+                self._running.discard(process)
+
+    def stop(self) -> None:
+        """Start no new run, and send SIGTERM to every run in flight (each stops with a checkpoint)."""
+        with self._lock:
+            self.stopping = True
+            for process in self._running:
+                process.send_signal(signal.SIGTERM)
+
+
+def run_spec(
+    spec_path: str | Path, log_path: str | Path, deadline: float | None = None, workers: Workers | None = None
+) -> int | None:
     """Run one spec in a child process (``python -m rl_gns run``), output appended to ``log_path``; return its exit
-    status, or ``None`` without starting it when less than :data:`MIN_SLICE_S` would remain before ``deadline``.
+    status, or ``None`` without starting it when less than :data:`MIN_SLICE_S` would remain before ``deadline``, or
+    when the command is stopping.
 
     :param deadline: ``time.time()`` by which the run must have stopped (it gets ``--max-wall-minutes`` up to it,
         less :data:`START_STOP_S`); ``None``: no deadline.
+    :param workers: the command's workers (local executor); ``None``: a Ray task's own.
     """
     command = [sys.executable, "-m", "rl_gns", "run", str(spec_path)]
     if deadline is not None:
@@ -113,9 +173,11 @@ def run_spec(spec_path: str | Path, log_path: str | Path, deadline: float | None
         if slice_s < MIN_SLICE_S:
             return None
         command += ["--max-wall-minutes", f"{slice_s / 60:.3f}"]
-    with open(log_path, "a") as log:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        return subprocess.run(command, stdout=log, stderr=log, env=env).returncode
+    return (workers or Workers()).run(command, log_path)
+
+
+#: Exit statuses of a run that stopped with a checkpoint: at its deadline (0), or on SIGINT or SIGTERM.
+PAUSED_STATUSES = (0, 128 + signal.SIGINT, 128 + signal.SIGTERM)
 
 
 def _record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
@@ -123,8 +185,8 @@ def _record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
         return "waiting"
     if returncode == 0 and run.status() == "done":
         return "done"
-    if returncode == 0 and (run.path / CHECKPOINTS).is_dir():
-        return "paused"  # stopped at the deadline, with a checkpoint
+    if returncode in PAUSED_STATUSES and (run.path / CHECKPOINTS).is_dir():
+        return "paused"  # stopped at the deadline or on a signal, with a checkpoint
     tail = log_path.read_text().splitlines()[-30:] if log_path.exists() else []
     run.write_error(f"exit status {returncode}\n" + "\n".join(tail) + "\n")
     return "failed"
@@ -152,6 +214,7 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
             run.file(ERROR).unlink(missing_ok=True)
             resumed.append(name)
         else:
+            check_unlocked(run.path)  # never delete a run that a live process writes
             shutil.rmtree(run.path, ignore_errors=True)
             run.path.mkdir(parents=True)
         write_json(out / "specs" / f"{name}.json", to_json(spec))
@@ -173,12 +236,16 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
         bar.set_postfix_str(f"{name}: {outcome[name]}")
         bar.update()
 
+    signum = None
     if execution.executor == "local":
         n_workers = execution.workers or max(1, (os.cpu_count() or 1) // execution.threads_per_run)
-        with ThreadPoolExecutor(max_workers=n_workers) as pool:
-            futures = {pool.submit(run_spec, *paths(name), deadline): name for name in todo}
+        workers = Workers()
+        stopping = "stopping the runs in flight, each with a checkpoint"
+        with StopOnSignal(f"rl-gns {label}", stopping, workers.stop) as signals, ThreadPoolExecutor(n_workers) as pool:
+            futures = {pool.submit(run_spec, *paths(name), deadline, workers): name for name in todo}
             for future in as_completed(futures):
                 finish(futures[future], future.result())
+        signum = signals.signum
     else:
         import ray
 
@@ -202,4 +269,9 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
         )
     for name in failed:
         print(f"  failed: {name} (see {run_dirs[name].path / 'error.txt'})", flush=True)
+    if signum is not None:
+        name = signal.Signals(signum).name
+        raise Interrupted(signum, f"stopped by {name}: the runs in flight stopped with checkpoints; rerun to go on")
+    if failed:
+        raise RunsFailedError(f"{len(failed)} of {len(specs)} runs failed (see their error.txt)")
     return outcome

@@ -13,14 +13,16 @@ range are constant, so that a run does not depend on its budget.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
+from rl_gns.experiments.plan import EVERY_SETTING, plan_run
 from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_same_settings, run_all
-from rl_gns.experiments.train import check as check_run
 from rl_gns.records.rundir import write_json
 
 
@@ -74,12 +76,7 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
         )
         specs = {}
         for n_envs in self.n_envs:
-            rollout_size = n_envs * self.n_steps
-            if n_envs < 1 or rollout_size % self.n_minibatches:
-                raise ValueError(
-                    f"n_envs {n_envs}: a rollout of {rollout_size} agent steps does not split into "
-                    f"{self.n_minibatches} minibatches"
-                )
+            batching = Batching(n_envs, self.n_steps, self.n_minibatches)
             for lr in self.learning_rates(n_envs):
                 for seed in range(self.seeds):
                     name = f"n{n_envs:04d}_lr{lr:.2e}_s{seed}"
@@ -87,7 +84,7 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
                         **{
                             **vars(base),
                             "n_envs": n_envs,
-                            "minibatch_size": rollout_size // self.n_minibatches,
+                            "minibatch_size": batching.minibatch_size,
                             "learning_rate": lr,
                             "seed": seed,
                             "out": self.out / "runs" / name,
@@ -100,10 +97,20 @@ def check(config: SweepConfig) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
     if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1 or config.n_minibatches < 1:
         raise ValueError("a sweep needs targets, n_envs, seeds >= 1, lr_points >= 1 and n_minibatches >= 1")
+    for name in ("targets", "lr_ref", "lr_factor"):
+        values = getattr(config, name)
+        if not all(math.isfinite(v) for v in (values if isinstance(values, tuple) else (values,))):
+            raise ValueError(f"--{name.replace('_', '-')} must be finite numbers, got {values}")
+    for name in ("lr_ref", "lr_factor"):
+        if not getattr(config, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(config, name)}")
+    for name in ("n_envs_ref", "budget_steps"):
+        if getattr(config, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
     config.check_execution()
     check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
     for spec in config.runs().values():
-        check_run(spec)
+        plan_run(spec, EVERY_SETTING)
 
 
 def sweep(config: SweepConfig) -> dict[str, str]:

@@ -1,8 +1,13 @@
 """``rl-gns train``: PPO on vectorized Atari with noise-scale logging, one run directory per run.
 
-Reads top to bottom: check -> record the config (or reload a checkpoint) -> env -> model -> learn, writing
-checkpoints -> save -> summarise. The run directory follows :mod:`rl_gns.records.rundir`; ``summary.json`` is
-written last. The CLI draws ``training.png`` afterwards (a report: :mod:`rl_gns.reports.run_plot`).
+Reads top to bottom: the plan (:mod:`rl_gns.experiments.plan`, every check, nothing written) -> the run directory's
+lock -> env -> model (or a checkpoint's) -> config.json -> learn, writing checkpoints -> save -> summarise. The run
+directory follows :mod:`rl_gns.records.rundir`; ``summary.json`` is written last. The CLI draws ``training.png``
+afterwards (a report: :mod:`rl_gns.reports.run_plot`).
+
+One process writes a run directory: it holds the directory's lock (:mod:`rl_gns.records.lock`) from before its first
+write until it exits, and a second ``train``, ``--resume`` or ``--overwrite`` on it is refused. SIGINT and SIGTERM
+stop training after the PPO iteration in progress, with a checkpoint (:mod:`rl_gns.experiments.signals`).
 
 Resuming (``--resume DIR``) goes on from the run's newest checkpoint (:mod:`rl_gns.records.checkpoint`) as if
 nothing had happened, except for the games in progress: the envs start new games (seeded ``seed +
@@ -10,52 +15,56 @@ env_steps``), the games cut off are counted in ``summary.json`` (``games_dropped
 ``time/time_elapsed`` and ``time/fps`` restart. Rows logged after the checkpoint are dropped and logged again.
 
 Data-parallel (``--nproc D``, or the ranks ``torchrun`` starts): every rank runs :func:`train_rank` with its share
-of the envs (:class:`~rl_gns.core.distributed.DataParallelPPO`); rank 0 resolves the settings and the checkpoint and
-sends them to the others, and alone writes the run directory.
+of the envs (:class:`~rl_gns.core.distributed.DataParallelPPO`); rank 0's plan holds for every rank, and rank 0
+alone writes the run directory.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import platform
+import shlex
+import signal
 import sys
 import time
-from dataclasses import asdict, fields, replace
-from datetime import datetime
+from collections.abc import Collection
+from dataclasses import asdict
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import stable_baselines3
 import torch as th
 from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from stable_baselines3.common.vec_env import VecEnv
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
-from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
-from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env, resolve_game
+from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice
+from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
 from rl_gns.core.defaults import schedule
-from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size, sizes_over_ranks
+from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
 from rl_gns.core.noise_scale import b_simple_interval
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger, RanksProgressBar
-from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, to_json, train_config_from_json, training_settings
-from rl_gns.experiments.launch import RankFailedError, join, launch, under_torchrun, world_size_from_env
+from rl_gns.experiments.config import TrainConfig, to_json, training_settings
+from rl_gns.experiments.launch import RankFailedError, join, launch, under_torchrun
+from rl_gns.experiments.plan import RunPlan, plan_run
+from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import (
-    Checkpoint,
-    CheckpointError,
     global_rng_state,
-    latest_checkpoint,
     load_rng_states,
     remove_checkpoints,
     set_global_rng_state,
     write_checkpoint,
 )
-from rl_gns.records.logs import run_logger, truncate_after
+from rl_gns.records.lock import RunLock
+from rl_gns.records.logs import read_rows, run_logger, truncate_after
 from rl_gns.records.rundir import (
     EPISODES,
     ERROR,
@@ -69,167 +78,20 @@ from rl_gns.records.rundir import (
     run_advice,
 )
 
-__all__ = ["TrainConfig", "check", "train"]
+__all__ = ["TrainConfig", "plan_run", "train"]
 
 
-class Resolved(NamedTuple):
-    """What :func:`check` resolves from a configuration."""
-
-    game: str
-    """ale-py ROM id."""
-    gns_sizes: dict[str, tuple[int, int]]
-    """``{scheme: (b_small, b_big)}`` of the measurement (empty with ``--no-gns``)."""
-    out: Path
-    """The run directory."""
-    checkpoint: Checkpoint | None
-    """The checkpoint to resume from (``--resume``), ``None`` for a new run."""
-
-
-def default_out(game: str, seed: int) -> Path:
-    """``runs/<game>_s<seed>_<date-time>``, CleanRL-style, so runs never collide."""
-    return Path("runs") / f"{game}_s{seed}_{datetime.now():%Y%m%d-%H%M%S}"
-
-
-def check(config: TrainConfig) -> Resolved:
-    """Validate a configuration without writing anything.
-
-    :raises UnknownGameError: for an unknown game, naming close matches.
-    :raises FileExistsError: if ``config.out`` holds a run and ``overwrite`` is off.
-    :raises ValueError: for settings that cannot run, with the reason (:class:`CheckpointError` for a checkpoint
-        that cannot be resumed).
-    """
-    config = resume_config(config)
-    game = resolve_game(config.env)
-    for name in ("n_envs", "nproc", "n_steps", "n_epochs", "total_steps", "minibatch_size", "score_window"):
-        if getattr(config, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
-    if not config.learning_rate > 0:
-        raise ValueError(f"--learning-rate must be > 0, got {config.learning_rate}")
-    if config.rollout_size % config.minibatch_size:
-        raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size {config.rollout_size}")
-    if th.device(config.device).type == "cuda" and not th.cuda.is_available():
-        raise ValueError("--device cuda asked for, but torch sees no CUDA device here")
-    check_ranks(config)
-    noise_scale = config.noise_scale_config()
-    n_envs_rank = config.n_envs // config.nproc
-    sizes = (
-        sizes_over_ranks(noise_scale, n_envs_rank, config.n_steps, config.minibatch_size, config.nproc) if noise_scale else {}
-    )
-    if config.adaptive_r is not None:
-        check_adaptive(config)
-    if config.checkpoint_minutes is not None and config.checkpoint_minutes < 0:
-        raise ValueError(f"--checkpoint-minutes must be >= 0, got {config.checkpoint_minutes}")
-    for name in ("checkpoint_steps", "max_wall_minutes"):
-        if getattr(config, name) is not None and not getattr(config, name) > 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(config, name)}")
-    sizes_record = {str(scheme): size for scheme, size in sizes.items()}
-    if config.resume is not None:
-        return Resolved(game, sizes_record, config.resume, check_checkpoint(config))
-    out = default_out(game, config.seed) if config.out is None else config.out
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a directory")
-    if RunDir(out).is_started() and not config.overwrite:
-        raise FileExistsError(f"{out} already holds a run; pass --overwrite, --resume {out}, or another --out")
-    return Resolved(game, sizes_record, out, None)
-
-
-def resume_config(config: TrainConfig) -> TrainConfig:
-    """The settings of the run ``config.resume`` names, from its ``config.json``, with the run-control fields
-    (:data:`~rl_gns.experiments.config.RUN_CONTROL`) that ``config`` sets to other than their defaults (the others
-    as the run had them, but for ``max_wall_minutes``: a deadline is this invocation's); unchanged if
-    ``config.resume`` is ``None``.
-
-    :raises ValueError: if there is no unfinished run there, or ``config`` sets a training setting to another value.
-    """
-    if config.resume is None:
-        return config
-    run = RunDir(config.resume)
-    if not run.is_started():
-        raise ValueError(f"--resume {run.path}: no run there (no config.json)")
-    if run.status() == "done":
-        raise ValueError(f"--resume {run.path}: the run is finished (summary.json)")
-    stored = train_config_from_json(run.config())
-    default = TrainConfig()
-    changed = [
-        f.name
-        for f in fields(TrainConfig)
-        if f.name not in RUN_CONTROL and getattr(config, f.name) not in (getattr(default, f.name), getattr(stored, f.name))
-    ]
-    if changed:
-        was = ", ".join(f"--{name.replace('_', '-')} {getattr(stored, name)}" for name in changed)
-        raise ValueError(f"--resume {run.path}: the run was started with {was}; a resumed run keeps its settings")
-    given = {name: getattr(config, name) for name in RUN_CONTROL if getattr(config, name) != getattr(default, name)}
-    this_time = {"max_wall_minutes": config.max_wall_minutes, "out": run.path, "overwrite": False, "resume": run.path}
-    return replace(stored, **{**given, **this_time})
-
-
-def check_checkpoint(config: TrainConfig) -> Checkpoint:
-    """The newest usable checkpoint of the run ``config.resume``, made by this rl-gns with ``config``'s settings.
-
-    :raises CheckpointError: if there is none, or it was made by another version or with other settings.
-    """
-    assert config.resume is not None
-    checkpoint = latest_checkpoint(config.resume)
-    if checkpoint is None:
-        raise CheckpointError(
-            f"--resume {config.resume}: no checkpoint (the run stopped before its first); start it again with --overwrite"
-        )
-    made_by = checkpoint.state.get("rl_gns")
-    if made_by != version("rl-gns"):
-        raise CheckpointError(f"checkpoint {checkpoint.path} was made by rl-gns {made_by}, this is {version('rl-gns')}")
-    settings, now = checkpoint.state.get("settings", {}), training_settings(config)
-    changed = sorted(key for key in now.keys() | settings.keys() if settings.get(key) != now.get(key))
-    if changed:
-        raise CheckpointError(f"checkpoint {checkpoint.path} was made with other settings ({', '.join(changed)})")
-    return checkpoint
-
-
-def check_ranks(config: TrainConfig) -> None:
-    """Validate data-parallel settings (raises ``ValueError`` with the reason)."""
-    if config.n_envs % config.nproc:
-        raise ValueError(f"--nproc {config.nproc} must divide --n-envs {config.n_envs}: each rank steps n_envs / nproc envs")
-    if config.nproc == 1:
-        return
-    if config.adaptive_r is not None:
-        raise ValueError("--adaptive-r grows the envs of one process: it cannot be used with --nproc > 1")
-    if under_torchrun():
-        if world_size_from_env() != config.nproc:
-            raise ValueError(f"--nproc {config.nproc}, but torchrun started {world_size_from_env()} ranks (WORLD_SIZE)")
-    elif th.device(config.device).type == "cuda" and config.nproc > th.cuda.device_count():
-        raise ValueError(f"--nproc {config.nproc} ranks on --device cuda, but torch sees {th.cuda.device_count()} GPUs here")
-
-
-def check_adaptive(config: TrainConfig) -> None:
-    """Validate adaptive rollout-size settings (raises ``ValueError`` with the reason)."""
-    if not (config.adaptive_r is not None and config.adaptive_r > 0):
-        raise ValueError(f"--adaptive-r must be > 0, got {config.adaptive_r}")
-    for name, n in (("n_envs", config.n_envs), ("max_n_envs", config.max_n_envs)):
-        if n < 1 or n & (n - 1):
-            raise ValueError(f"an adaptive run grows by powers of 2: {name} must be a power of 2, got {n}")
-    if config.max_n_envs < config.n_envs:
-        raise ValueError(f"max_n_envs ({config.max_n_envs}) must be >= n_envs ({config.n_envs})")
-    if config.anneal:
-        raise ValueError("an adaptive run rescales a constant learning rate at each growth: pass --no-anneal")
-    scheme, _, loss = parse_predictor(config.adaptive_predictor)
-    noise_scale = config.noise_scale_config()
-    if noise_scale is None or loss not in noise_scale.losses or scheme not in noise_scale.schemes:
-        raise ValueError(
-            f"--adaptive-predictor {config.adaptive_predictor}: the {loss} loss must be measured with scheme {scheme} "
-            "(--gns, --gns-scheme, --gns-losses)"
-        )
-    n_minibatches = config.rollout_size // config.minibatch_size
-    noise_scale.all_sizes(config.max_n_envs, config.n_steps, config.max_n_envs * config.n_steps // n_minibatches)
-
-
-def run_record(config: TrainConfig, resolved: Resolved) -> dict:
+def run_record(plan: RunPlan) -> dict:
     """What ``config.json`` holds: every setting, the resolved values, versions and machine."""
+    config, batching = plan.config, plan.batching
     return {
         **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
-        "out": str(resolved.out),
-        "game": resolved.game,
-        "rollout_size": config.rollout_size,
+        "out": str(plan.out),
+        "game": plan.game,
+        "rollout_size": batching.rollout_size,
+        "n_minibatches": batching.n_minibatches,
         "frame_skip": FRAME_SKIP,
-        "gns_sizes": {scheme: {"b_small": small, "b_big": big} for scheme, (small, big) in resolved.gns_sizes.items()},
+        "gns_sizes": {scheme: {"b_small": small, "b_big": big} for scheme, (small, big) in plan.gns_sizes.items()},
         "versions": {
             "rl_gns": version("rl-gns"),
             "stable_baselines3": stable_baselines3.__version__,
@@ -240,60 +102,77 @@ def run_record(config: TrainConfig, resolved: Resolved) -> dict:
     }
 
 
-def train(config: TrainConfig) -> Path:
-    """Run one training run, or resume one (``config.resume``), and return its directory. Raises what :func:`check`
-    raises, before anything is written. A run stopped at ``max_wall_minutes`` returns without ``summary.json``.
+def train(plan: RunPlan) -> Path:
+    """Run one training run, or resume one, as planned, and return its directory. A run stopped at
+    ``max_wall_minutes`` returns without ``summary.json``.
 
-    With ``config.nproc > 1`` (and not under ``torchrun``), starts ``nproc`` ranks on this machine
+    With ``nproc > 1`` (and not under ``torchrun``), starts ``nproc`` ranks on this machine
     (:func:`rl_gns.experiments.launch.launch`) and waits for them.
 
     :raises rl_gns.experiments.launch.RankFailedError: if a rank dies or fails (the run can be resumed).
+    :raises rl_gns.experiments.signals.Interrupted: after SIGINT or SIGTERM, with a checkpoint written.
+    :raises rl_gns.records.lock.RunLockedError: if another process took the run directory since it was planned.
+    :raises OSError: if the disk fails (full, read-only), with the command that goes on from the last checkpoint.
     """
-    if not under_torchrun():
-        config = resume_config(config)  # a resumed run keeps its --nproc
-    if config.nproc > 1 and not under_torchrun():
-        out = check(config).out
+    if plan.batching.nproc > 1 and not under_torchrun():
         try:
-            return launch(train_worker, config.nproc, config)[0]
+            return launch(train_worker, plan.batching.nproc, plan)[0]
         except RankFailedError as error:
-            raise RankFailedError(f"{error}; go on from the last checkpoint with: rl-gns train --resume {out}") from None
-    return train_rank(config)
+            raise RankFailedError(f"{error}; go on from the last checkpoint with: {resume_command(plan.out)}") from None
+    try:
+        return train_rank(plan)
+    except OSError as error:  # a full or read-only disk: the last checkpoint still holds
+        where = f"{error.strerror}: {error.filename}" if error.filename else str(error)
+        raise OSError(error.errno, f"{where}; go on from the last checkpoint with: {resume_command(plan.out)}") from None
+
+
+def train_under_torchrun(config: TrainConfig, given: Collection[str]) -> Path:
+    """One rank that ``torchrun`` started: join the process group, take rank 0's plan, train."""
+    join(config.device)
+    return train_rank(plan_on_rank_0(config, given))
+
+
+def resume_command(out: Path) -> str:
+    """The shell command that goes on with a run (its path quoted for the shell)."""
+    return f"rl-gns train --resume {shlex.quote(str(out))}"
 
 
 @record
-def train_worker(config: TrainConfig) -> Path:
+def train_worker(plan: RunPlan) -> Path:
     """One rank of a data-parallel run that :func:`train` launched (its errors reach the launcher)."""
-    return train_rank(config)
+    join(plan.config.device)
+    return train_rank(plan)
 
 
-def train_rank(config: TrainConfig) -> Path:
-    """Train as one rank of the process group the launcher set up (joined here), or as the only process."""
-    if under_torchrun():
-        config = join_ranks(config)
+def train_rank(plan: RunPlan) -> Path:
+    """Train as one rank of the process group the launcher set up (joined already), or as the only process; rank 0
+    holds the run directory's lock throughout."""
+    if rank_and_size()[0] != 0:
+        return run_training(plan)
+    with claim(plan):
+        return run_training(plan)
+
+
+def run_training(plan: RunPlan) -> Path:
+    """The run itself: envs, agent, learning with checkpoints, then the model, summary and advice (rank 0)."""
     rank, n_ranks = rank_and_size()
-    # --- resolve and check everything before writing anything: rank 0 decides, for every rank
-    config, resolved = resolve_on_rank_0(config)
-    run = RunDir(resolved.out)
-    checkpoint = resolved.checkpoint
-    if rank == 0 and checkpoint is None:
-        clear_run_files(run)
-        run.path.mkdir(parents=True, exist_ok=True)
-        run.write_config(run_record(config, resolved))
-    elif rank == 0 and checkpoint is not None:  # rows logged after the checkpoint are logged again
-        for name, step_key in ((PROGRESS, STEP_KEY), (EPISODES, "env_steps")):
-            truncate_after(run.file(name), step_key, checkpoint.env_steps)
-    if config.torch_threads is not None:
-        th.set_num_threads(config.torch_threads)
+    config, checkpoint = plan.config, plan.checkpoint
+    run = RunDir(plan.out)
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if under_torchrun() else 1
+    threads = config.torch_threads or (max(1, (os.cpu_count() or 1) // local_ranks) if local_ranks > 1 else None)
+    if threads is not None:
+        th.set_num_threads(threads)
 
-    # --- environments and agent
-    make_env = partial(
-        make_atari_vec_env, resolved.game, backend=config.backend, repeat_action_probability=config.sticky_actions
-    )
+    # --- environments and agent (before config.json: a run that cannot start leaves no run behind)
+    make_env = partial(make_atari_vec_env, plan.game, backend=config.backend, repeat_action_probability=config.sticky_actions)
+    env = make_env(plan.n_envs_per_rank, plan.env_seed(rank))
     if checkpoint is None:
-        model = new_model(config, make_env)
+        model = new_model(plan, env, make_env)
         state = {"env_steps": 0, "wall_s": 0.0, "games_dropped": 0, "resumes": 0}
+        if rank == 0:
+            run.write_config(run_record(plan))
     else:
-        model = resumed_model(config, make_env, checkpoint)
+        model = resumed_model(plan, env, make_env)
         state = {**checkpoint.state, "games_dropped": checkpoint.state["games_dropped"] + checkpoint.state["n_envs"]}
         state["resumes"] += 1
         if rank == 0:
@@ -303,7 +182,7 @@ def train_rank(config: TrainConfig) -> Path:
     else:
         model.set_logger(Logger(None, []))
 
-    # --- train, with checkpoints
+    # --- train, with checkpoints; SIGINT or SIGTERM stop after the iteration in progress, with one
     show_bar = rank == 0 and (sys.stderr.isatty() if config.progress_bar is None else config.progress_bar)
     start = time.perf_counter()
 
@@ -312,38 +191,40 @@ def train_rank(config: TrainConfig) -> Path:
         if rank != 0:
             return
         wall_s = state["wall_s"] + time.perf_counter() - start
+        log_rows = {name: len(read_rows(run.file(name))[1]) for name in (PROGRESS, EPISODES)}
         record = {**state, "env_steps": model.num_timesteps, "iterations": model.iterations, "n_envs": model.n_envs * n_ranks}
-        provenance = {"wall_s": wall_s, "rl_gns": version("rl-gns"), "settings": training_settings(config)}
-        write_checkpoint(run.path, model.save, {**record, **provenance}, rng_states)
+        provenance = {"rl_gns": version("rl-gns"), "settings": training_settings(config)}
+        write_checkpoint(run.path, model.save, {**record, "wall_s": wall_s, "log_rows": log_rows, **provenance}, rng_states)
 
     episodes = EpisodeLogger(
         run.file(EPISODES), stop_score=config.stop_score, window=config.score_window, wall_offset_s=state["wall_s"]
     )
-    checkpoints = Checkpointer(
-        save_checkpoint,
-        every_s=None if config.checkpoint_minutes is None else 60 * config.checkpoint_minutes,
-        every_steps=config.checkpoint_steps,
-        deadline_s=None if config.max_wall_minutes is None else 60 * config.max_wall_minutes,
-    )
-    model.learn(
-        total_timesteps=config.total_steps - model.num_timesteps,
-        callback=[episodes, checkpoints, *([RanksProgressBar(n_ranks)] if show_bar and n_ranks > 1 else [])],
-        reset_num_timesteps=False,
-        progress_bar=show_bar and n_ranks == 1,
-    )
+    with StopOnSignal() as signals:
+        checkpoints = Checkpointer(
+            save_checkpoint,
+            every_s=None if config.checkpoint_minutes is None else 60 * config.checkpoint_minutes,
+            every_steps=config.checkpoint_steps,
+            deadline_s=None if config.max_wall_minutes is None else 60 * config.max_wall_minutes,
+            stop_requested=signals.requested,
+        )
+        model.learn(
+            total_timesteps=config.total_steps - model.num_timesteps,
+            callback=[episodes, checkpoints, *([RanksProgressBar(n_ranks)] if show_bar and n_ranks > 1 else [])],
+            reset_num_timesteps=False,
+            progress_bar=show_bar and n_ranks == 1,
+        )
     wall_s = state["wall_s"] + time.perf_counter() - start
     trained_env = model.get_env()  # an adaptive run may have replaced env
     assert trained_env is not None
     trained_env.close()
     if rank != 0:
         return run.path
-    if checkpoints.stopped_for_deadline:
+    if checkpoints.stopped:
         model.logger.close()  # flushes TensorBoard
-        print(
-            f"stopped before --max-wall-minutes {config.max_wall_minutes} at {model.num_timesteps:,} agent steps "
-            f"of {config.total_steps:,}; go on with: rl-gns train --resume {run.path}",
-            flush=True,
-        )
+        where = f"at {model.num_timesteps:,} agent steps of {config.total_steps:,}; go on with: {resume_command(run.path)}"
+        if signals.signum is not None:
+            raise Interrupted(signals.signum, f"stopped by {signal.Signals(signals.signum).name} with a checkpoint {where}")
+        print(f"stopped before --max-wall-minutes {config.max_wall_minutes} {where}", flush=True)
         return run.path
     model.save(run.file(MODEL))
 
@@ -364,30 +245,40 @@ def train_rank(config: TrainConfig) -> Path:
     return run.path
 
 
-def join_ranks(config: TrainConfig) -> TrainConfig:
-    """Join the process group of a launched rank; by default its torch threads share the machine's cores with the
-    machine's other ranks."""
-    join(config.device)
-    if config.torch_threads is not None:
-        return config
-    return replace(config, torch_threads=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+def claim(plan: RunPlan) -> RunLock:
+    """Take the run directory's lock, check again what the plan saw (another process may have written it since), and
+    make it ready: a new run clears what an earlier one left (``--overwrite``); a resumed run drops the rows logged
+    after its checkpoint, which it logs again.
+
+    :raises RunLockedError: if another process holds the run.
+    :raises FileExistsError: if a run appeared there since the plan was made.
+    """
+    run = RunDir(plan.out)
+    lock = RunLock(plan.out).acquire()
+    if plan.checkpoint is None:
+        if run.is_started() and not plan.config.overwrite:
+            lock.release()
+            raise FileExistsError(f"{plan.out} already holds a run; pass --overwrite, --resume {plan.out}, or another --out")
+        clear_run_files(run)
+    else:
+        for name, step_key in ((PROGRESS, STEP_KEY), (EPISODES, "env_steps")):
+            truncate_after(run.file(name), step_key, plan.checkpoint.env_steps)
+    return lock
 
 
-def resolve_on_rank_0(config: TrainConfig) -> tuple[TrainConfig, Resolved]:
-    """The settings (those of the run resumed) and :func:`check`'s resolution, as rank 0 finds them, on every rank;
-    what rank 0 raises, every rank raises.
+def plan_on_rank_0(config: TrainConfig, given: Collection[str]) -> RunPlan:
+    """Rank 0's plan of the run, on every rank that ``torchrun`` started; what rank 0 raises, every rank raises.
 
     :raises ValueError: also if the ranks were started with different settings.
     """
-    given = gather_objects(to_json(config))
-    differ = [f"rank {r}: --{key.replace('_', '-')}" for r, c in enumerate(given) for key in c if c[key] != given[0][key]]
-    if differ:
-        raise ValueError(f"the ranks were started with other settings than rank 0 ({', '.join(differ)})")
-    outcome: tuple[TrainConfig, Resolved] | Exception | None = None
+    started = gather_objects(json.dumps(to_json(config), sort_keys=True))
+    if any(text != started[0] for text in started):
+        ranks = ", ".join(str(r) for r, text in enumerate(started) if text != started[0])
+        raise ValueError(f"the ranks were started with other settings than rank 0 (ranks {ranks})")
+    outcome: RunPlan | Exception | None = None
     if rank_and_size()[0] == 0:
         try:
-            config = resume_config(config)
-            outcome = (config, check(config))
+            outcome = plan_run(config, given)
         except (ValueError, FileExistsError) as error:
             outcome = error
     outcome = broadcast_object(outcome)
@@ -416,14 +307,12 @@ def ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
     }
 
 
-def new_model(config: TrainConfig, make_env: EnvFactory) -> NoiseScalePPO:
-    """A new agent on ``config.n_envs`` new envs (an :class:`AdaptivePPO` with ``--adaptive-r``; on several ranks, a
-    :class:`~rl_gns.core.distributed.DataParallelPPO` on this rank's share of the envs)."""
+def new_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> NoiseScalePPO:
+    """A new agent on ``env``, this rank's new envs (an :class:`AdaptivePPO` with ``--adaptive-r``; on several ranks,
+    a :class:`~rl_gns.core.distributed.DataParallelPPO`)."""
+    config = plan.config
     policy = "MlpPolicy" if config.backend == "ram" else "CnnPolicy"
-    rank, n_ranks = rank_and_size()
-    n_envs = config.n_envs // n_ranks
-    env = make_env(n_envs, config.seed + rank * n_envs)
-    if n_ranks > 1:
+    if plan.batching.nproc > 1:
         return DataParallelPPO(policy, env, **ppo_kwargs(config))
     adaptive = config.adaptive_config()
     if adaptive is None:
@@ -431,16 +320,12 @@ def new_model(config: TrainConfig, make_env: EnvFactory) -> NoiseScalePPO:
     return AdaptivePPO(policy, env, adaptive=adaptive, make_env=make_env, **ppo_kwargs(config))
 
 
-def resumed_model(config: TrainConfig, make_env: EnvFactory, checkpoint: Checkpoint) -> NoiseScalePPO:
-    """The agent of a checkpoint (SB3's ``load``) on new envs, with the global RNG states it was saved with.
-
-    The envs start new games seeded ``seed + env_steps`` (not replays of the first games), as many as the
-    agent had (an adaptive run may have grown).
-    """
+def resumed_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> NoiseScalePPO:
+    """The agent of the plan's checkpoint (SB3's ``load``) on ``env``, this rank's new envs (as many as the agent had:
+    an adaptive run may have grown), with the global RNG states it was saved with."""
+    config, checkpoint = plan.config, plan.checkpoint
+    assert checkpoint is not None
     rank, n_ranks = rank_and_size()
-    n_envs = checkpoint.state["n_envs"] // n_ranks
-    seed = config.seed + checkpoint.env_steps + rank * n_envs
-    env = make_env(n_envs, seed)
     if n_ranks > 1:  # rank 0 reads the checkpoint for every rank: the others need no shared disk
         saved, rng_states = broadcast_object(
             (checkpoint.model.read_bytes(), load_rng_states(checkpoint)) if rank == 0 else None
@@ -451,7 +336,7 @@ def resumed_model(config: TrainConfig, make_env: EnvFactory, checkpoint: Checkpo
     else:
         model = AdaptivePPO.load(checkpoint.model, env=env, device=config.device, make_env=make_env)
         rng_states = load_rng_states(checkpoint)
-    env.seed(seed)  # SB3's load seeded the envs with the run's seed again (set_random_seed); the next reset uses this
+    env.seed(plan.env_seed(rank))  # SB3's load seeded the envs with the run's seed again; the next reset uses this
     set_global_rng_state(rng_states[rank])
     return model
 

@@ -7,12 +7,14 @@ A checkpoint directory holds:
                 noise-scale averages, pooled history and measurement RNG, adaptive state, score window
 ``rng.pkl``     the global RNG states (torch, NumPy, ``random``) that SB3 seeds once at the start, one per rank
 ``state.json``  what the run directory needs to go on: agent steps, iterations, wall time, games dropped,
-                the rl-gns version and settings it was made with, and the SHA-256 of the two files above
+                the rows each log held, the rl-gns version and settings it was made with
+``manifest.json`` the layout version and the SHA-256 of each file above
 ==============  ===========================================================================================
 
 It is written into a hidden temporary directory and renamed into place (an atomic ``rename``), so a kill at
 any instant leaves the previous checkpoint or the new one. The newest :data:`KEEP` are kept. Reading
-verifies the checksums and falls back to an older checkpoint, with a warning, past a corrupted one.
+verifies every file against the manifest (an edited ``state.json`` fails like a corrupted model) and falls back to
+an older checkpoint, with a warning, past a corrupted one.
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ import torch as th
 CHECKPOINTS = "checkpoints"
 #: Checkpoints kept per run (the newest ones); the older one is the fallback if the newest is corrupted.
 KEEP = 2
-#: Version of the checkpoint layout (2: one RNG state per rank).
-FORMAT = 2
+#: Version of the checkpoint layout (2: one RNG state per rank; 3: a manifest covers every file).
+FORMAT = 3
+MANIFEST = "manifest.json"
+#: The files of a checkpoint that the manifest covers.
+FILES = ("model.zip", "rng.pkl", "state.json")
 
 
 class CheckpointError(ValueError):
@@ -51,8 +56,8 @@ class Checkpoint:
     path: Path
     """Its directory."""
     state: dict[str, Any]
-    """``state.json``: ``env_steps``, ``iterations``, ``wall_s``, ``games_dropped``, ``resumes``, ``rl_gns``,
-    ``settings``."""
+    """``state.json``: ``env_steps``, ``iterations``, ``n_envs``, ``wall_s``, ``games_dropped``, ``resumes``,
+    ``log_rows``, ``rl_gns``, ``settings``."""
 
     @property
     def model(self) -> Path:
@@ -103,7 +108,7 @@ def write_checkpoint(
 
     :param run_path: the run directory.
     :param save_model: writes the agent to the given ``.zip`` path (``model.save``).
-    :param state: ``env_steps``, ``iterations``, ``wall_s``, ``games_dropped``, ``resumes``, ``rl_gns``, ``settings``.
+    :param state: what :attr:`Checkpoint.state` holds.
     :param rng_states: :func:`global_rng_state` of each rank, in rank order (one for a single process).
     :return: the checkpoint's directory.
     """
@@ -116,9 +121,10 @@ def write_checkpoint(
     save_model(tmp / "model.zip")
     with open(tmp / "rng.pkl", "wb") as f:
         pickle.dump(rng_states, f)
-    files = {name: sha256(tmp / name) for name in ("model.zip", "rng.pkl")}
-    (tmp / "state.json").write_text(json.dumps({**state, "format": FORMAT, "files": files}, indent=2) + "\n")
-    for name in (*files, "state.json"):
+    (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+    manifest = {"format": FORMAT, "files": {name: sha256(tmp / name) for name in FILES}}
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    for name in (*FILES, MANIFEST):
         _fsync(tmp / name)
     if final.exists():  # the same step again (a resumed run that stopped at once): replace it
         shutil.rmtree(final)
@@ -130,19 +136,27 @@ def write_checkpoint(
 
 
 def verify(path: Path) -> Checkpoint:
-    """Read and check one checkpoint directory.
+    """Read and check one checkpoint directory: every file against the manifest, and the agent steps of
+    ``state.json`` against the directory's name.
 
-    :raises CheckpointError: if a file is missing, unreadable or does not match its checksum.
+    :raises CheckpointError: if a file is missing, unreadable, edited or cut short, or the layout is another.
     """
     try:
-        state = json.loads((path / "state.json").read_text())
-        for name, digest in state["files"].items():
+        manifest = json.loads((path / MANIFEST).read_text())
+        if manifest.get("format") != FORMAT:
+            raise CheckpointError(f"checkpoint {path} has layout {manifest.get('format')}, this rl-gns reads {FORMAT}")
+        if sorted(manifest["files"]) != sorted(FILES):
+            raise CheckpointError(f"checkpoint {path}: its manifest lists {sorted(manifest['files'])}, not {sorted(FILES)}")
+        for name, digest in manifest["files"].items():
             if sha256(path / name) != digest:
-                raise CheckpointError(f"{path / name} does not match its checksum")
-    except (OSError, ValueError, KeyError) as error:
+                raise CheckpointError(f"checkpoint {path}: {name} does not match its checksum")
+        state = json.loads((path / "state.json").read_text())
+        if int(state["env_steps"]) != int(path.name):
+            raise CheckpointError(f"checkpoint {path}: state.json says {state['env_steps']} agent steps")
+    except CheckpointError:
+        raise
+    except (OSError, ValueError, KeyError, AttributeError, TypeError) as error:
         raise CheckpointError(f"checkpoint {path} is corrupted: {error}") from error
-    if state.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint {path} has layout {state.get('format')}, this rl-gns reads {FORMAT}")
     return Checkpoint(path, state)
 
 

@@ -68,16 +68,21 @@ def read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
     return (lines[0], lines[1:]) if lines else ([], [])
 
 
-def truncate_after(path: Path, step_column: str, last_step: int) -> int:
-    """Keep the rows of ``path`` whose ``step_column`` is at most ``last_step`` (agent steps) and drop the rest,
-    atomically; return how many rows were dropped. A file without that column keeps its header only."""
+def split_at(path: Path, step_column: str, last_step: int) -> tuple[list[str], list[list[str]], int]:
+    """``(header, rows, n_after)``: the rows of ``path`` whose ``step_column`` is at most ``last_step`` (agent steps)
+    and how many come after it. A file without that column keeps no row."""
     header, rows = read_rows(path)
-    if not header:
-        return 0
     column = header.index(step_column) if step_column in header else None
     kept = [row for row in rows if column is not None and len(row) > column and float(row[column]) <= last_step]
-    rewrite(path, header, kept)
-    return len(rows) - len(kept)
+    return header, kept, len(rows) - len(kept)
+
+
+def truncate_after(path: Path, step_column: str, last_step: int) -> int:
+    """Drop the rows of ``path`` logged after ``last_step`` (:func:`split_at`), atomically; return how many."""
+    header, kept, n_after = split_at(path, step_column, last_step)
+    if header:
+        rewrite(path, header, kept)
+    return n_after
 
 
 class AppendingCSVOutputFormat(KVWriter):

@@ -1,0 +1,73 @@
+"""PPO's sizes, derived in one place: ``n_envs``, ``n_steps`` and the minibatches per epoch give the rollout size, the
+minibatch size and each data-parallel rank's share. Nothing else multiplies them.
+
+Sizes are in agent steps (one agent step = one env step = 4 emulator frames) or in envs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Batching:
+    """The batch sizes of one PPO run.
+
+    :param n_envs: parallel environments over every rank.
+    :param n_steps: agent steps per env per rollout.
+    :param n_minibatches: minibatches per epoch ``M``: ``minibatch_size = rollout_size / M``.
+    :param nproc: data-parallel ranks, each stepping ``n_envs / nproc`` envs.
+    """
+
+    n_envs: int
+    n_steps: int
+    n_minibatches: int
+    nproc: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("n_envs", "n_steps", "n_minibatches", "nproc"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.rollout_size % self.n_minibatches:
+            raise ValueError(
+                f"a rollout of {self.rollout_size} agent steps (n_envs * n_steps) does not split into {self.n_minibatches} "
+                "minibatches"
+            )
+        if self.n_envs % self.nproc:
+            raise ValueError(f"--nproc {self.nproc} must divide --n-envs {self.n_envs}: each rank steps n_envs / nproc envs")
+
+    @classmethod
+    def of_minibatch_size(cls, n_envs: int, n_steps: int, minibatch_size: int, nproc: int = 1) -> Batching:
+        """The batching with ``minibatch_size`` samples per gradient step (SB3's ``batch_size``).
+
+        :raises ValueError: if ``minibatch_size`` is not a positive divisor of the rollout size.
+        """
+        rollout_size = n_envs * n_steps
+        if minibatch_size < 1 or rollout_size % minibatch_size:
+            raise ValueError(
+                f"--minibatch-size {minibatch_size} must divide the rollout size {rollout_size} (n_envs * n_steps)"
+            )
+        return cls(n_envs, n_steps, rollout_size // minibatch_size, nproc)
+
+    @property
+    def rollout_size(self) -> int:
+        """Agent steps per PPO iteration, over every rank: ``n_envs * n_steps``."""
+        return self.n_envs * self.n_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        """Samples per gradient step, over every rank: ``rollout_size / n_minibatches``."""
+        return self.rollout_size // self.n_minibatches
+
+    @property
+    def n_envs_per_rank(self) -> int:
+        """Envs each rank steps: ``n_envs / nproc``."""
+        return self.n_envs // self.nproc
+
+    def env_seed(self, seed: int, rank: int = 0, env_steps: int = 0) -> int:
+        """Seed of a rank's first env (its env ``i`` gets this ``+ i``): ``seed + env_steps + rank * n_envs_per_rank``.
+
+        A run started afresh has ``env_steps = 0``; a resumed run starts new games seeded by the agent steps it has
+        trained, so it never replays the first games' starts.
+        """
+        return seed + env_steps + rank * self.n_envs_per_rank

@@ -1,0 +1,333 @@
+"""The run plan: one function turns the settings of ``rl-gns train`` into an immutable, checked :class:`RunPlan`.
+
+Every check of a run happens in :func:`plan_run`, before anything touches the disk: finite numbers, ranges that
+mean something, a device that exists, a memory estimate that refuses what cannot fit, the run directory and its
+lock, and, for ``--resume``, the flags the user gave against the run's own settings, the checkpoint verified
+whole and the logs reaching it. Everything downstream takes the plan and derives nothing again.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Collection
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import torch as th
+
+from rl_gns.core.advice import parse_predictor
+from rl_gns.core.atari import resolve_game
+from rl_gns.core.batching import Batching
+from rl_gns.core.distributed import sizes_over_ranks
+from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_from_json, training_settings
+from rl_gns.experiments.launch import under_torchrun, world_size_from_env
+from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
+from rl_gns.records.lock import check_unlocked
+from rl_gns.records.logs import split_at
+from rl_gns.records.rundir import EPISODES, PROGRESS, STEP_KEY, RunDir
+
+#: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
+PIXEL_SAMPLE_BYTES = 4 * 84 * 84 * 4
+#: Bytes of one emulator with its frame buffers (ale-py, measured: about 1.6 MiB), rounded up.
+EMULATOR_BYTES = 2 * 2**20
+#: Every setting: what a spec file of a sweep or benchmark names (each must agree with the run it resumes).
+EVERY_SETTING = tuple(f.name for f in fields(TrainConfig))
+#: Largest seed: env seeds run up to ``seed + total_steps + n_envs`` and ale-py takes 32-bit signed seeds.
+MAX_SEED = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a run needs, checked and derived once.
+
+    :param config: the settings (for ``--resume``, those of the run resumed, with this invocation's run controls).
+    :param game: the ale-py ROM id.
+    :param batching: ``n_envs``, ``n_steps``, minibatches and ranks, and what they give.
+    :param gns_sizes: ``{scheme: (b_small, b_big)}`` of the measurement, in samples (empty with ``--no-gns``).
+    :param out: the run directory.
+    :param checkpoint: the verified checkpoint to resume from; ``None`` for a new run.
+    """
+
+    config: TrainConfig
+    game: str
+    batching: Batching
+    gns_sizes: dict[str, tuple[int, int]]
+    out: Path
+    checkpoint: Checkpoint | None
+
+    @property
+    def is_resume(self) -> bool:
+        return self.checkpoint is not None
+
+    @property
+    def n_envs_per_rank(self) -> int:
+        """Envs each rank steps: the batching's, or as many as the checkpoint's agent had (an adaptive run grows)."""
+        if self.checkpoint is None:
+            return self.batching.n_envs_per_rank
+        return int(self.checkpoint.state["n_envs"]) // self.batching.nproc
+
+    def env_seed(self, rank: int = 0) -> int:
+        """Seed of this rank's first env: new games after the checkpoint's agent steps when resuming."""
+        env_steps = 0 if self.checkpoint is None else self.checkpoint.env_steps
+        return self.batching.env_seed(self.config.seed, rank, env_steps)
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a setting: ``n_envs`` -> ``--n-envs``."""
+    return "--" + name.replace("_", "-")
+
+
+def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPlan:
+    """Check every setting of a run and derive what it needs, writing nothing.
+
+    :param config: the settings as given.
+    :param given: the settings the user named (field names), whatever their value; with ``--resume`` each must
+        agree with the run's own setting. ``None``: every setting that differs from its default.
+    :raises ValueError: for settings that cannot run, with the reason (:class:`CheckpointError` for a checkpoint
+        that cannot be resumed, :class:`~rl_gns.records.lock.RunLockedError` for a run another process writes).
+    :raises FileExistsError: if the run directory holds a run and neither ``--overwrite`` nor ``--resume`` is given.
+    """
+    if given is None:
+        default = TrainConfig()
+        given = [f.name for f in fields(TrainConfig) if getattr(config, f.name) != getattr(default, f.name)]
+    check_values(config)
+    config = resume_config(config, given)
+    game = resolve_game(config.env)
+    batching = Batching.of_minibatch_size(config.n_envs, config.n_steps, config.minibatch_size, config.nproc)
+    check_device(config.device, batching.nproc)
+    check_torchrun(batching)
+    check_memory(config, batching)
+    if config.adaptive_r is not None:
+        check_adaptive(config, batching)
+    noise_scale = config.noise_scale_config()
+    sizes = (
+        sizes_over_ranks(noise_scale, batching.n_envs_per_rank, batching.n_steps, batching.minibatch_size, batching.nproc)
+        if noise_scale
+        else {}
+    )
+    gns_sizes = {str(scheme): size for scheme, size in sizes.items()}
+    if config.resume is not None:
+        check_unlocked(config.resume)
+        return RunPlan(config, game, batching, gns_sizes, config.resume, resumable_checkpoint(config))
+    out = default_out(game, config.seed) if config.out is None else config.out
+    check_out(out, config.overwrite)
+    return RunPlan(config, game, batching, gns_sizes, out, None)
+
+
+def default_out(game: str, seed: int) -> Path:
+    """``runs/<game>_s<seed>_<date-time>``, CleanRL-style, so runs never collide."""
+    return Path("runs") / f"{game}_s{seed}_{datetime.now():%Y%m%d-%H%M%S}"
+
+
+def check_values(config: TrainConfig) -> None:
+    """Refuse numbers that are not finite or outside the range where they mean something (one line each)."""
+    positive = ("learning_rate", "clip_range", "max_grad_norm", "adaptive_r", "max_wall_minutes")
+    non_negative = ("ent_coef", "vf_coef", "checkpoint_minutes")
+    for name in (f.name for f in fields(TrainConfig)):
+        value = getattr(config, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{flag(name)} must be a finite number, got {value}")
+        if value is None or isinstance(value, bool):
+            continue
+        if name in positive and not value > 0:
+            raise ValueError(f"{flag(name)} must be > 0, got {value}")
+        if name in non_negative and not value >= 0:
+            raise ValueError(f"{flag(name)} must be >= 0, got {value}")
+    at_least_one = (
+        "n_envs",
+        "nproc",
+        "n_steps",
+        "n_epochs",
+        "total_steps",
+        "minibatch_size",
+        "score_window",
+        "gns_every",
+        "max_n_envs",
+        "adaptive_min_measurements",
+        "torch_threads",
+        "checkpoint_steps",
+        "gns_b_big",
+        "gns_b_small",
+    )
+    for name in at_least_one:
+        value = getattr(config, name)
+        if value is not None and value < 1:
+            raise ValueError(f"{flag(name)} must be >= 1, got {value}")
+    if not 0.0 < config.gamma <= 1.0:
+        raise ValueError(f"--gamma must be in (0, 1], got {config.gamma}")
+    if not 0.0 <= config.gae_lambda <= 1.0:
+        raise ValueError(f"--gae-lambda must be in [0, 1], got {config.gae_lambda}")
+    if not 0.0 <= config.sticky_actions < 1.0:
+        raise ValueError(f"--sticky-actions is a probability below 1, got {config.sticky_actions}")
+    if not 0.0 <= config.gns_ema_beta < 1.0:
+        raise ValueError(f"--gns-ema-beta must be in [0, 1), got {config.gns_ema_beta}")
+    largest_seed = MAX_SEED - config.total_steps - config.n_envs
+    if not 0 <= config.seed <= largest_seed:
+        raise ValueError(f"--seed must be in [0, {largest_seed:,}] for this budget, got {config.seed}")
+
+
+def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
+    """The settings of the run ``config.resume`` names (its ``config.json``), with the run-control settings
+    (:data:`~rl_gns.experiments.config.RUN_CONTROL`) given now; unchanged if ``config.resume`` is ``None``.
+
+    :param given: the settings the user named: a training setting among them must equal the run's.
+    :raises ValueError: if there is no unfinished run there, or a given training setting differs from the run's.
+    """
+    if config.resume is None:
+        return config
+    run = RunDir(config.resume)
+    if not run.is_started():
+        raise ValueError(f"--resume {run.path}: no run there (no config.json)")
+    if run.status() == "done":
+        raise ValueError(f"--resume {run.path}: the run is finished (summary.json)")
+    stored = train_config_from_json(run.config())
+    changed = [name for name in given if name not in RUN_CONTROL and getattr(config, name) != getattr(stored, name)]
+    if changed:
+        was = ", ".join(f"{flag(name)} {getattr(stored, name)}" for name in changed)
+        raise ValueError(f"--resume {run.path}: the run was started with {was}; a resumed run keeps its settings")
+    now = {name: getattr(config, name) for name in RUN_CONTROL if name in given}
+    # a deadline is this invocation's; the run stays where it is
+    this_time = {"max_wall_minutes": config.max_wall_minutes, "out": run.path, "overwrite": False, "resume": run.path}
+    return replace(stored, **{**now, **this_time})
+
+
+def resumable_checkpoint(config: TrainConfig) -> Checkpoint:
+    """The newest checkpoint of the run ``config.resume`` that verifies whole, made by this rl-gns with ``config``'s
+    settings, and whose logs reach it.
+
+    :raises CheckpointError: if there is none, it was made by another version or with other settings, or the
+        run's logs were cut before it.
+    """
+    assert config.resume is not None
+    checkpoint = latest_checkpoint(config.resume)
+    if checkpoint is None:
+        raise CheckpointError(
+            f"--resume {config.resume}: no checkpoint (the run stopped before its first); start it again with --overwrite"
+        )
+    made_by = checkpoint.state.get("rl_gns")
+    if made_by != version("rl-gns"):
+        raise CheckpointError(f"checkpoint {checkpoint.path} was made by rl-gns {made_by}, this is {version('rl-gns')}")
+    settings, now = checkpoint.state.get("settings", {}), training_settings(config)
+    changed = sorted(key for key in now.keys() | settings.keys() if settings.get(key) != now.get(key))
+    if changed:
+        raise CheckpointError(f"checkpoint {checkpoint.path} was made with other settings ({', '.join(changed)})")
+    check_logs_reach(RunDir(config.resume), checkpoint)
+    return checkpoint
+
+
+def check_logs_reach(run: RunDir, checkpoint: Checkpoint) -> None:
+    """Refuse to resume over a gap: each log must hold at least the rows it held when the checkpoint was written.
+
+    :raises CheckpointError: naming the log that was cut or deleted.
+    """
+    for name, step_key in ((PROGRESS, STEP_KEY), (EPISODES, "env_steps")):
+        expected = int(checkpoint.state["log_rows"][name])
+        try:
+            _, kept, _ = split_at(run.file(name), step_key, checkpoint.env_steps)
+        except ValueError as error:
+            raise CheckpointError(f"--resume {run.path}: {name} is not a log of agent steps ({error})") from None
+        if len(kept) < expected:
+            raise CheckpointError(
+                f"--resume {run.path}: {name} holds {len(kept)} rows up to the checkpoint at {checkpoint.env_steps:,} agent "
+                f"steps, but held {expected} when it was written: the log was cut, and resuming would leave a gap"
+            )
+
+
+def check_device(device: str, nproc: int) -> None:
+    """Refuse a torch device that does not exist here (``cpu``, ``cuda[:i]``, ``mps`` or ``auto``).
+
+    :param nproc: ranks on this machine; each takes its own GPU on ``cuda``.
+    """
+    try:
+        parsed = th.device(device) if device != "auto" else None
+    except RuntimeError:
+        raise ValueError(f"--device {device!r} is not a torch device: use cpu, cuda, cuda:<i>, mps or auto") from None
+    if parsed is None or parsed.type == "cpu":
+        return
+    if parsed.type == "cuda":
+        n_gpus = th.cuda.device_count() if th.cuda.is_available() else 0
+        if n_gpus == 0:
+            raise ValueError(f"--device {device}: torch sees no CUDA device here")
+        if parsed.index is not None and parsed.index >= n_gpus:
+            raise ValueError(f"--device {device}: torch sees {n_gpus} CUDA devices here")
+        if nproc > 1 and not under_torchrun() and nproc > n_gpus:
+            raise ValueError(f"--nproc {nproc} ranks on --device cuda, but torch sees {n_gpus} GPUs here")
+    elif parsed.type == "mps":
+        if not th.backends.mps.is_available():
+            raise ValueError(f"--device {device}: torch sees no Apple GPU (MPS) here")
+    else:
+        raise ValueError(f"--device {device}: rl-gns trains on cpu, cuda or mps")
+
+
+def available_memory_bytes() -> int | None:
+    """Memory this machine can still give, from ``/proc/meminfo`` (``None`` where that does not exist)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def memory_estimate_bytes(config: TrainConfig, batching: Batching) -> int:
+    """A lower bound of what a run holds: its emulators and its rollout buffer (the adaptive maximum, if any)."""
+    n_envs = max(batching.n_envs, config.max_n_envs if config.adaptive_r is not None else 0)
+    sample_bytes = 128 * 4 if config.backend == "ram" else PIXEL_SAMPLE_BYTES
+    return n_envs * (EMULATOR_BYTES + batching.n_steps * sample_bytes)
+
+
+def check_memory(config: TrainConfig, batching: Batching) -> None:
+    """Refuse a run whose emulators and rollout buffer alone would not fit in this machine's free memory."""
+    need, free = memory_estimate_bytes(config, batching), available_memory_bytes()
+    if free is not None and need > free:
+        raise ValueError(
+            f"--n-envs {batching.n_envs} x --n-steps {batching.n_steps} needs at least {need / 2**30:.1f} GiB "
+            f"(emulators and rollout buffer), and this machine has {free / 2**30:.1f} GiB free"
+        )
+
+
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse a run directory that cannot be written, or that holds a run (unless ``overwrite``) or a live one."""
+    if out == Path("."):
+        raise ValueError("--out must name a run directory, not the current one")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a directory")
+    existing = next(parent for parent in (out, *out.parents) if parent.exists() or parent == Path("."))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: {existing} is not writable")
+    if out.is_dir():
+        check_unlocked(out)
+    if RunDir(out).is_started() and not overwrite:
+        raise FileExistsError(f"{out} already holds a run; pass --overwrite, --resume {out}, or another --out")
+
+
+def check_adaptive(config: TrainConfig, batching: Batching) -> None:
+    """Validate adaptive rollout-size settings (raises ``ValueError`` with the reason)."""
+    if batching.nproc > 1:
+        raise ValueError("--adaptive-r grows the envs of one process: it cannot be used with --nproc > 1")
+    for name, n in (("n_envs", config.n_envs), ("max_n_envs", config.max_n_envs)):
+        if n & (n - 1):
+            raise ValueError(f"an adaptive run grows by powers of 2: {flag(name)} must be a power of 2, got {n}")
+    if config.max_n_envs < config.n_envs:
+        raise ValueError(f"--max-n-envs ({config.max_n_envs}) must be >= --n-envs ({config.n_envs})")
+    if config.anneal:
+        raise ValueError("an adaptive run rescales a constant learning rate at each growth: pass --no-anneal")
+    scheme, _, loss = parse_predictor(config.adaptive_predictor)
+    noise_scale = config.noise_scale_config()
+    if noise_scale is None or loss not in noise_scale.losses or scheme not in noise_scale.schemes:
+        raise ValueError(
+            f"--adaptive-predictor {config.adaptive_predictor}: the {loss} loss must be measured with scheme {scheme} "
+            "(--gns, --gns-scheme, --gns-losses)"
+        )
+    grown = replace(batching, n_envs=config.max_n_envs)
+    noise_scale.all_sizes(grown.n_envs, grown.n_steps, grown.minibatch_size)
+
+
+def check_torchrun(batching: Batching) -> None:
+    """Under ``torchrun``, ``--nproc`` must count the ranks it started."""
+    if under_torchrun() and world_size_from_env() != batching.nproc:
+        raise ValueError(f"--nproc {batching.nproc}, but torchrun started {world_size_from_env()} ranks (WORLD_SIZE)")

@@ -1,0 +1,188 @@
+"""A run's lifecycle under faults, with real processes and real signals (Beam Rider from RAM, tiny budgets): one
+writer per run directory, SIGINT and SIGTERM stop with a checkpoint, a sweep takes its workers with it, resume
+refuses logs that no longer reach the checkpoint, and bad settings are refused before anything is written."""
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rl_gns.cli import main
+from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
+from rl_gns.records.logs import read_rows
+
+pytestmark = pytest.mark.atari
+
+CLI = [sys.executable, "-m", "rl_gns"]
+#: 64 agent steps per iteration, a checkpoint after every iteration.
+TINY = ["--env", "BeamRider", "--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32",
+        "--torch-threads", "1", "--progress-bar", "False", "--checkpoint-minutes", "0"]  # fmt: skip
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(condition, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def checkpointed(run: Path) -> bool:
+    return (run / CHECKPOINTS).is_dir() and any(not p.name.startswith(".") for p in (run / CHECKPOINTS).iterdir())
+
+
+def logged_steps(run: Path) -> list[int]:
+    """``time/total_timesteps`` of each row of a run's progress.csv."""
+    header, rows = read_rows(run / "progress.csv")
+    return [int(float(row[header.index("time/total_timesteps")])) for row in rows]
+
+
+def one_line(result: subprocess.CompletedProcess) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr[-2000:]
+    return lines[0]
+
+
+def test_two_writers_are_refused_and_sigterm_stops_with_a_checkpoint(tmp_path):
+    run = tmp_path / "my run"  # a space: the resume command must quote it
+    live = start("train", *TINY, "--total-steps", "1000000", "--out", str(run))
+    try:
+        wait_for(lambda: checkpointed(run) or live.poll() is not None)
+        assert live.poll() is None, live.stderr.read() if live.stderr else ""
+        rows_before = len(read_rows(run / "progress.csv")[1])
+        for second in (["--resume", str(run)], ["--out", str(run), "--overwrite", *TINY], ["--out", str(run), *TINY]):
+            refused = run_cli("train", *second)
+            assert refused.returncode == 2 and f"is being written by process {live.pid}" in one_line(refused), second
+        assert (run / "config.json").exists() and (run / "episodes.csv").exists()
+        assert len(read_rows(run / "progress.csv")[1]) >= rows_before  # the live run's logs untouched
+        live.send_signal(signal.SIGTERM)
+        _, stderr = live.communicate(timeout=120)
+    finally:
+        live.kill()
+    assert live.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    resume = f"rl-gns train --resume {shlex.quote(str(run))}"
+    assert "stopped by SIGTERM with a checkpoint" in stderr and resume in stderr
+    assert latest_checkpoint(run).env_steps == logged_steps(run)[-1]  # the checkpoint at the last logged row
+    assert not (run / "summary.json").exists()
+    # the lock went with the process: resuming is allowed now (and stopped again at once by its deadline)
+    again = run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9")
+    assert again.returncode == 0 and "resuming" in again.stdout, again.stderr[-2000:]
+
+
+def test_sigint_stops_with_a_checkpoint_and_status_130(tmp_path):
+    run = tmp_path / "run"
+    live = start("train", *TINY, "--total-steps", "1000000", "--out", str(run))
+    try:
+        wait_for(lambda: checkpointed(run) or live.poll() is not None)
+        live.send_signal(signal.SIGINT)
+        _, stderr = live.communicate(timeout=120)
+    finally:
+        live.kill()
+    assert live.returncode == 130, stderr[-2000:]
+    assert "Traceback" not in stderr and f"rl-gns train --resume {run}" in stderr
+    assert latest_checkpoint(run).env_steps == logged_steps(run)[-1]
+
+
+def test_resume_refuses_logs_that_no_longer_reach_the_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    first = run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run))
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9").returncode == 0  # two iterations
+    progress = run / "progress.csv"
+    header, rows = read_rows(progress)
+    progress.write_text(",".join(header) + "\n" + "".join(",".join(row) + "\n" for row in rows[:-1]))  # one row cut
+    cut = run_cli("train", "--resume", str(run))
+    assert cut.returncode == 2 and "progress.csv holds 1 rows up to the checkpoint" in one_line(cut)
+    progress.unlink()  # deleted
+    deleted = run_cli("train", "--resume", str(run))
+    assert deleted.returncode == 2 and "progress.csv holds 0 rows" in one_line(deleted)
+
+
+def test_sigterm_to_a_sweep_stops_its_workers_with_checkpoints_and_leaves_no_orphan(tmp_path):
+    out = tmp_path / "sweep"
+    args = ["sweep", "--env", "BeamRider", "--backend", "ram", "--n-envs", "2,4", "--n-steps", "32", "--seeds", "1",
+            "--lr-points", "1", "--targets", "100000", "--budget-steps", "1000000", "--workers", "2",
+            "--checkpoint-minutes", "0", "--out", str(out)]  # fmt: skip
+    sweep = start(*args)
+    runs = [out / "runs" / f"n{n:04d}_lr{lr}_s0" for n, lr in ((2, "1.25e-04"), (4, "1.77e-04"))]
+    try:
+        wait_for(lambda: all(checkpointed(run) for run in runs) or sweep.poll() is not None)
+        sweep.send_signal(signal.SIGTERM)
+        _, stderr = sweep.communicate(timeout=120)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "stopped by SIGTERM" in stderr and "rerun to go on" in stderr
+    workers = subprocess.run(["ps", "-eo", "args", "-ww"], capture_output=True, text=True).stdout
+    assert str(out / "specs") not in workers  # no worker outlived the sweep
+    for run in runs:
+        assert latest_checkpoint(run) is not None and not (run / "error.txt").exists()
+    rerun = run_cli(*args, "--max-wall-minutes", "0.01")
+    assert "2 to resume from checkpoints" in rerun.stdout, rerun.stdout + rerun.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--learning-rate", "inf"], "--learning-rate must be a finite number"),
+        (["--learning-rate", "1e999"], "--learning-rate must be a finite number"),
+        (["--gamma", "nan"], "--gamma must be a finite number"),
+        (["--checkpoint-minutes", "nan"], "--checkpoint-minutes must be a finite number"),
+        (["--device", "banana"], "is not a torch device"),
+        (["--device", "mps"], "no Apple GPU"),
+        (["--torch-threads", "0"], "--torch-threads must be >= 1"),
+        (["--seed", "-1"], "--seed must be in [0,"),
+        (["--clip-range", "-1"], "--clip-range must be > 0"),
+        (["--sticky-actions", "2.0"], "--sticky-actions is a probability below 1"),
+        (["--gae-lambda", "1.5"], "--gae-lambda must be in [0, 1]"),
+        (["--ent-coef", "-0.1"], "--ent-coef must be >= 0"),
+        (["--n-envs", "100000"], "GiB free"),
+        (["--minibatch-size", "300"], "--minibatch-size 300 must divide the rollout size 1024"),
+    ],
+)
+def test_bad_settings_are_refused_in_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    status = main(["train", *args, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and message in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_must_name_a_directory_and_a_sweep_refuses_nan_targets(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--out", ""]) == 2 and "not the current one" in capsys.readouterr().err
+    assert main(["sweep", "--targets", "nan", "--out", "sweep"]) == 2
+    assert "--targets must be finite numbers" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only permissions")
+def test_a_read_only_out_is_refused(tmp_path, capsys):
+    tmp_path.chmod(0o500)
+    try:
+        assert main(["train", "--out", str(tmp_path / "run")]) == 2 and "is not writable" in capsys.readouterr().err
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_config_json_is_written_only_once_the_run_can_start(tmp_path):
+    """The summary agrees with config.json: an overwritten run keeps no file of the earlier one."""
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "128", "--out", str(run)).returncode == 0
+    assert run_cli("train", *TINY, "--total-steps", "192", "--overwrite", "--out", str(run)).returncode == 0
+    config, summary = (json.loads((run / name).read_text()) for name in ("config.json", "summary.json"))
+    assert config["total_steps"] == 192 and summary["env_steps"] == 192
+    assert read_rows(run / "episodes.csv")[0] == ["env_steps", "score", "length_frames", "wall_s"]

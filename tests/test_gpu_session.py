@@ -38,6 +38,13 @@ def test_speed_stage_times_every_configuration(tmp_path):
         assert f"| 2 | {config} |" in table
 
 
+def test_ceiling_stage_steps_the_envs_alone(tmp_path):
+    result = session("ceiling", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = json.loads((tmp_path / "out" / "ceiling.json").read_text())["rows"]
+    assert {row["backend"] for row in rows} == {"ale_vector", "sb3"} and all(row["agent_steps_per_s"] > 0 for row in rows)
+
+
 def test_sweep_stage_runs_a_slice_and_brings_back_its_small_files(tmp_path):
     result = session("sweep", tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/gpu/session.sh check   # GPU losses, gradients and noise-scale norms against the CPU reference
 #   bash benchmarks/gpu/session.sh speed   # throughput matrix: plain SB3 vs rl-gns (off, default, all), n_envs 8-256
+#   bash benchmarks/gpu/session.sh ceiling # the emulator ceiling: envs alone with random actions
 #   bash benchmarks/gpu/session.sh sweep   # one slice of the pixel Beam Rider sweep; rerun to go on
 #   bash benchmarks/gpu/session.sh ranks   # data-parallel ranks (--nproc 1,2,4, gloo) on the machine's CPU cores
 #
@@ -13,7 +14,7 @@
 #
 # CPU dry run (tests/test_gpu_session.py): DEVICE=cpu TINY=1 OUT=... SWEEP_DIR=... bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
-stage="${1:?usage: session.sh check|speed|sweep|ranks}"
+stage="${1:?usage: session.sh check|speed|ceiling|sweep|ranks}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 DEVICE="${DEVICE:-cuda}"
@@ -41,9 +42,16 @@ case "$stage" in
     python3 benchmarks/gpu/check_device.py --device "$DEVICE" --n-envs "$n_envs" --out "$OUT/check.json" 2>&1 | tee "$OUT/check.log"
     ;;
   speed)
-    if [ "$TINY" = 1 ]; then sizes=(2); chunks=(--n-chunks 1 --chunk-iterations 1); else sizes=(8 32 128 256); chunks=(--n-chunks 3); fi
+    # SIZES, N_CHUNKS and CHUNK_ITERATIONS fit the matrix to the time a command has
+    if [ "$TINY" = 1 ]; then sizes=(2); chunks=(--n-chunks 1 --chunk-iterations 1)
+    else read -ra sizes <<<"${SIZES:-8 32 128 256}"; chunks=(--n-chunks "${N_CHUNKS:-3}" --chunk-iterations "${CHUNK_ITERATIONS:-4}"); fi
     python3 benchmarks/speed.py --device "$DEVICE" --n-envs "${sizes[@]}" "${chunks[@]}" --out "$OUT/speed.json" 2>&1 | tee "$OUT/speed.log"
     python3 benchmarks/speed_table.py "$OUT/speed.json" | tee "$OUT/speed.md"
+    ;;
+  ceiling)
+    # the emulator ceiling: the envs alone with random actions (ale-py's vector env on every core; SB3's stack on one)
+    if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --seconds 1); else settings=(--n-envs 16 64 256 --seconds 10); fi
+    python3 benchmarks/emulator_ceiling.py "${settings[@]}" --backends ale_vector sb3 --out "$OUT/ceiling.json" 2>&1 | tee "$OUT/ceiling.log"
     ;;
   sweep)
     # n_envs 8-128 (16x) at n_steps 128, M = 4, 2 learning rates x 2 seeds, targets up to 1,000; 4 runs share the GPU
@@ -73,7 +81,7 @@ case "$stage" in
       2>&1 | grep -v torchelastic | tee "$OUT/ranks.log"
     ;;
   *)
-    echo "unknown stage $stage: use check, speed, sweep or ranks" >&2
+    echo "unknown stage $stage: use check, speed, ceiling, sweep or ranks" >&2
     exit 2
     ;;
 esac

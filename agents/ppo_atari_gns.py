@@ -68,7 +68,8 @@ def main(args: Args) -> NoiseScalePPO:
     model.learn(total_timesteps=args.total_steps, callback=evaluate)
 
     # The predicted critical rollout size (env_value: B_simple of the value loss, pooled over every measurement)
-    g2_T, trace_sigma_T = model.gns_history["envs"]["value"]
+    tracker = model.gns_trackers["envs/value"]
+    g2_T, trace_sigma_T = tracker.g2_T, tracker.trace_sigma_T
     n_minibatches = model.n_envs * model.n_steps // model.batch_size
     advice = advise(DEFAULT_PREDICTOR, np.array(g2_T), np.array(trace_sigma_T), model.n_envs, model.n_steps, n_minibatches)
     print(f"after {model.num_timesteps} agent steps:", *advice.lines(), sep="\n")

@@ -23,7 +23,7 @@ from stable_baselines3 import PPO
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
 from rl_gns.core.defaults import atari_ppo_kwargs
-from rl_gns.core.measure import LOSSES
+from rl_gns.core.names import LOSSES
 
 
 @dataclass

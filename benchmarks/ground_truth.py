@@ -1,4 +1,4 @@
-"""The estimator against exact ground truth on RL data (:mod:`rl_gns.core.exact`), per scheme and loss.
+"""The estimator against exact ground truth on RL data (:mod:`rl_gns.testing.exact`), per scheme and loss.
 
 For one-step episodes (i.i.d. steps, ``H = 1``) and a 3-step MDP (correlated steps, ``H = 3``), draws many
 rollouts into SB3's ``RolloutBuffer``, measures each exactly as ``NoiseScalePPO`` does
@@ -24,9 +24,10 @@ import numpy as np
 import torch as th
 import tyro
 
-from rl_gns.core.exact import ChainMDP, exact, minibatch_expectation, sample_rollout
-from rl_gns.core.measure import LOSSES, measure_rollout, measurement_indices
+from rl_gns.core.measure import measure_rollout, measurement_indices
+from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import g2_and_trace
+from rl_gns.testing.exact import ChainMDP, exact, minibatch_expectation, sample_rollout
 
 
 @dataclass

@@ -2,22 +2,44 @@
 
 Layers, each importing only those below it:
 
-- :mod:`rl_gns.core`: estimator maths, measurement, ``NoiseScalePPO``, policies, Atari envs, the pure
-  tradeoff, target and throughput maths (no file I/O beyond SB3's own);
+- :mod:`rl_gns.core`: the maths (estimator, intervals, tradeoff, targets, advice, throughput, sizes and log names:
+  numpy and scipy alone), the measurement and the agents (``NoiseScalePPO`` on torch and SB3), and the Atari envs;
+- :mod:`rl_gns.testing`: exact ground truth for the estimator (a tabular MDP), on the core;
 - :mod:`rl_gns.records`: the run-directory schema and the shipped data tables (the only file formats);
 - :mod:`rl_gns.experiments`: commands that *write* run directories (train, sweep, bench, scaling);
 - :mod:`rl_gns.reports`: commands that only *read* them (plots, sweep analysis, benchmark, scaling and
   adaptive reports);
 - :mod:`rl_gns.cli`: the ``rl-gns`` command on top.
+
+The names below load their modules on first use, so that ``import rl_gns.core.noise_scale`` does not load torch.
 """
 
-from importlib.metadata import version
+from __future__ import annotations
 
-from rl_gns.core.atari import AtariVecEnv, UnknownGameError, make_atari_vec_env, resolve_game
-from rl_gns.core.noise_scale import NoiseScaleEMA, NoiseSums, b_simple, g2_and_trace
-from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
+from importlib import import_module
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rl_gns.core.atari import AtariVecEnv, UnknownGameError, make_atari_vec_env, resolve_game
+    from rl_gns.core.noise_scale import NoiseScaleEMA, NoiseSums, b_simple, g2_and_trace
+    from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
 
 __version__ = version("rl-gns")
+
+#: public name -> the module that defines it
+_PUBLIC = {
+    "AtariVecEnv": "rl_gns.core.atari",
+    "UnknownGameError": "rl_gns.core.atari",
+    "make_atari_vec_env": "rl_gns.core.atari",
+    "resolve_game": "rl_gns.core.atari",
+    "NoiseScaleEMA": "rl_gns.core.noise_scale",
+    "NoiseSums": "rl_gns.core.noise_scale",
+    "b_simple": "rl_gns.core.noise_scale",
+    "g2_and_trace": "rl_gns.core.noise_scale",
+    "NoiseScaleConfig": "rl_gns.core.ppo",
+    "NoiseScalePPO": "rl_gns.core.ppo",
+}
 
 __all__ = [
     "AtariVecEnv",
@@ -31,3 +53,9 @@ __all__ = [
     "make_atari_vec_env",
     "resolve_game",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'rl_gns' has no attribute {name!r}")

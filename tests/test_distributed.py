@@ -18,7 +18,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from rl_gns import make_atari_vec_env
 from rl_gns.core.distributed import DataParallelPPO
-from rl_gns.core.exact import ChainEnv, ChainMDP, exact
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
 from rl_gns.experiments.config import TrainConfig
@@ -26,6 +25,7 @@ from rl_gns.experiments.launch import join, launch
 from rl_gns.experiments.train import plan_on_rank_0
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.rundir import read_csv
+from rl_gns.testing.exact import ChainEnv, ChainMDP, exact
 
 #: PPO on the RAM of real Beam Rider: 4 envs x 16 steps = 64-sample rollouts, 4 minibatches of 16, 2 epochs.
 SMALL = dict(n_steps=16, batch_size=16, n_epochs=2, learning_rate=3e-4, clip_range=0.2, max_grad_norm=0.5, seed=5)
@@ -52,7 +52,11 @@ def trace_training(model: NoiseScalePPO, rollouts: list[dict[str, np.ndarray]], 
         np.random.seed(100 + i)  # the minibatch permutation (rank 0 draws it for every rank)
         model.train()
         after.append([p.detach().clone() for p in params])
-    return {"grads": grads, "params": after, "noise": model.gns_history["envs"]}
+    return {
+        "grads": grads,
+        "params": after,
+        "noise": {t.loss: (t.g2_T, t.trace_sigma_T) for t in model.gns_trackers.values() if t.scheme == "envs"},
+    }
 
 
 def record_rollouts(model: NoiseScalePPO, n: int) -> list[dict[str, np.ndarray]]:
@@ -146,7 +150,8 @@ def free_noise_worker(iterations: int) -> tuple[list[float], list[float]]:
     th.set_num_threads(1)
     model = chain_model(seed=11)
     model.learn(total_timesteps=iterations * 2 * 4 * CHAIN_PPO["n_steps"])
-    return model.gns_history["ranks"]["total"]
+    tracker = model.gns_trackers["ranks/total"]
+    return tracker.g2_T, tracker.trace_sigma_T
 
 
 def test_the_free_noise_scale_of_two_ranks_is_unbiased_on_exact_ground_truth():

@@ -1,4 +1,4 @@
-"""The estimator against exact ground truth on RL data (rl_gns.core.exact): i.i.d. steps and correlated episodes.
+"""The estimator against exact ground truth on RL data (rl_gns.testing.exact): i.i.d. steps and correlated episodes.
 
 The measurement runs exactly as in training (a real SB3 RolloutBuffer, measure_rollout), without advantage
 normalisation, whose exact values have a closed form; benchmarks/ground_truth.py also covers normalisation.
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch as th
 
-from rl_gns.core.exact import ChainMDP, exact, minibatch_expectation, per_sample_gradients, sample_rollout
-from rl_gns.core.measure import LOSSES, measure_rollout, measurement_indices, rollout_samples
+from rl_gns.core.measure import measure_rollout, measurement_indices, rollout_samples
+from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import g2_and_trace
+from rl_gns.testing.exact import ChainMDP, exact, minibatch_expectation, per_sample_gradients, sample_rollout
 
 N_ENVS, ROLLOUTS = 4, 1000
 

@@ -1,9 +1,12 @@
-"""The package's layers, read from its own imports: core <- records <- experiments | reports <- cli, and no cycles.
+"""The package's layers, read from its own imports: core <- records <- experiments | reports <- cli, and no cycles;
+the testing aids sit on core and nothing imports them; the maths of core imports numpy and scipy alone.
 
 The same check by hand: ``python -m pytest tests/test_layers.py -q``.
 """
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "rl_gns"
 #: layer -> the layers it may import (besides itself)
 ALLOWED = {
     "core": set(),
+    "testing": {"core"},
     "records": {"core"},
     "experiments": {"core", "records"},
     "reports": {"core", "records"},
@@ -84,3 +88,22 @@ def test_the_check_sees_a_bad_import():
     assert "rl_gns.core.ppo" in graph["rl_gns.experiments.train"]
     assert "rl_gns.records.rundir" in graph["rl_gns.reports.sweep_analysis"]
     assert layer("rl_gns.reports.sweep_report") not in ALLOWED["experiments"]
+
+
+#: The maths of the core library: the estimator, intervals, tradeoff, targets, advice, throughput, sizes and names.
+MATHS = ("noise_scale", "tradeoff", "targets", "advice", "throughput", "batching", "names")
+
+
+def test_the_maths_imports_with_numpy_and_scipy_alone():
+    """Importing the maths loads no torch, Stable-Baselines3, gymnasium or ale-py (a fresh interpreter)."""
+    modules = ", ".join(f"rl_gns.core.{name}" for name in MATHS)
+    heavy = ("torch", "stable_baselines3", "gymnasium", "ale_py", "matplotlib")
+    code = f"import sys, {modules}; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_nothing_in_the_package_imports_the_testing_aids():
+    assert not [
+        m for m, imported in import_graph().items() if layer(m) != "testing" and any(layer(i) == "testing" for i in imported)
+    ]

@@ -1,11 +1,21 @@
 """The estimator maths against hand-computed values and synthetic gradients of known statistics."""
 
+import itertools
 import math
 
 import numpy as np
 import pytest
 
-from rl_gns.core.noise_scale import NoiseScaleEMA, NoiseSums, b_simple, b_simple_interval, cumulative_b_simple, g2_and_trace
+from rl_gns.core.names import LOSSES, GnsKey, gns_key, legacy_key, parse_gns_key
+from rl_gns.core.noise_scale import (
+    NoiseScaleEMA,
+    NoiseScaleTracker,
+    NoiseSums,
+    b_simple,
+    b_simple_interval,
+    cumulative_b_simple,
+    g2_and_trace,
+)
 
 
 @pytest.mark.parametrize(
@@ -173,3 +183,23 @@ def test_noise_sums_pool_by_adding_numerators_and_denominators():
     a = NoiseSums.of(np.array([1.0, np.nan, 3.0]), np.array([10.0, np.nan, 50.0]))
     assert a == NoiseSums(4.0, 60.0, 2) and a.b_simple == pytest.approx(15.0)
     assert (a + NoiseSums(-4.0, 1.0, 1)).b_simple != (a + NoiseSums(-4.0, 1.0, 1)).b_simple  # Σ g2 = 0: NaN
+
+
+def test_tracker_holds_the_moving_averages_every_estimate_and_their_pooled_sums():
+    tracker = NoiseScaleTracker("envs", "value", beta=0.5)
+    for g2, trace_sigma in ((1.0, 10.0), (3.0, 20.0)):
+        tracker.update(g2, trace_sigma)
+    assert tracker.n_measurements == 2 and tracker.sums == NoiseSums(4.0, 30.0, 2)
+    # debiased EMAs with beta 0.5: g2 (0.25 + 1.5) / 0.75, trace_sigma (2.5 + 10) / 0.75, so B_simple = 12.5 / 1.75
+    assert tracker.ema.g2 == pytest.approx(1.75 / 0.75) and tracker.b_simple == pytest.approx(12.5 / 1.75)
+    assert tracker.run_average().point == pytest.approx(30.0 / 4.0)
+
+
+def test_noise_scale_keys_are_formatted_and_parsed_in_one_place():
+    for scheme, quantity, loss, suffix in itertools.product(
+        ("envs", "minibatch", "ranks_all"), ("g2", "trace_sigma", "b_simple"), LOSSES, ("", "raw", "avg_low")
+    ):
+        assert parse_gns_key(gns_key(scheme, quantity, loss, suffix)) == GnsKey(scheme, quantity, loss, suffix)
+    assert gns_key("envs", "g2", "value", "raw") == "gns/envs/g2_value_raw"
+    assert parse_gns_key(legacy_key("trace_sigma", "policy", "raw")) == GnsKey(None, "trace_sigma", "policy", "raw")
+    assert parse_gns_key("gns/envs/b_small") is None and parse_gns_key("train/loss") is None

@@ -131,7 +131,7 @@ def test_two_schemes_in_one_run_each_logged_under_its_name(tmp_path):
     progress = read_progress(tmp_path / "progress.csv")
     for scheme in ("minibatch", "envs"):
         assert np.isfinite(progress[f"gns/{scheme}/g2_total_raw"][0]), scheme
-        assert model.gns_emas[scheme]["total"].n_updates == 1
+        assert model.gns_trackers[f"{scheme}/total"].ema.n_updates == 1
         # one measurement: the average is the single ratio, and no interval yet
         assert progress[f"gns/{scheme}/b_simple_total_avg_low"][0] == 0.0
         assert np.isinf(progress[f"gns/{scheme}/b_simple_total_avg_high"][0])
@@ -142,10 +142,10 @@ def test_save_load_keeps_averages_and_continues(tmp_path):
     model.learn(128)
     model.save(tmp_path / "model.zip")
     loaded = NoiseScalePPO.load(tmp_path / "model.zip", env=make_atari_vec_env("BeamRider", 2, seed=4))
-    assert loaded.gns_emas["envs"]["policy"].n_updates == 2
-    assert loaded.gns_emas["envs"]["policy"].g2 == model.gns_emas["envs"]["policy"].g2
+    assert loaded.gns_trackers["envs/policy"].ema.n_updates == 2
+    assert loaded.gns_trackers["envs/policy"].ema.g2 == model.gns_trackers["envs/policy"].ema.g2
     loaded.learn(64, reset_num_timesteps=False)
-    assert loaded.gns_emas["envs"]["policy"].n_updates == 3
+    assert loaded.gns_trackers["envs/policy"].ema.n_updates == 3
 
 
 def test_drop_in_for_any_env_and_policy():
@@ -160,7 +160,7 @@ def test_drop_in_for_any_env_and_policy():
     model = NoiseScalePPO("MlpPolicy", Count(gym.make("CartPole-v1")), n_steps=64, batch_size=32, seed=0, device="cpu")
     model.learn(128)
     assert len(seen) == 128
-    assert model.gns_emas["minibatch"]["policy"].n_updates == 1  # every=4 by default: iteration 1 measured, 2 not
+    assert model.gns_trackers["minibatch/policy"].ema.n_updates == 1  # every=4 by default: iteration 1 measured, 2 not
     assert model.gns_sizes == {"minibatch": (8, 32)}  # one env: the default falls back to the minibatch scheme
 
 

@@ -91,8 +91,9 @@ def test_killed_at_random_points_resumes_to_the_same_end(tmp_path):
     model = NoiseScalePPO.load(run / "model.zip")
     assert model.iterations == 100
     # one measurement per iteration, each folded in once: the averages and history went on across the kills
-    assert model.gns_n_skipped == 0 and model.gns_emas["envs"]["value"].n_updates == 100
-    g2_history, _ = model.gns_history["envs"]["value"]
+    tracker = model.gns_trackers["envs/value"]
+    assert model.gns_n_skipped == 0 and tracker.ema.n_updates == tracker.n_measurements == 100
+    g2_history = tracker.g2_T
     np.testing.assert_array_equal(g2_history, read_csv(run / "progress.csv")["gns/envs/g2_value_raw"])
 
 
@@ -121,7 +122,9 @@ def test_checkpoint_holds_the_uninterrupted_runs_parameters(tmp_path):
         assert th.equal(x, y), name
     adam_a, adam_b = a.policy.optimizer.state_dict()["state"], b.policy.optimizer.state_dict()["state"]
     assert all(th.equal(adam_a[k][s], adam_b[k][s]) for k in adam_a for s in ("exp_avg", "exp_avg_sq"))
-    assert a.gns_history == b.gns_history and a.num_timesteps == b.num_timesteps == ROLLOUT
+    history = {key: (t.g2_T, t.trace_sigma_T) for key, t in a.gns_trackers.items()}
+    assert history == {key: (t.g2_T, t.trace_sigma_T) for key, t in b.gns_trackers.items()}
+    assert a.num_timesteps == b.num_timesteps == ROLLOUT
 
     # resumed, the envs start new games seeded seed + env_steps + i (SB3's load seeds them with seed + i again)
     make_env = partial(make_atari_vec_env, "BeamRider", backend="ram")

@@ -25,13 +25,13 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from rl_gns import NoiseScalePPO, make_atari_vec_env
 from rl_gns.core.defaults import atari_ppo_kwargs
 from rl_gns.core.measure import (
-    LOSSES,
     normalize_advantages,
     ppo_loss_terms,
     rollout_samples,
     split_samples,
     two_batch_grad_norms,
 )
+from rl_gns.core.names import LOSSES
 
 
 @dataclass

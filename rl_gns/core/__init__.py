@@ -1,2 +1,4 @@
-"""The core library: estimator maths, measurement, the agent, Atari envs, and the pure tradeoff,
-target and throughput maths. Imports nothing else of rl-gns; writes no files beyond SB3's own."""
+"""The core library. The maths (``noise_scale``, ``tradeoff``, ``targets``, ``advice``, ``throughput``, ``batching``,
+``names``) imports numpy and scipy alone; the measurement and the agents (``measure``, ``ppo``, ``adaptive``,
+``distributed``, ``policies``, ``defaults``) stand on torch and Stable-Baselines3; ``atari`` holds the envs.
+Imports nothing else of rl-gns; writes no files beyond SB3's own."""

@@ -39,8 +39,8 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.noise_scale import NoiseSums
-from rl_gns.core.ppo import NoiseScalePPO, Scheme
+from rl_gns.core.names import N_ENVS_KEY, Scheme, tracker_key
+from rl_gns.core.ppo import NoiseScalePPO
 
 #: ``make_env(n_envs, seed) -> VecEnv``: builds the environments of a grown rollout.
 EnvFactory = Callable[[int, int | None], VecEnv]
@@ -140,7 +140,6 @@ class AdaptivePPO(NoiseScalePPO):
         self.make_env = make_env
         self.adaptive = adaptive
         self.games_abandoned = 0
-        self.noise_sums = NoiseSums()
         self.predictor_scheme, times_m, self.predictor_loss = parse_predictor(adaptive.predictor)
         super().__init__(*args, **kwargs)
         measured = self.noise_scale is not None and self.predictor_scheme in self.noise_scale.schemes
@@ -161,20 +160,21 @@ class AdaptivePPO(NoiseScalePPO):
     def b_noise(self) -> float:
         """The predicted critical rollout size from ``B_simple`` averaged over training so far (agent steps), times
         ``M`` for a ``_xM_`` predictor; NaN until resolved."""
-        if self.noise_sums.count < self.adaptive.min_measurements:
+        assert self.gns_trackers is not None
+        sums = self.gns_trackers[tracker_key(self.predictor_scheme, self.predictor_loss)].sums
+        if sums.count < self.adaptive.min_measurements:
             return math.nan
-        return self.units_factor * self.noise_sums.b_simple
+        return self.units_factor * sums.b_simple
 
     def _record_estimate(self, scheme: Scheme, name: str, g2: float, trace_sigma: float) -> tuple[float, float] | None:
         estimate = super()._record_estimate(scheme, name, g2, trace_sigma)
         if scheme == self.predictor_scheme and name == self.predictor_loss and estimate is not None:
-            self.noise_sums += NoiseSums(*estimate, 1)
             self.logger.record("gns/b_noise", self.b_noise)
         return estimate
 
     def train(self) -> None:
         """PPO's update (with measurement), then grow the rollout for the next iteration if the rule says so."""
-        self.logger.record("gns/n_envs", self.n_envs)
+        self.logger.record(N_ENVS_KEY, self.n_envs)
         self.logger.record("train/rollout_size", self.n_envs * self.n_steps)
         self.logger.record("gns/games_abandoned", self.games_abandoned)
         super().train()

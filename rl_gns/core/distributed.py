@@ -40,11 +40,9 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.vec_env import VecEnv
 
 from rl_gns.core.measure import GradNormTap, SumOverRanks, normalize_advantages
-from rl_gns.core.noise_scale import NoiseScaleEMA, g2_and_trace
-from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO, Scheme
-
-#: The free measurement's schemes: the first epoch's optimiser steps, and every epoch's.
-FREE_SCHEMES = ("ranks", "ranks_all")
+from rl_gns.core.names import FREE_SCHEMES, Scheme, size_key, tracker_key
+from rl_gns.core.noise_scale import NoiseScaleTracker, g2_and_trace
+from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
 
 
 def rank_and_size() -> tuple[int, int]:
@@ -252,8 +250,9 @@ class DataParallelPPO(NoiseScalePPO):
             if self.batch_size % self.world_size == 0:
                 for scheme in FREE_SCHEMES:
                     self.gns_sizes[scheme] = (self.batch_size // self.world_size, self.batch_size)  # type: ignore[index]
-                    assert self.gns_emas is not None
-                    self.gns_emas.setdefault(scheme, {"total": NoiseScaleEMA(self.noise_scale.ema_beta)})
+                    assert self.gns_trackers is not None
+                    tracker = NoiseScaleTracker(scheme, "total", self.noise_scale.ema_beta)
+                    self.gns_trackers.setdefault(tracker_key(scheme, "total"), tracker)
             else:
                 warnings.warn(
                     f"rl-gns: no free noise scale: the minibatch ({self.batch_size}) does not split into {self.world_size} "
@@ -317,8 +316,8 @@ class DataParallelPPO(NoiseScalePPO):
             b_small, b_big = self.gns_sizes[scheme]  # type: ignore[index]
             estimate = g2_and_trace(float(weighted_S[steps].mean()), float(global_S[steps].mean()), b_small, b_big)
             self._record_estimate(scheme, "total", *estimate)  # type: ignore[arg-type]
-            self.logger.record(f"gns/{scheme}/b_small", b_small)
-            self.logger.record(f"gns/{scheme}/b_big", b_big)
+            self.logger.record(size_key(scheme, "b_small"), b_small)
+            self.logger.record(size_key(scheme, "b_big"), b_big)
 
     def _average_train_logs(self) -> None:
         """Average the ``train/`` values SB3 computed on each rank's share over the ranks."""

@@ -9,7 +9,7 @@ Shape glossary: ``N`` samples in a batch, ``K`` small batches, ``*obs`` one obse
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch as th
@@ -21,11 +21,6 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 
 #: Sums a tensor over the data-parallel ranks in place (``torch.distributed.all_reduce``); ``None``: one process.
 SumOverRanks = Callable[[th.Tensor], None] | None
-
-#: The losses whose gradient noise can be measured. ``total`` is the loss PPO optimises:
-#: ``policy + ent_coef * entropy + vf_coef * value``.
-Loss = Literal["policy", "value", "total"]
-LOSSES: tuple[Loss, ...] = ("policy", "value", "total")
 
 
 class LossTerms(NamedTuple):
@@ -168,7 +163,7 @@ def two_batch_grad_norms(
 
     :param policy: the actor-critic, at the parameters to measure.
     :param small_batches: ``K >= 2`` batches of equal size, advantages prepared for the big batch.
-    :param losses: names from :data:`LOSSES`.
+    :param losses: names from :data:`~rl_gns.core.names.LOSSES`.
     :param clip_range: PPO ratio clip at the current progress.
     :param clip_range_vf: value clip or ``None``.
     :param ent_coef: entropy coefficient of the total loss.

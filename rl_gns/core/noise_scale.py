@@ -232,3 +232,43 @@ def b_simple_interval(
         return RatioInterval(point, 0.0, math.inf, level)
     upper_branch_start = (b - math.sqrt(disc)) / a if a < 0 else c / (2 * b) if b else 0.0
     return RatioInterval(point, max(upper_branch_start, 0.0), math.inf, level)
+
+
+class NoiseScaleTracker:
+    """Everything measured of one (scheme, loss): the moving averages, every raw estimate in order, and their pooled
+    sums, the one place an agent keeps them.
+
+    :param scheme: how the batches were drawn (``envs``, ``minibatch``, ``ranks``, ...).
+    :param loss: the measured loss (``policy``, ``value``, ``total``).
+    :param beta: decay of the moving averages per measurement, in ``[0, 1)``.
+    """
+
+    def __init__(self, scheme: str, loss: str, beta: float = 0.95) -> None:
+        self.scheme, self.loss = scheme, loss
+        self.ema = NoiseScaleEMA(beta)
+        self.g2_T: list[float] = []
+        self.trace_sigma_T: list[float] = []
+
+    def update(self, g2: float, trace_sigma: float) -> None:
+        """Fold in one unbiased pair of estimates (both finite)."""
+        self.ema.update(g2, trace_sigma)
+        self.g2_T.append(g2)
+        self.trace_sigma_T.append(trace_sigma)
+
+    @property
+    def n_measurements(self) -> int:
+        return len(self.g2_T)
+
+    @property
+    def b_simple(self) -> float:
+        """``B_simple`` of the moving averages (NaN before the first measurement)."""
+        return self.ema.b_simple
+
+    @property
+    def sums(self) -> NoiseSums:
+        """Every estimate so far, pooled."""
+        return NoiseSums.of(np.asarray(self.g2_T), np.asarray(self.trace_sigma_T))
+
+    def run_average(self) -> RatioInterval:
+        """``Σ tr(Σ) / Σ |G|²`` over every measurement so far, with its 95 % interval (:func:`b_simple_interval`)."""
+        return b_simple_interval(np.asarray(self.g2_T), np.asarray(self.trace_sigma_T))

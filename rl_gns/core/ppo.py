@@ -6,7 +6,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -15,13 +15,10 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import get_device
 
-from rl_gns.core.measure import LOSSES, GradNormTap, Loss, SumOverRanks, measure_rollout, measurement_indices
-from rl_gns.core.noise_scale import NoiseScaleEMA, b_simple_interval, g2_and_trace
+from rl_gns.core.measure import GradNormTap, SumOverRanks, measure_rollout, measurement_indices
+from rl_gns.core.names import LOSSES, SCHEMES, Loss, Scheme, gns_key, size_key, tracker_key
+from rl_gns.core.noise_scale import NoiseScaleTracker, g2_and_trace
 from rl_gns.core.policies import ChannelsLastCnnPolicy
-
-Scheme = Literal["minibatch", "envs"]
-#: How the big and small batches are drawn from a rollout (see :class:`NoiseScaleConfig`).
-SCHEMES: tuple[Scheme, ...] = ("minibatch", "envs")
 
 
 @dataclass(frozen=True)
@@ -133,7 +130,9 @@ class NoiseScalePPO(PPO):
     averages. Measurement uses ``torch.autograd.grad`` and its own RNG, so training is identical
     with measurement on or off.
 
-    The SB3 logger receives, per scheme and per loss ``L`` in ``noise_scale.losses``: ``gns/b_simple_L`` (ratio
+    Each (scheme, loss) keeps a :class:`~rl_gns.core.noise_scale.NoiseScaleTracker` in :attr:`gns_trackers`. The SB3
+    logger receives (keys formatted by :mod:`rl_gns.core.names`), per scheme and per loss ``L`` in
+    ``noise_scale.losses``: ``gns/b_simple_L`` (ratio
     of the moving averages, in samples), ``gns/g2_L`` and ``gns/trace_sigma_L`` (moving averages),
     ``gns/g2_L_raw`` and ``gns/trace_sigma_L_raw`` (this iteration's estimates); and
     ``gns/b_simple_L_avg`` with ``_avg_low`` and ``_avg_high`` (the average over training so far,
@@ -185,8 +184,7 @@ class NoiseScalePPO(PPO):
         if self.channels_last and policy == "CnnPolicy":
             policy = ChannelsLastCnnPolicy
         self.rollout_threads = rollout_threads
-        self.gns_emas: dict[str, dict[str, NoiseScaleEMA]] | None = None
-        self.gns_history: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+        self.gns_trackers: dict[str, NoiseScaleTracker] | None = None  # by tracker_key(scheme, loss)
         self.gns_sizes: dict[Scheme, tuple[int, int]] = {}
         self.gns_n_skipped = 0
         self._gns_rng: np.random.Generator | None = None
@@ -213,10 +211,11 @@ class NoiseScalePPO(PPO):
                 self.noise_scale = None
                 return
             self.noise_scale = DEFAULT_FALLBACK  # silently, as PPO runs one env silently; its keys say gns/minibatch/
-        if self.gns_emas is None:  # a loaded model keeps its saved averages
+        if self.gns_trackers is None:  # a loaded model keeps what it measured
+            schemes, losses = self.noise_scale.schemes, self.noise_scale.losses
             beta = self.noise_scale.ema_beta
-            self.gns_emas = {
-                scheme: {name: NoiseScaleEMA(beta) for name in self.noise_scale.losses} for scheme in self.noise_scale.schemes
+            self.gns_trackers = {
+                tracker_key(scheme, loss): NoiseScaleTracker(scheme, loss, beta) for scheme in schemes for loss in losses
             }
         if self._gns_rng is None:
             self._gns_rng = np.random.default_rng(self.seed)
@@ -305,8 +304,8 @@ class NoiseScalePPO(PPO):
             for name, loss_norms in norms.items():
                 estimate = g2_and_trace(loss_norms.g2_small, loss_norms.g2_big, b_small, b_big)
                 self._record_estimate(scheme, name, *estimate)
-            self.logger.record(f"gns/{scheme}/b_small", b_small)
-            self.logger.record(f"gns/{scheme}/b_big", b_big)
+            self.logger.record(size_key(scheme, "b_small"), b_small)
+            self.logger.record(size_key(scheme, "b_big"), b_big)
         self.logger.record("gns/n_skipped", self.gns_n_skipped)
         self.logger.record("gns/time_s", time.perf_counter() - start)
 
@@ -315,28 +314,28 @@ class NoiseScalePPO(PPO):
         super().train()
 
     def _record_estimate(self, scheme: Scheme, name: str, g2: float, trace_sigma: float) -> tuple[float, float] | None:
-        """Fold one loss's unbiased estimates ``g2`` and ``trace_sigma`` into its moving averages and log them; skip
-        and count non-finite ones.
+        """Fold one loss's unbiased estimates ``g2`` and ``trace_sigma`` into its tracker and log them; skip and count
+        non-finite ones.
 
         :return: the ``(g2, trace_sigma)`` folded in, or ``None`` when skipped.
         """
-        assert self.gns_emas is not None
+        assert self.gns_trackers is not None
         if not (math.isfinite(g2) and math.isfinite(trace_sigma)):
             self.gns_n_skipped += 1
             return None
-        ema = self.gns_emas[scheme][name]
-        ema.update(g2, trace_sigma)
-        g2_history, trace_history = self.gns_history.setdefault(scheme, {}).setdefault(name, ([], []))
-        g2_history.append(g2)
-        trace_history.append(trace_sigma)
-        average = b_simple_interval(np.array(g2_history), np.array(trace_history))
-        prefix = f"gns/{scheme}"
-        self.logger.record(f"{prefix}/g2_{name}_raw", g2)
-        self.logger.record(f"{prefix}/trace_sigma_{name}_raw", trace_sigma)
-        self.logger.record(f"{prefix}/g2_{name}", ema.g2)
-        self.logger.record(f"{prefix}/trace_sigma_{name}", ema.trace_sigma)
-        self.logger.record(f"{prefix}/b_simple_{name}", ema.b_simple)
-        self.logger.record(f"{prefix}/b_simple_{name}_avg", average.point)
-        self.logger.record(f"{prefix}/b_simple_{name}_avg_low", average.low)
-        self.logger.record(f"{prefix}/b_simple_{name}_avg_high", average.high)
+        tracker = self.gns_trackers[tracker_key(scheme, name)]
+        tracker.update(g2, trace_sigma)
+        average = tracker.run_average()
+        logged = {
+            ("g2", "raw"): g2,
+            ("trace_sigma", "raw"): trace_sigma,
+            ("g2", ""): tracker.ema.g2,
+            ("trace_sigma", ""): tracker.ema.trace_sigma,
+            ("b_simple", ""): tracker.b_simple,
+            ("b_simple", "avg"): average.point,
+            ("b_simple", "avg_low"): average.low,
+            ("b_simple", "avg_high"): average.high,
+        }
+        for (quantity, suffix), value in logged.items():
+            self.logger.record(gns_key(scheme, quantity, name, suffix), value)
         return g2, trace_sigma

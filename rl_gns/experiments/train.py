@@ -45,11 +45,11 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
-from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice
+from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, advise, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
 from rl_gns.core.defaults import schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
-from rl_gns.core.noise_scale import b_simple_interval
+from rl_gns.core.names import tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger, RanksProgressBar
 from rl_gns.experiments.config import TrainConfig, to_json, training_settings
@@ -74,8 +74,6 @@ from rl_gns.records.rundir import (
     STEP_KEY,
     SUMMARY,
     RunDir,
-    noise_columns,
-    run_advice,
 )
 
 __all__ = ["TrainConfig", "plan_run", "train"]
@@ -232,7 +230,7 @@ def run_training(plan: RunPlan) -> Path:
     totals = summary(run, model, wall_s, episodes.reached_at)
     totals.update(resumes=state["resumes"], games_dropped=state["games_dropped"], checkpoints_written=checkpoints.n_saved)
     totals["checkpoint_s_mean"] = round(checkpoints.save_s / checkpoints.n_saved, 3) if checkpoints.n_saved else None
-    advice = run_advice(run.progress(), run.config())
+    advice = final_advice(model, plan)
     lines = advice.lines() if advice else [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
     print("\n".join(lines), flush=True)
     key = "advice/critical_rollout_size"
@@ -353,6 +351,18 @@ def clear_run_files(run: RunDir) -> None:
     remove_checkpoints(run.path)
 
 
+def final_advice(model: NoiseScalePPO, plan: RunPlan) -> Advice | None:
+    """What the default predictor's measurements over the whole run say (:func:`rl_gns.core.advice.advise`), at the
+    run's last env count; ``None`` if it did not measure the predictor's scheme and loss."""
+    scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
+    tracker = (model.gns_trackers or {}).get(tracker_key(scheme, loss))
+    if tracker is None:
+        return None
+    n_envs = model.n_envs * plan.batching.nproc
+    g2_T, trace_sigma_T = np.asarray(tracker.g2_T), np.asarray(tracker.trace_sigma_T)
+    return advise(DEFAULT_PREDICTOR, g2_T, trace_sigma_T, n_envs, plan.batching.n_steps, plan.batching.n_minibatches)
+
+
 def advice_record(advice: Advice | None, lines: list[str]) -> dict:
     """The advice as ``summary.json`` holds it (``high`` is ``null`` where ``|G|²`` is not resolved)."""
     if advice is None:
@@ -373,14 +383,11 @@ def summary(run: RunDir, model: NoiseScalePPO, wall_s: float, reached_at: int | 
     progress, config = run.progress(), run.config()
     scores = [ep["r"] for ep in model.ep_info_buffer or []]
     noise: dict[str, float | list[float | None]] = {}
-    for scheme, emas in (model.gns_emas or {}).items():
-        for loss, ema in emas.items():
-            noise[f"b_simple_{loss}_{scheme}"] = ema.b_simple
-            columns = noise_columns(progress, config, scheme, loss)
-            if columns is not None:
-                average = b_simple_interval(columns[1], columns[2])
-                noise[f"b_simple_{loss}_{scheme}_run_average"] = average.point
-                noise[f"b_simple_{loss}_{scheme}_run_average_ci95"] = [average.low, average.high if average.resolved else None]
+    for tracker in (model.gns_trackers or {}).values():
+        name, average = f"b_simple_{tracker.loss}_{tracker.scheme}", tracker.run_average()
+        noise[name] = tracker.b_simple
+        noise[f"{name}_run_average"] = average.point
+        noise[f"{name}_run_average_ci95"] = [average.low, average.high if average.resolved else None]
     return {
         "env_steps": model.num_timesteps,
         "frames": model.num_timesteps * FRAME_SKIP,

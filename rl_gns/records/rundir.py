@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, advise, parse_predictor
+from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.logs import read_rows
 
@@ -206,9 +206,9 @@ def noise_columns(
     :param scheme: ``minibatch`` or ``envs``.
     :param loss: ``policy``, ``value`` or ``total``.
     """
-    g2_key, trace_key = f"gns/{scheme}/g2_{loss}_raw", f"gns/{scheme}/trace_sigma_{loss}_raw"
+    g2_key, trace_key = gns_key(scheme, "g2", loss, "raw"), gns_key(scheme, "trace_sigma", loss, "raw")
     if g2_key not in progress and config.get("gns_scheme") == scheme:  # one scheme, logged without a prefix
-        g2_key, trace_key = f"gns/g2_{loss}_raw", f"gns/trace_sigma_{loss}_raw"
+        g2_key, trace_key = legacy_key("g2", loss, "raw"), legacy_key("trace_sigma", loss, "raw")
     if g2_key not in progress:
         return None
     return progress[STEP_KEY], progress[g2_key], progress[trace_key]
@@ -234,15 +234,3 @@ def measured_schemes(config: dict) -> tuple[str, ...]:
     scheme = config.get("gns_scheme", ("minibatch",))
     schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
     return (*schemes, "ranks") if config.get("nproc", 1) > 1 else schemes
-
-
-def run_advice(progress: dict[str, np.ndarray], config: dict, predictor: str = DEFAULT_PREDICTOR) -> Advice | None:
-    """The advice of a run's files (:func:`rl_gns.core.advice.advise`); ``None`` if it did not measure the
-    predictor's scheme and loss. An adaptive run is judged at its last env count."""
-    scheme, _, loss = parse_predictor(predictor)
-    columns = noise_columns(progress, config, scheme, loss)
-    if columns is None:
-        return None
-    n_envs = int(progress["gns/n_envs"][-1]) if "gns/n_envs" in progress else config["n_envs"]
-    n_minibatches = config["rollout_size"] // config["minibatch_size"]
-    return advise(predictor, columns[1], columns[2], n_envs, config["n_steps"], n_minibatches)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
+from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.core.targets import first_reached
 from rl_gns.core.tradeoff import TradeoffFit
 from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, measured_schemes, noise_columns, read_json
@@ -106,7 +107,7 @@ def load_adaptive_run(run_dir: Path, targets: list[float], window: int) -> Adapt
     config, progress, episodes = run_files.config(), run_files.progress(), run_files.episodes()
     n_envs_final = run_files.summary()["n_envs_final"]
     # a run stopped at its stop score ends inside an iteration that is never logged: count it whole, as analyze does
-    n_envs_T = [*progress.get("gns/n_envs", np.empty(0)).astype(int).tolist(), n_envs_final]
+    n_envs_T = [*progress.get(N_ENVS_KEY, np.empty(0)).astype(int).tolist(), n_envs_final]
     last_T = run_files.env_steps(progress) + n_envs_final * config["n_steps"]  # from 0 if no row was logged
     total_timesteps_T = np.append(progress.get(STEP_KEY, np.empty(0)), last_T)
     run = AdaptiveRun(run_dir.name, config["adaptive_r"], config["seed"], n_envs_T)

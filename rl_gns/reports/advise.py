@@ -9,10 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
-from rl_gns.records.rundir import RunDir, run_advice
+from rl_gns.core.advice import advise as predict
+from rl_gns.core.names import N_ENVS_KEY
+from rl_gns.records.rundir import RunDir, noise_columns
 
 
 class NotMeasuredError(ValueError):
@@ -34,6 +37,22 @@ def check(config: AdviseConfig) -> None:
     """Fail early (``ValueError``) on a directory without a logged row or an unknown predictor."""
     parse_predictor(config.predictor)
     RunDir(config.run_dir).logged_progress()
+
+
+def run_advice(progress: dict[str, np.ndarray], config: dict, predictor: str = DEFAULT_PREDICTOR) -> Advice | None:
+    """The advice of a run's files (:func:`rl_gns.core.advice.advise`); ``None`` if it did not measure the
+    predictor's scheme and loss. An adaptive run is judged at its last env count.
+
+    :param progress: the run's ``progress.csv`` columns.
+    :param config: the run's ``config.json``.
+    """
+    scheme, _, loss = parse_predictor(predictor)
+    columns = noise_columns(progress, config, scheme, loss)
+    if columns is None:
+        return None
+    n_envs = int(progress[N_ENVS_KEY][-1]) if N_ENVS_KEY in progress else config["n_envs"]
+    n_minibatches = config["rollout_size"] // config["minibatch_size"]
+    return predict(predictor, columns[1], columns[2], n_envs, config["n_steps"], n_minibatches)
 
 
 def advise(config: AdviseConfig) -> Advice:

@@ -31,7 +31,7 @@ import numpy as np
 import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS
-from rl_gns.core.measure import LOSSES
+from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import first_reached, steps_and_experience
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff

@@ -40,7 +40,8 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 
-from rl_gns.core.measure import LOSSES, ppo_loss_terms
+from rl_gns.core.measure import ppo_loss_terms
+from rl_gns.core.names import LOSSES
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,76 @@
+"""The names of the noise-scale log, formatted and parsed here alone: the schemes, the losses, and the SB3 logger
+keys ``gns/<scheme>/<quantity>_<loss>[_<suffix>]`` that ``progress.csv`` and TensorBoard hold.
+
+========================================  ===================================================================
+``gns/<scheme>/g2_<loss>_raw``            this measurement's unbiased ``|G|²`` estimate
+``gns/<scheme>/trace_sigma_<loss>_raw``   this measurement's unbiased ``tr(Σ)`` estimate
+``gns/<scheme>/g2_<loss>``                moving average (likewise ``trace_sigma_<loss>``, ``b_simple_<loss>``)
+``gns/<scheme>/b_simple_<loss>_avg``      ``Σ tr(Σ) / Σ |G|²`` so far, with ``_avg_low`` and ``_avg_high`` (95 %)
+``gns/<scheme>/b_small``, ``b_big``       the measurement's batch sizes, in samples
+========================================  ===================================================================
+
+Runs logged before 2026-11-22 measured one scheme and wrote ``gns/<quantity>_<loss>...`` (:func:`legacy_key`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, NamedTuple
+
+Scheme = Literal["minibatch", "envs"]
+#: How the big and small batches of a fixed-parameter measurement are drawn from a rollout.
+SCHEMES: tuple[Scheme, ...] = ("minibatch", "envs")
+#: The free schemes of a data-parallel run, measured from its ranks' gradients (loss ``total`` only): the first
+#: epoch's optimiser steps, and every epoch's.
+FREE_SCHEMES = ("ranks", "ranks_all")
+Loss = Literal["policy", "value", "total"]
+#: The PPO losses whose noise scale is measured (``total`` is the loss PPO optimises).
+LOSSES: tuple[Loss, ...] = ("policy", "value", "total")
+#: Per-iteration keys of the whole measurement.
+N_ENVS_KEY = "gns/n_envs"
+
+_KEY = re.compile(
+    r"gns/(?:(?P<scheme>[a-z_]+)/)?(?P<quantity>g2|trace_sigma|b_simple)_(?P<loss>policy|value|total)(?:_(?P<suffix>.+))?"
+)
+
+
+class GnsKey(NamedTuple):
+    """One parsed noise-scale key."""
+
+    scheme: str | None
+    """The scheme; ``None`` for a run logged before schemes had prefixes."""
+    quantity: str
+    """``g2``, ``trace_sigma`` or ``b_simple``."""
+    loss: str
+    """``policy``, ``value`` or ``total``."""
+    suffix: str
+    """``raw``, ``avg``, ``avg_low``, ``avg_high`` or ``""`` (the moving average)."""
+
+
+def gns_key(scheme: str, quantity: str, loss: str, suffix: str = "") -> str:
+    """``gns/<scheme>/<quantity>_<loss>[_<suffix>]``: ``gns_key("envs", "g2", "value", "raw")`` is
+    ``gns/envs/g2_value_raw``."""
+    return f"gns/{scheme}/{quantity}_{loss}" + (f"_{suffix}" if suffix else "")
+
+
+def legacy_key(quantity: str, loss: str, suffix: str = "") -> str:
+    """The key of a run logged before 2026-11-22 (one scheme, no prefix): ``gns/<quantity>_<loss>[_<suffix>]``."""
+    return f"gns/{quantity}_{loss}" + (f"_{suffix}" if suffix else "")
+
+
+def tracker_key(scheme: str, loss: str) -> str:
+    """``<scheme>/<loss>``: an agent's name for what it measured of one scheme and loss (``envs/value``)."""
+    return f"{scheme}/{loss}"
+
+
+def size_key(scheme: str, which: Literal["b_small", "b_big"]) -> str:
+    """``gns/<scheme>/b_small`` or ``gns/<scheme>/b_big``."""
+    return f"gns/{scheme}/{which}"
+
+
+def parse_gns_key(key: str) -> GnsKey | None:
+    """The parts of a noise-scale key (:func:`gns_key` or :func:`legacy_key`); ``None`` for any other key."""
+    match = _KEY.fullmatch(key)
+    if match is None:
+        return None
+    return GnsKey(match["scheme"], match["quantity"], match["loss"], match["suffix"] or "")

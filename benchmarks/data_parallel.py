@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import tyro
 
+from rl_gns.core.names import size_key
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import fmt, relative, save_figure
@@ -51,13 +52,13 @@ def main(config: Config) -> None:
         "|---|---|---|---|---|---|---|",
     ]
     for run in (one, ranks):
-        summary, settings = run.summary(), run.config()
+        summary, settings = run.summary().values, run.config().settings
         rows.append(
             f"| [{run.name}]({relative(run.path, config.out)}) | {settings.get('nproc', 1)} | {settings['n_envs']} | "
             f"{summary['env_steps']:,} | {summary['wall_s']:.0f} | {summary['agent_steps_per_s']:.1f} | "
             f"{fmt(summary['score_last_100_mean'])} |"
         )
-    speedup = ranks.summary()["agent_steps_per_s"] / one.summary()["agent_steps_per_s"]
+    speedup = ranks.summary().values["agent_steps_per_s"] / one.summary().values["agent_steps_per_s"]
 
     runs = {"one": (one.progress(), one.config()), "ranks": (ranks.progress(), ranks.config())}
     settings = runs["ranks"][1]
@@ -67,7 +68,7 @@ def main(config: Config) -> None:
         "|---|---|---|---|---|---|",
     ]
     for run, scheme, loss, label_template in CURVES:
-        label = label_template.format(d=settings.get("nproc", 1))
+        label = label_template.format(d=settings.nproc)
         progress, run_settings = runs[run]
         columns = noise_columns(progress, run_settings, scheme, loss)
         if columns is None:
@@ -78,12 +79,12 @@ def main(config: Config) -> None:
         ax.plot(steps[measured], cumulative_b_simple(g2[measured], trace[measured]), style, label=label)
         interval = b_simple_interval(g2, trace)
         high = fmt(interval.high) if math.isfinite(interval.high) else "unbounded"
-        b_small, b_big = (int(progress[f"gns/{scheme}/{key}"][measured][-1]) for key in ("b_small", "b_big"))
+        b_small, b_big = (int(progress[size_key(scheme, key)][measured][-1]) for key in ("b_small", "b_big"))
         noise_rows.append(
             f"| {label} | {b_small} | {b_big} | {int(measured.sum())} | {fmt(interval.point)} | {fmt(interval.low)} – {high} |"
         )
     ax.set(xlabel="agent steps", ylabel="B_simple averaged over training so far (samples)", yscale="log")
-    ax.set_title(f"{settings['game']}, {settings['n_envs']} envs: B_simple averaged over training so far", fontsize=10)
+    ax.set_title(f"{settings.game}, {settings.n_envs} envs: B_simple averaged over training so far", fontsize=10)
     ax.legend(fontsize=7)
     figure = save_figure(fig, config.out / "free_vs_fixed.png")
 
@@ -94,7 +95,7 @@ def main(config: Config) -> None:
         "",
         *rows,
         "",
-        f"Throughput of {settings.get('nproc', 1)} ranks against one process: {speedup:.2f}x.",
+        f"Throughput of {settings.nproc} ranks against one process: {speedup:.2f}x.",
         "",
         "## The free noise scale against the fixed-parameter one",
         "",

@@ -28,7 +28,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.names import LOSSES
+from rl_gns.core.names import LOSSES, gns_key, size_key
 from rl_gns.core.noise_scale import b_simple_interval
 from rl_gns.records.rundir import read_csv
 
@@ -98,10 +98,10 @@ def pool(out: Path, n_envs: int, rollout_size: int) -> dict:
     progress = read_csv(out / "progress.csv")
     row: dict = {"n_envs": n_envs, "rollout_size": rollout_size, "pooled": {}}
     for scheme in ("minibatch", "envs"):
-        b_small, b_big = int(progress[f"gns/{scheme}/b_small"][0]), int(progress[f"gns/{scheme}/b_big"][0])
+        b_small, b_big = int(progress[size_key(scheme, "b_small")][0]), int(progress[size_key(scheme, "b_big")][0])
         for loss in LOSSES:
-            g2 = progress[f"gns/{scheme}/g2_{loss}_raw"]
-            trace = progress[f"gns/{scheme}/trace_sigma_{loss}_raw"]
+            g2 = progress[gns_key(scheme, "g2", loss, "raw")]
+            trace = progress[gns_key(scheme, "trace_sigma", loss, "raw")]
             ratio = b_simple_interval(g2, trace)
             row["pooled"][f"{scheme}/{loss}"] = {
                 "b_small": b_small,

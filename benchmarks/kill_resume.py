@@ -95,7 +95,7 @@ def kill_train(args: Args) -> dict:
     if finished.returncode != 0:
         raise SystemExit(finished.stderr[-2000:])
     run = RunDir(args.out)
-    config, summary, progress = run.config(), run.summary(), run.progress()
+    config, summary, progress = run.config().settings, run.summary().values, run.progress()
     steps = progress[STEP_KEY]
     expected = config["rollout_size"] * np.arange(1, len(steps) + 1)
     return {
@@ -134,7 +134,7 @@ def kill_sweep(args: Args) -> dict:
     if resumed.returncode != 0:
         raise SystemExit(resumed.stderr[-2000:])
     for name, record in in_flight.items():
-        summary = RunDir(args.out / "runs" / name).summary()
+        summary = RunDir(args.out / "runs" / name).summary().values
         record.update(final_steps=summary["env_steps"], resumes=summary["resumes"])
     return {
         "killed_after_s": args.min_s,

@@ -58,7 +58,18 @@ def _write_run(run_dir: Path, game: str, seed: int, g2_T: list, trace_T: list, s
     before 2026-11-22 logged a single scheme (no ``gns/<scheme>/`` prefix)."""
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(
-        json.dumps({"game": game, "seed": seed, "total_steps": 1000, "gns_scheme": "minibatch"})
+        json.dumps(
+            {
+                "game": game,
+                "seed": seed,
+                "total_steps": 1000,
+                "gns_scheme": "minibatch",
+                "n_envs": 2,
+                "n_steps": 125,
+                "minibatch_size": 125,
+                "rollout_size": 250,
+            }
+        )
     )
     with open(run_dir / "progress.csv", "w", newline="") as f:
         writer = csv.writer(f)

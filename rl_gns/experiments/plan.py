@@ -183,7 +183,7 @@ def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
         raise ValueError(f"--resume {run.path}: no run there (no config.json)")
     if run.status() == "done":
         raise ValueError(f"--resume {run.path}: the run is finished (summary.json)")
-    stored = train_config_from_json(run.config())
+    stored = train_config_from_json(run.config().settings)
     changed = [name for name in given if name not in RUN_CONTROL and getattr(config, name) != getattr(stored, name)]
     if changed:
         was = ", ".join(f"{flag(name)} {getattr(stored, name)}" for name in changed)

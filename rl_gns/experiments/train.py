@@ -75,6 +75,7 @@ from rl_gns.records.rundir import (
     SUMMARY,
     RunDir,
 )
+from rl_gns.records.schema import NoiseScaleSummary, RunSummary
 
 __all__ = ["TrainConfig", "plan_run", "train"]
 
@@ -226,10 +227,7 @@ def run_training(plan: RunPlan) -> Path:
         return run.path
     model.save(run.file(MODEL))
 
-    # --- summarise from the files on disk, with the advice; summary.json last: it marks the run finished
-    totals = summary(run, model, wall_s, episodes.reached_at)
-    totals.update(resumes=state["resumes"], games_dropped=state["games_dropped"], checkpoints_written=checkpoints.n_saved)
-    totals["checkpoint_s_mean"] = round(checkpoints.save_s / checkpoints.n_saved, 3) if checkpoints.n_saved else None
+    # --- the advice, then summary.json last: it marks the run finished
     advice = final_advice(model, plan)
     lines = advice.lines() if advice else [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
     print("\n".join(lines), flush=True)
@@ -238,7 +236,13 @@ def run_training(plan: RunPlan) -> Path:
         if isinstance(output, TensorBoardOutputFormat):
             output.write({key: "  \n".join(lines)}, {key: None}, model.num_timesteps)  # type: ignore[dict-item]
     model.logger.close()
-    run.write_summary({**totals, "advice": advice_record(advice, lines)})
+    lifecycle = {
+        "resumes": state["resumes"],
+        "games_dropped": state["games_dropped"],
+        "checkpoints_written": checkpoints.n_saved,
+        "checkpoint_s_mean": round(checkpoints.save_s / checkpoints.n_saved, 3) if checkpoints.n_saved else None,
+    }
+    run.write_summary(summary(plan, model, wall_s, episodes.reached_at, lifecycle, advice_record(advice, lines)))
     remove_checkpoints(run.path)
     return run.path
 
@@ -377,29 +381,40 @@ def advice_record(advice: Advice | None, lines: list[str]) -> dict:
     }
 
 
-def summary(run: RunDir, model: NoiseScalePPO, wall_s: float, reached_at: int | None) -> dict:
+def summary(
+    plan: RunPlan, model: NoiseScalePPO, wall_s: float, reached_at: int | None, lifecycle: dict[str, Any], advice: dict
+) -> RunSummary:
     """Totals of a finished run and its noise scales: the moving average at the end and the run average
-    (``Σ tr(Σ) / Σ |G|²`` over every measurement), per scheme and loss."""
-    progress, config = run.progress(), run.config()
+    (``Σ tr(Σ) / Σ |G|²`` over every measurement, with its 95 % interval), per scheme and loss.
+
+    :param wall_s: seconds of training over every slice of the run.
+    :param reached_at: agent steps at which the stop score was reached, if it was.
+    :param lifecycle: resumes, games dropped, checkpoints written and their mean cost.
+    :param advice: :func:`advice_record`.
+    """
     scores = [ep["r"] for ep in model.ep_info_buffer or []]
-    noise: dict[str, float | list[float | None]] = {}
+    noise_scales = []
     for tracker in (model.gns_trackers or {}).values():
-        name, average = f"b_simple_{tracker.loss}_{tracker.scheme}", tracker.run_average()
-        noise[name] = tracker.b_simple
-        noise[f"{name}_run_average"] = average.point
-        noise[f"{name}_run_average_ci95"] = [average.low, average.high if average.resolved else None]
-    return {
-        "env_steps": model.num_timesteps,
+        average = tracker.run_average()
+        ci95 = (average.low, average.high if average.resolved else None)
+        noise_scales.append(NoiseScaleSummary(tracker.scheme, tracker.loss, tracker.b_simple, average.point, ci95))
+    n_ranks = rank_and_size()[1]
+    throughput = {
         "frames": model.num_timesteps * FRAME_SKIP,
-        "iterations": len(progress.get("time/total_timesteps", [])),
-        "wall_s": round(wall_s, 2),
         "agent_steps_per_s": round(model.num_timesteps / wall_s, 1),
-        "score_last_100_mean": float(np.mean(scores)) if scores else None,
-        "stop_score_reached_at": reached_at,
-        "n_envs_final": model.n_envs * rank_and_size()[1],
-        "nproc": rank_and_size()[1],
+        "nproc": n_ranks,
         "n_scored_episodes": len(scores),
         "device": str(model.device),
-        "game": config["game"],
-        **noise,
     }
+    return RunSummary(
+        env_steps=model.num_timesteps,
+        iterations=model.iterations,
+        wall_s=round(wall_s, 2),
+        n_envs_final=model.n_envs * n_ranks,
+        score_last_100_mean=float(np.mean(scores)) if scores else None,
+        stop_score_reached_at=reached_at,
+        game=plan.game,
+        noise_scales=tuple(noise_scales),
+        advice=advice,
+        values={**throughput, **lifecycle},
+    )

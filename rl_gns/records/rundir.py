@@ -38,6 +38,7 @@ import numpy as np
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.logs import read_rows
+from rl_gns.records.schema import RunConfig, RunSummary
 
 CONFIG = "config.json"
 PROGRESS = "progress.csv"
@@ -152,18 +153,21 @@ class RunDir:
         """Whether the run has written its configuration."""
         return self.file(CONFIG).exists()
 
-    def config(self) -> dict:
-        return read_json(self.file(CONFIG))
+    def config(self) -> RunConfig:
+        """``config.json``, typed (:class:`~rl_gns.records.schema.RunConfig`)."""
+        return RunConfig.from_json(read_json(self.file(CONFIG)), self.file(CONFIG))
 
-    def summary(self) -> dict:
-        return read_json(self.file(SUMMARY))
+    def summary(self) -> RunSummary:
+        """``summary.json``, typed (:class:`~rl_gns.records.schema.RunSummary`)."""
+        return RunSummary.from_json(read_json(self.file(SUMMARY)), self.file(SUMMARY))
 
     def write_config(self, config: dict) -> None:
+        """Write ``config.json`` (every setting, the resolved sizes, versions and machine; read as a :class:`RunConfig`)."""
         write_json(self.file(CONFIG), config)
 
-    def write_summary(self, summary: dict) -> None:
+    def write_summary(self, summary: RunSummary) -> None:
         """Write ``summary.json``; call it last: it marks the run finished."""
-        write_json(self.file(SUMMARY), summary)
+        write_json(self.file(SUMMARY), summary.to_json())
 
     def write_error(self, text: str) -> None:
         self.file(ERROR).write_text(text)
@@ -196,18 +200,18 @@ class RunDir:
 
 
 def noise_columns(
-    progress: dict[str, np.ndarray], config: dict, scheme: str, loss: str
+    progress: dict[str, np.ndarray], config: RunConfig, scheme: str, loss: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(env_steps_T, g2_T, trace_sigma_T)``: the raw estimates of one scheme and loss per logged row
     (NaN where that row has no measurement); ``None`` if the run never measured them.
 
     :param progress: the run's ``progress.csv`` columns.
-    :param config: the run's ``config.json`` (names the scheme of runs logged before schemes had prefixes).
-    :param scheme: ``minibatch`` or ``envs``.
+    :param config: the run's ``config.json`` (runs before 2026-11-22 logged one scheme without a prefix).
+    :param scheme: ``minibatch``, ``envs``, or a data-parallel run's ``ranks``.
     :param loss: ``policy``, ``value`` or ``total``.
     """
     g2_key, trace_key = gns_key(scheme, "g2", loss, "raw"), gns_key(scheme, "trace_sigma", loss, "raw")
-    if g2_key not in progress and config.get("gns_scheme") == scheme:  # one scheme, logged without a prefix
+    if g2_key not in progress and config.legacy_keys and config.gns_schemes == (scheme,):  # logged without a prefix
         g2_key, trace_key = legacy_key("g2", loss, "raw"), legacy_key("trace_sigma", loss, "raw")
     if g2_key not in progress:
         return None
@@ -215,7 +219,7 @@ def noise_columns(
 
 
 def noise_sums(
-    progress: dict[str, np.ndarray], config: dict, scheme: str, loss: str, until_env_steps: float = math.inf
+    progress: dict[str, np.ndarray], config: RunConfig, scheme: str, loss: str, until_env_steps: float = math.inf
 ) -> NoiseSums:
     """Pooled raw estimates of one scheme and loss over the rows at or before ``until_env_steps`` (agent steps)."""
     columns = noise_columns(progress, config, scheme, loss)
@@ -224,13 +228,3 @@ def noise_sums(
     steps_T, g2_T, trace_sigma_T = columns
     rows = steps_T <= until_env_steps
     return NoiseSums.of(g2_T[rows], trace_sigma_T[rows])
-
-
-def measured_schemes(config: dict) -> tuple[str, ...]:
-    """The schemes a run measured, from its ``config.json`` (empty with ``--no-gns``); a data-parallel run's free
-    measurement (``ranks``, loss ``total``) comes last."""
-    if not config.get("gns", True):
-        return ()
-    scheme = config.get("gns_scheme", ("minibatch",))
-    schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
-    return (*schemes, "ranks") if config.get("nproc", 1) > 1 else schemes

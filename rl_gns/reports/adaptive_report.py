@@ -26,7 +26,7 @@ import tyro
 from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.core.targets import first_reached
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, measured_schemes, noise_columns, read_json
+from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, noise_columns, read_json
 from rl_gns.reports.figures import Axes, colors, legend, relative, save_plot
 from rl_gns.reports.sweep_analysis import TargetResult
 from rl_gns.reports.sweep_report import plot_steps_vs_experience
@@ -68,7 +68,7 @@ def fit_steps(fit: TradeoffFit, experience: float) -> float:
 def measured_g2(run: RunDir, loss: str) -> np.ndarray:
     """The raw ``|G|²`` estimates of ``loss`` a run logged (its first scheme); none if it has not measured it."""
     config = run.config()
-    schemes = measured_schemes(config)
+    schemes = config.measured_schemes
     columns = noise_columns(run.progress(), config, schemes[0], loss) if schemes else None
     return np.empty(0) if columns is None else columns[1][np.isfinite(columns[1])]
 
@@ -105,12 +105,13 @@ def load_adaptive_run(run_dir: Path, targets: list[float], window: int) -> Adapt
     """Read one finished adaptive run directory (``config.json``, ``summary.json``, ``progress.csv``, ``episodes.csv``)."""
     run_files = RunDir(run_dir)
     config, progress, episodes = run_files.config(), run_files.progress(), run_files.episodes()
-    n_envs_final = run_files.summary()["n_envs_final"]
+    n_envs_final = run_files.summary().n_envs_final or config.n_envs
     # a run stopped at its stop score ends inside an iteration that is never logged: count it whole, as analyze does
     n_envs_T = [*progress.get(N_ENVS_KEY, np.empty(0)).astype(int).tolist(), n_envs_final]
-    last_T = run_files.env_steps(progress) + n_envs_final * config["n_steps"]  # from 0 if no row was logged
+    last_T = run_files.env_steps(progress) + n_envs_final * config.n_steps  # from 0 if no row was logged
     total_timesteps_T = np.append(progress.get(STEP_KEY, np.empty(0)), last_T)
-    run = AdaptiveRun(run_dir.name, config["adaptive_r"], config["seed"], n_envs_T)
+    assert config.adaptive_r is not None, f"{run_dir} is not an adaptive run"
+    run = AdaptiveRun(run_dir.name, config.adaptive_r, config.seed, n_envs_T)
     for target in targets:
         game = first_reached(episodes.get("env_steps", np.array([])), episodes.get("score", np.array([])), target, window)
         if game is not None:

@@ -16,6 +16,7 @@ from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
 from rl_gns.core.advice import advise as predict
 from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.records.rundir import RunDir, noise_columns
+from rl_gns.records.schema import RunConfig
 
 
 class NotMeasuredError(ValueError):
@@ -39,7 +40,7 @@ def check(config: AdviseConfig) -> None:
     RunDir(config.run_dir).logged_progress()
 
 
-def run_advice(progress: dict[str, np.ndarray], config: dict, predictor: str = DEFAULT_PREDICTOR) -> Advice | None:
+def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: str = DEFAULT_PREDICTOR) -> Advice | None:
     """The advice of a run's files (:func:`rl_gns.core.advice.advise`); ``None`` if it did not measure the
     predictor's scheme and loss. An adaptive run is judged at its last env count.
 
@@ -50,9 +51,8 @@ def run_advice(progress: dict[str, np.ndarray], config: dict, predictor: str = D
     columns = noise_columns(progress, config, scheme, loss)
     if columns is None:
         return None
-    n_envs = int(progress[N_ENVS_KEY][-1]) if N_ENVS_KEY in progress else config["n_envs"]
-    n_minibatches = config["rollout_size"] // config["minibatch_size"]
-    return predict(predictor, columns[1], columns[2], n_envs, config["n_steps"], n_minibatches)
+    n_envs = int(progress[N_ENVS_KEY][-1]) if N_ENVS_KEY in progress else config.n_envs
+    return predict(predictor, columns[1], columns[2], n_envs, config.n_steps, config.n_minibatches)
 
 
 def advise(config: AdviseConfig) -> Advice:

@@ -38,7 +38,7 @@ from rliable import metrics
 from rl_gns.core.atari import FRAME_SKIP, resolve_game
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
-from rl_gns.records.rundir import RunDir, measured_schemes, noise_sums, read_json, write_json
+from rl_gns.records.rundir import RunDir, noise_sums, read_json, write_json
 from rl_gns.reports.figures import Axes, legend, number, plt, relative, save_figure
 
 #: "Start" of training: the first quarter of a run's budget (agent steps).
@@ -136,14 +136,14 @@ def load_run(run: RunDir, target: float) -> BenchRun | None:
         return None
     config, progress, episodes = run.config(), run.progress(), run.episodes()
     scores_N, env_steps_N = episodes["score"], episodes["env_steps"]
-    scheme = measured_schemes(config)[0]
+    scheme = config.measured_schemes[0]
     score = float(running_score(scores_N, DEFAULT_WINDOW)[-1]) if len(scores_N) else math.nan
     reached = first_reached(env_steps_N, scores_N, target, DEFAULT_WINDOW)
-    until = {"start": START_FRACTION * config["total_steps"], "average": math.inf}
+    until = {"start": START_FRACTION * config.total_steps, "average": math.inf}
     return BenchRun(
         name=run.name,
-        game=config["game"],
-        seed=config["seed"],
+        game=config.game,
+        seed=config.seed,
         env_steps=run.env_steps(progress),
         score=score if math.isfinite(score) else None,
         n_games=len(scores_N),

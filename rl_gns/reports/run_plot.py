@@ -9,7 +9,8 @@ import numpy as np
 import tyro
 
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
-from rl_gns.records.rundir import PLOT, STEP_KEY, RunDir, measured_schemes, noise_columns
+from rl_gns.records.rundir import PLOT, STEP_KEY, RunDir, noise_columns
+from rl_gns.records.schema import RunConfig
 from rl_gns.reports.figures import Axes, legend, plt, save_figure
 
 LOSS_COLORS = {"policy": "tab:blue", "value": "tab:orange", "total": "tab:green"}
@@ -25,13 +26,13 @@ def plot_score(progress: dict[str, np.ndarray], ax: Axes) -> Axes:
     return ax
 
 
-def plot_noise_scale(progress: dict[str, np.ndarray], config: dict, ax: Axes) -> Axes:
+def plot_noise_scale(progress: dict[str, np.ndarray], config: RunConfig, ax: Axes) -> Axes:
     """``B_simple`` per loss and scheme against agent steps, log scale: the average over training so far
     (:func:`cumulative_b_simple`; solid for the first scheme, dashed for a second, dotted for a third) and its 95 % interval
     (shaded, :func:`b_simple_interval`; up to the top of the panel where ``|G|²`` is not resolved). Points where
     the pooled ``|G|²`` is not yet positive are left out of the line."""
     bands = []
-    for scheme, style in zip(measured_schemes(config), ("-", "--", ":"), strict=False):
+    for scheme, style in zip(config.measured_schemes, ("-", "--", ":"), strict=False):
         for loss, color in LOSS_COLORS.items():
             columns = noise_columns(progress, config, scheme, loss)
             if columns is None:
@@ -79,12 +80,11 @@ def plot_run(config: PlotConfig) -> Path:
     :raises RunFileError: before the run's first logged row (an existing figure is kept).
     """
     run = RunDir(config.run_dir)
-    settings = run.config() if run.is_started() else {}
+    settings = run.config()
     progress = run.logged_progress()
     fig, (ax_score, ax_gns) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
     plot_score(progress, ax_score)
     plot_noise_scale(progress, settings, ax_gns)
     ax_score.set_xlabel("")
-    if settings:
-        fig.suptitle(f"{settings.get('game', '')}: {settings.get('n_envs', '?')} envs × {settings.get('n_steps', '?')} steps")
+    fig.suptitle(f"{settings.game}: {settings.n_envs} envs × {settings.n_steps} steps")
     return save_figure(fig, run.file(PLOT))

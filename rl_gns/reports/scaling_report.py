@@ -20,7 +20,7 @@ import tyro
 from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.rundir import RunDir, measured_schemes, noise_sums, read_json
+from rl_gns.records.rundir import RunDir, noise_sums, read_json
 from rl_gns.records.scaling_log import MEASUREMENTS, read_measurements, read_settings
 from rl_gns.reports.figures import plt, relative, save_figure
 
@@ -63,7 +63,7 @@ def check(config: ScalingReportConfig) -> None:
     if config.noise_run is not None:
         run = RunDir(config.noise_run)
         run.logged_progress()
-        if not measured_schemes(run.config()):
+        if not run.config().measured_schemes:
             raise ValueError(f"{config.noise_run} did not measure the noise scale (trained with --no-gns)")
 
 
@@ -115,10 +115,10 @@ def report(config: ScalingReportConfig) -> Path:
     if config.noise_run is not None:
         run = RunDir(config.noise_run)
         progress, run_config = run.progress(), run.config()
-        scheme = measured_schemes(run_config)[0]
+        scheme = run_config.measured_schemes[0]
         averages = {loss: noise_sums(progress, run_config, scheme, loss).b_simple for loss in ("policy", "total")}
         noise = {loss: b for loss, b in averages.items() if math.isfinite(b)}
-        m_run = run_config["rollout_size"] // run_config["minibatch_size"]
+        m_run = run_config.n_minibatches
         result["noise_scale"] = {"run": relative(config.noise_run, out), "b_simple": noise, "n_minibatches": m_run}
         for loss, b_simple in noise.items():
             marks[f"M·B_simple ({loss}) = {m_run * b_simple:,.0f}"] = m_run * b_simple / settings["n_steps"]

@@ -35,7 +35,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import first_reached, steps_and_experience
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
-from rl_gns.records.rundir import RunDir, measured_schemes, noise_sums, read_json, write_json
+from rl_gns.records.rundir import RunDir, noise_sums, read_json, write_json
 
 
 @dataclass
@@ -92,16 +92,16 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None
     config, progress, episodes = run.config(), run.progress(), run.episodes()
     record = RunRecord(
         name=run.name,
-        n_envs=config["n_envs"],
-        rollout_size=config["rollout_size"],
-        minibatch_size=config["minibatch_size"],
-        n_epochs=config["n_epochs"],
-        learning_rate=config["learning_rate"],
-        seed=config["seed"],
+        n_envs=config.n_envs,
+        rollout_size=config.rollout_size,
+        minibatch_size=config.minibatch_size,
+        n_epochs=config.n_epochs,
+        learning_rate=config.learning_rate,
+        seed=config.seed,
         status=run.status(),
         env_steps=run.env_steps(progress),
     )
-    schemes = measured_schemes(config)
+    schemes = config.measured_schemes
     for target in targets:
         game = first_reached(episodes["env_steps"], episodes["score"], target, window)
         if game is not None:

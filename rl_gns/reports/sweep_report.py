@@ -12,7 +12,7 @@ import numpy as np
 from rl_gns.core.advice import DEFAULT_PREDICTOR
 from rl_gns.core.noise_scale import cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
-from rl_gns.records.rundir import RunDir, measured_schemes, noise_columns
+from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import Axes, colors, error_bar, fmt, legend, plt, save_plot
 from rl_gns.reports.sweep_analysis import RunRecord, TargetResult, unidentified
 
@@ -72,7 +72,7 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], loss: str, 
         run_record = candidates[len(candidates) // 2]
         run = RunDir(sweep_dir / "runs" / run_record.name)
         config = run.config()
-        scheme = measured_schemes(config)[0] if measured_schemes(config) else ""
+        scheme = config.measured_schemes[0] if config.measured_schemes else ""
         columns = noise_columns(run.progress(), config, scheme, loss) if scheme else None
         if columns is None:
             continue

@@ -1,0 +1,221 @@
+"""The typed records of a run directory: :class:`RunConfig` (``config.json``) and :class:`RunSummary` (``summary.json``).
+
+Each is read through ``from_json``, which accepts runs written by earlier versions of rl-gns (missing fields take the
+values those versions used) and names the file in one line (:class:`~rl_gns.records.rundir.RunFileError`'s base,
+``ValueError``) when a field it needs is missing or of the wrong kind.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rl_gns.core.names import FREE_SCHEMES, LOSSES, SCHEMES
+
+
+class RecordError(ValueError):
+    """A run record that lacks a field it needs, or holds one of the wrong kind; the message names the file."""
+
+
+def _field(data: dict[str, Any], key: str, kind: type, path: Path | str, default: Any = ...) -> Any:
+    """``data[key]`` as ``kind`` (an ``int`` field also takes a whole float); ``default`` where it is missing."""
+    if key not in data or data[key] is None:
+        if default is ...:
+            raise RecordError(f"{path}: no {key!r}")
+        return default
+    value = data[key]
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise RecordError(f"{path}: {key!r} is {value!r}, not {kind.__name__}")
+    return value
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """``config.json``: a run's settings, the sizes resolved from them, versions and machine (written first).
+
+    :param game: the ale-py ROM id.
+    :param n_envs: parallel environments at the start (over every rank).
+    :param n_steps: agent steps per env per rollout.
+    :param minibatch_size: samples per gradient step.
+    :param rollout_size: agent steps per PPO iteration, ``n_envs * n_steps``.
+    :param n_epochs: passes over each rollout.
+    :param nproc: data-parallel ranks.
+    :param seed: the run's seed.
+    :param learning_rate: Adam step size (at the start, if annealed or grown).
+    :param total_steps: the budget in agent steps.
+    :param backend: ``ale_vector``, ``sb3`` or ``ram``.
+    :param gns_schemes: the fixed-parameter schemes measured (empty with ``--no-gns``).
+    :param legacy_keys: the run logged one scheme without a ``gns/<scheme>/`` prefix (before 2026-11-22).
+    :param adaptive_r: the adaptive rule's ``r``; ``None`` for a fixed ``n_envs``.
+    :param settings: every field as written, for what this record does not name.
+    """
+
+    game: str
+    n_envs: int
+    n_steps: int
+    minibatch_size: int
+    rollout_size: int
+    n_epochs: int
+    nproc: int
+    seed: int
+    learning_rate: float
+    total_steps: int
+    backend: str
+    gns_schemes: tuple[str, ...]
+    legacy_keys: bool
+    adaptive_r: float | None
+    settings: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def n_minibatches(self) -> int:
+        """Minibatches per epoch: ``rollout_size / minibatch_size``."""
+        return self.rollout_size // self.minibatch_size
+
+    @property
+    def measured_schemes(self) -> tuple[str, ...]:
+        """The schemes whose noise scale the run logged; a data-parallel run's free measurement (``ranks``, loss
+        ``total``) comes last."""
+        return (*self.gns_schemes, "ranks") if self.gns_schemes and self.nproc > 1 else self.gns_schemes
+
+    @classmethod
+    def from_json(cls, data: Any, path: Path | str) -> RunConfig:
+        """Read ``config.json``'s contents (``path`` names the file in errors).
+
+        :raises RecordError: for a missing or ill-typed field.
+        """
+        if not isinstance(data, dict):
+            raise RecordError(f"{path}: not a run's config (a JSON object)")
+        scheme = data.get("gns_scheme", "minibatch")  # runs before 2026-11-22 measured one scheme, named as a string
+        schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
+        return cls(
+            game=_field(data, "game", str, path),
+            n_envs=_field(data, "n_envs", int, path),
+            n_steps=_field(data, "n_steps", int, path),
+            minibatch_size=_field(data, "minibatch_size", int, path),
+            rollout_size=_field(data, "rollout_size", int, path),
+            n_epochs=_field(data, "n_epochs", int, path, 4),
+            nproc=_field(data, "nproc", int, path, 1),
+            seed=_field(data, "seed", int, path, 0),
+            learning_rate=_field(data, "learning_rate", float, path, math.nan),
+            total_steps=_field(data, "total_steps", int, path, 0),
+            backend=_field(data, "backend", str, path, "ale_vector"),
+            gns_schemes=schemes if data.get("gns", True) else (),
+            legacy_keys=isinstance(scheme, str),
+            adaptive_r=_field(data, "adaptive_r", float, path, None),
+            settings=data,
+        )
+
+
+@dataclass(frozen=True)
+class NoiseScaleSummary:
+    """What a finished run measured of one scheme and loss.
+
+    :param scheme: the scheme.
+    :param loss: the loss.
+    :param b_simple: ``B_simple`` of the moving averages at the end, in samples.
+    :param run_average: ``Σ tr(Σ) / Σ |G|²`` over every measurement, in samples.
+    :param run_average_ci95: its 95 % interval; the high end ``None`` where ``|G|²`` is not resolved.
+    """
+
+    scheme: str
+    loss: str
+    b_simple: float
+    run_average: float
+    run_average_ci95: tuple[float, float | None]
+
+    @property
+    def key(self) -> str:
+        """``b_simple_<loss>_<scheme>``: the name of its fields in ``summary.json``."""
+        return f"b_simple_{self.loss}_{self.scheme}"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """``summary.json``: the totals of a finished run and what it measured (written last: it marks the run finished).
+
+    :param env_steps: agent steps trained.
+    :param iterations: PPO iterations logged.
+    :param wall_s: wall-clock seconds of training, over every slice of a resumed run.
+    :param n_envs_final: envs at the end (an adaptive run grows); ``None`` in runs written before 2026-11-21.
+    :param score_last_100_mean: mean raw score of the last 100 games; ``None`` before the first.
+    :param stop_score_reached_at: agent steps at which the running score reached ``--stop-score``; ``None`` if never.
+    :param game: the ale-py ROM id.
+    :param noise_scales: one entry per (scheme, loss) measured.
+    :param advice: the critical rollout size the default predictor gives, as printed.
+    :param values: every field as written (throughput, device, resumes, checkpoints, ...).
+    """
+
+    env_steps: int
+    iterations: int
+    wall_s: float
+    n_envs_final: int | None
+    score_last_100_mean: float | None
+    stop_score_reached_at: int | None
+    game: str
+    noise_scales: tuple[NoiseScaleSummary, ...] = ()
+    advice: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields as ``summary.json`` holds them (noise scales as ``b_simple_<loss>_<scheme>[_run_average[_ci95]]``)."""
+        noise: dict[str, Any] = {}
+        for n in self.noise_scales:
+            noise.update(
+                {
+                    n.key: n.b_simple,
+                    f"{n.key}_run_average": n.run_average,
+                    f"{n.key}_run_average_ci95": list(n.run_average_ci95),
+                }
+            )
+        named = {
+            "env_steps": self.env_steps,
+            "iterations": self.iterations,
+            "wall_s": self.wall_s,
+            "n_envs_final": self.n_envs_final,
+            "score_last_100_mean": self.score_last_100_mean,
+            "stop_score_reached_at": self.stop_score_reached_at,
+            "game": self.game,
+        }
+        return {**self.values, **named, **noise, "advice": self.advice}
+
+    @classmethod
+    def from_json(cls, data: Any, path: Path | str) -> RunSummary:
+        """Read ``summary.json``'s contents (``path`` names the file in errors).
+
+        :raises RecordError: for a missing or ill-typed field.
+        """
+        if not isinstance(data, dict):
+            raise RecordError(f"{path}: not a run's summary (a JSON object)")
+        noise_scales = []
+        for scheme in (*SCHEMES, *FREE_SCHEMES):
+            for loss in LOSSES:
+                key = f"b_simple_{loss}_{scheme}"
+                if key in data:
+                    low, high = data.get(f"{key}_run_average_ci95") or (math.nan, None)
+                    average = data.get(f"{key}_run_average")
+                    noise_scales.append(
+                        NoiseScaleSummary(scheme, loss, _number(data[key]), _number(average), (_number(low), high))
+                    )
+        return cls(
+            env_steps=_field(data, "env_steps", int, path),
+            iterations=_field(data, "iterations", int, path, 0),
+            wall_s=_field(data, "wall_s", float, path, math.nan),
+            n_envs_final=_field(data, "n_envs_final", int, path, None),
+            score_last_100_mean=_field(data, "score_last_100_mean", float, path, None),
+            stop_score_reached_at=_field(data, "stop_score_reached_at", int, path, None),
+            game=_field(data, "game", str, path, ""),
+            noise_scales=tuple(noise_scales),
+            advice=data.get("advice") or {},
+            values=data,
+        )
+
+
+def _number(value: Any) -> float:
+    """A JSON number, or NaN for ``null`` (JSON has no NaN)."""
+    return math.nan if value is None else float(value)

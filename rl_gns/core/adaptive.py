@@ -39,6 +39,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.batching import env_seed
 from rl_gns.core.names import N_ENVS_KEY, Scheme, tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
 
@@ -208,7 +209,7 @@ class AdaptivePPO(NoiseScalePPO):
         ``n_envs - self.n_envs`` new ones; any other VecEnv is closed, its games abandoned (``games_abandoned``),
         and replaced by ``n_envs`` new ones. New envs start new games, seeded ``seed + num_timesteps + i``."""
         assert self.env is not None and self._last_obs is not None and self._last_episode_starts is not None
-        seed = None if self.seed is None else self.seed + self.num_timesteps  # new games, not replays of the first
+        seed = None if self.seed is None else env_seed(self.seed, env_steps=self.num_timesteps)  # new games, no replays
         if isinstance(self.env, DummyVecEnv):
             added = self.make_env(n_envs - self.n_envs, seed)
             assert isinstance(added, DummyVecEnv), f"make_env built a {type(added).__name__}, not a DummyVecEnv"

@@ -9,6 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def env_seed(seed: int, rank: int = 0, n_envs_per_rank: int = 0, env_steps: int = 0) -> int:
+    """Seed of a rank's first env (its env ``i`` gets this ``+ i``): ``seed + env_steps + rank * n_envs_per_rank``,
+    so that env ``i`` of rank ``r`` is seeded as env ``r * n_envs_per_rank + i`` of one process holding every env.
+
+    A run started afresh has ``env_steps = 0``; a resumed or grown run starts new games seeded by the agent steps it
+    has trained, so it never replays the first games' starts.
+    """
+    return seed + env_steps + rank * n_envs_per_rank
+
+
 @dataclass(frozen=True)
 class Batching:
     """The batch sizes of one PPO run.
@@ -65,9 +75,5 @@ class Batching:
         return self.n_envs // self.nproc
 
     def env_seed(self, seed: int, rank: int = 0, env_steps: int = 0) -> int:
-        """Seed of a rank's first env (its env ``i`` gets this ``+ i``): ``seed + env_steps + rank * n_envs_per_rank``.
-
-        A run started afresh has ``env_steps = 0``; a resumed run starts new games seeded by the agent steps it has
-        trained, so it never replays the first games' starts.
-        """
-        return seed + env_steps + rank * self.n_envs_per_rank
+        """Seed of a rank's first env (:func:`env_seed`)."""
+        return env_seed(seed, rank, self.n_envs_per_rank, env_steps)

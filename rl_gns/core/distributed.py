@@ -39,6 +39,7 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.vec_env import VecEnv
 
+from rl_gns.core.batching import env_seed
 from rl_gns.core.measure import GradNormTap, SumOverRanks, normalize_advantages
 from rl_gns.core.names import FREE_SCHEMES, Scheme, size_key, tracker_key
 from rl_gns.core.noise_scale import NoiseScaleTracker, g2_and_trace
@@ -239,7 +240,7 @@ class DataParallelPPO(NoiseScalePPO):
         if self.seed is not None:  # SB3 seeded torch and env i with seed (+ i) on every rank
             th.manual_seed(rank_seed(self.seed, self.rank))
             if self.env is not None:
-                self.env.seed(self.seed + self.rank * self.n_envs)  # env i of rank r: seed + its global index
+                self.env.seed(env_seed(self.seed, self.rank, self.n_envs))  # env i of rank r: seed + its global index
         params = [p for p in self.policy.parameters() if p.requires_grad]
         if self._gns_tap is not None:  # re-registered below, after the all-reduce, so that it sees global gradients
             self._gns_tap.remove()

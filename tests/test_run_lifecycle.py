@@ -15,7 +15,7 @@ import pytest
 
 from rl_gns.cli import main
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
-from rl_gns.records.logs import read_rows
+from rl_gns.records.logs import read_rows, user_umask
 
 pytestmark = pytest.mark.atari
 
@@ -186,3 +186,5 @@ def test_config_json_is_written_only_once_the_run_can_start(tmp_path):
     config, summary = (json.loads((run / name).read_text()) for name in ("config.json", "summary.json"))
     assert config["total_steps"] == 192 and summary["env_steps"] == 192
     assert read_rows(run / "episodes.csv")[0] == ["env_steps", "score", "length_frames", "wall_s"]
+    for name in ("config.json", "progress.csv", "episodes.csv", "summary.json"):  # the user's umask, not 0600
+        assert (run / name).stat().st_mode & 0o777 == 0o666 & ~user_umask(), name

@@ -121,7 +121,7 @@ def train(plan: RunPlan) -> Path:
     try:
         return train_rank(plan)
     except OSError as error:  # a full or read-only disk: the last checkpoint still holds
-        where = f"{error.strerror}: {error.filename}" if error.filename else str(error)
+        where = f"{error.strerror}: {error.filename}" if error.filename else error.strerror or str(error)
         raise OSError(error.errno, f"{where}; go on from the last checkpoint with: {resume_command(plan.out)}") from None
 
 

@@ -46,15 +46,34 @@ def append_line(path: Path, line: str) -> None:
         os.close(fd)
 
 
+def user_umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text``: written to a temporary file beside it, flushed to disk, given the mode ``open``
+    would give a new file (the user's umask), then renamed over it, so a kill at any instant leaves the old file or
+    the new one, never a torn one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~user_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def rewrite(path: Path, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     """Replace ``path`` by ``header`` and ``rows`` (padded with empty cells to the header's width) atomically."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False, newline="") as f:
-        f.write(format_row(header))
-        for row in rows:
-            f.write(format_row([*row, *[""] * (len(header) - len(row))]))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(f.name, path)
+    lines = [format_row(header), *(format_row([*row, *[""] * (len(header) - len(row))]) for row in rows)]
+    write_atomically(path, "".join(lines))
 
 
 def read_rows(path: Path) -> tuple[list[str], list[list[str]]]:

@@ -27,8 +27,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +35,7 @@ import numpy as np
 
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
-from rl_gns.records.logs import read_rows
+from rl_gns.records.logs import read_rows, write_atomically
 from rl_gns.records.schema import RunConfig, RunSummary
 
 CONFIG = "config.json"
@@ -104,11 +102,7 @@ def read_csv(path: str | Path) -> dict[str, np.ndarray]:
 
 def write_json(path: Path, data: Any) -> None:
     """Write JSON so that a kill at any instant leaves the old file or the new one, never a torn one."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as f:
-        f.write(json.dumps(data, indent=2, default=str) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(f.name, path)
+    write_atomically(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def read_json(path: Path) -> Any:

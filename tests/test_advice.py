@@ -35,8 +35,17 @@ def test_advise_scales_by_m_and_states_where_the_run_stands():
     assert advice.b_crit.low < advice.b_crit.point < advice.b_crit.high
     assert advice.n_envs_critical[0] == pytest.approx(advice.b_crit.point / 32)
     text = "\n".join(advice.lines())
-    assert "below it" in text and "cuts the PPO iterations" in text  # 64 agent steps per rollout << 400
-    above = Advice("env_total", RatioInterval(100.0, 80.0, 120.0), n_envs=16, n_steps=32)
-    assert "mostly burn experience" in "\n".join(above.lines())
-    unresolved = Advice("mb_xM_policy", RatioInterval(math.nan, 5_000.0, math.inf), n_envs=8, n_steps=128)
+    assert advice.n_measurements == 100 and "cuts the PPO iterations" in text
+    # 64 agent steps per rollout lie below even the lower end widened by the predictor's error (low / 3.5)
+    assert advice.with_predictor_error()[0] == pytest.approx(advice.b_crit.low / 3.5) and "save iterations" in text
+    above = Advice("env_total", RatioInterval(100.0, 80.0, 120.0), n_envs=16, n_steps=32, n_measurements=50)
+    assert "mostly burn experience" in "\n".join(above.lines())  # 512 > 120 / 0.41
+    inside = Advice("env_total", RatioInterval(100.0, 80.0, 120.0), n_envs=4, n_steps=32, n_measurements=50)
+    assert "not decided" in "\n".join(inside.lines()) and "burn" not in "\n".join(inside.lines())  # 128 in [23, 293]
+    unresolved = Advice("mb_xM_policy", RatioInterval(math.nan, 5_000.0, math.inf), n_envs=8, n_steps=128, n_measurements=50)
     assert "B* > 5,000" in unresolved.lines()[0]
+    few = advise("env_value", g2_T[:3], trace_T[:3], n_envs=2, n_steps=32, n_minibatches=4)
+    assert few.lines() == [
+        "critical rollout size (env_value): not enough data: 3 noise-scale measurements, 8 needed "
+        "(train longer, or measure more often with --gns-every)"
+    ]

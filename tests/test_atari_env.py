@@ -19,7 +19,7 @@ def test_game_names(name):
 
 
 def test_unknown_game_names_close_matches():
-    with pytest.raises(UnknownGameError, match="did you mean beam_rider"):
+    with pytest.raises(UnknownGameError, match="did you mean BeamRider"):
         resolve_game("BeamRyder")
     with pytest.raises(UnknownGameError, match="unknown Atari game 'Zork'"):
         resolve_game("Zork")

@@ -66,7 +66,7 @@ def test_unknown_game_exits_with_one_line_and_writes_nothing(tmp_path):
     result = run_cli("train", "--env", "BeamRyder", "--out", str(out))
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
-    assert "did you mean beam_rider" in result.stderr
+    assert "did you mean BeamRider?" in result.stderr and "Breakout, " in result.stderr
     assert not out.exists()
 
 

@@ -23,6 +23,14 @@ from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 #: value loss over groups of whole trajectories, the one the pre-registered criterion (docs/prediction-criterion.md)
 #: picked on four games (results/validation/predictors.md: median |log10(predicted / fitted)| 0.38).
 DEFAULT_PREDICTOR = "env_value"
+#: The default predictor's error where it was checked: predicted / fitted ``B_crit`` ranged over 0.41–3.5 (0.68–3.5
+#: on three games at three targets each, 0.41, 0.53 and 1.05 on a Beam Rider sweep outside the validation; Breakout's
+#: fits were degenerate), docs/results.md. A prediction ``P`` thus leaves ``B_crit`` within ``[P / 3.5, P / 0.41]``.
+PREDICTOR_ERROR = (0.41, 3.5)
+#: Where that error was measured: the regime outside which it says nothing.
+VALIDATED_REGIME = "Atari from RAM with an MLP, early-training targets, 4 games; a constant predicted as well there"
+#: Measurements below which the advice gives no number (its interval needs several batches of them).
+MIN_MEASUREMENTS = 8
 #: Candidate name tag of each measurement scheme.
 SCHEME_TAGS = {"minibatch": "mb", "envs": "env"}
 
@@ -58,9 +66,11 @@ class Advice:
     predictor: str
     """The candidate used, e.g. ``mb_xM_policy``."""
     b_crit: RatioInterval
-    """Predicted critical rollout size with its 95 % interval, agent steps."""
+    """Predicted critical rollout size with its 95 % interval of measurement noise, agent steps."""
     n_envs: int
     n_steps: int
+    n_measurements: int
+    """Measurements the prediction pools."""
 
     @property
     def rollout_size(self) -> int:
@@ -78,6 +88,11 @@ class Advice:
     def lines(self) -> list[str]:
         """The advice as printed by ``rl-gns train`` and ``rl-gns advise``."""
         b, size = self.b_crit, self.rollout_size
+        if self.n_measurements < MIN_MEASUREMENTS:
+            return [
+                f"critical rollout size ({self.predictor}): not enough data: {self.n_measurements} noise-scale "
+                f"measurements, {MIN_MEASUREMENTS} needed (train longer, or measure more often with --gns-every)"
+            ]
         if not math.isfinite(b.point) or b.point <= 0:
             low = f"; the data say only B* > {b.low:,.0f} agent steps" if b.low > 0 else ""
             return [f"critical rollout size ({self.predictor}): not resolved{low} (measure longer or more often)"]
@@ -92,15 +107,32 @@ class Advice:
             f"critical rollout size ({self.predictor}): {size_text}",
             f"  = {envs_text} at n_steps {self.n_steps}; this run: {self.n_envs} envs ({size:,} agent steps per rollout)",
         ]
-        cut, extra = self.doubling(b.point)
-        where = "below" if size < b.point else "above"
+        error_low, error_high = self.with_predictor_error()
         lines.append(
-            f"  {where} it: doubling the envs cuts the PPO iterations to a target by about {cut:.0%} "
+            f"  with the predictor's error where it was checked ({PREDICTOR_ERROR[0]}-{PREDICTOR_ERROR[1]}x): B_crit in "
+            f"[{error_low:,.0f}, {error_high:,.0f}] agent steps ({VALIDATED_REGIME}; rl-gns sweep measures it directly)"
+        )
+        cut, extra = self.doubling(b.point)
+        lines.append(
+            f"  if B_crit = {b.point:,.0f}: doubling the envs cuts the PPO iterations to a target by about {cut:.0%} "
             f"for {extra:.0%} more experience (S = S_min(1 + B*/B), E = E_min(1 + B/B*))"
         )
-        if size >= b.point:
-            lines.append("  past the critical size, more envs mostly burn experience")
+        if size > error_high:
+            lines.append(
+                "  this run is past the critical size even at the interval's upper end: more envs mostly burn experience"
+            )
+        elif size < error_low:
+            lines.append(
+                "  this run is below the critical size even at the interval's lower end: more envs mostly save iterations"
+            )
+        else:
+            lines.append("  this run's rollout size lies inside the interval: whether more envs pay is not decided")
         return lines
+
+    def with_predictor_error(self) -> tuple[float, float]:
+        """The interval of ``B_crit`` with the measurement noise and the predictor's error where it was checked:
+        ``[low / 3.5, high / 0.41]`` (:data:`PREDICTOR_ERROR`), agent steps."""
+        return self.b_crit.low / PREDICTOR_ERROR[1], self.b_crit.high / PREDICTOR_ERROR[0]
 
 
 def advise(
@@ -118,4 +150,8 @@ def advise(
     _, times_m, _ = parse_predictor(predictor)
     b = b_simple_interval(g2_T, trace_sigma_T)
     factor = n_minibatches if times_m else 1
-    return Advice(predictor, RatioInterval(factor * b.point, factor * b.low, factor * b.high, b.level), n_envs, n_steps)
+    n_measurements = int(
+        np.sum(np.isfinite(np.asarray(g2_T, dtype=float)) & np.isfinite(np.asarray(trace_sigma_T, dtype=float)))
+    )
+    interval = RatioInterval(factor * b.point, factor * b.low, factor * b.high, b.level)
+    return Advice(predictor, interval, n_envs, n_steps, n_measurements)

@@ -54,8 +54,9 @@ def resolve_game(name: str) -> str:
     if snake.replace("_", "") in squashed:
         return squashed[snake.replace("_", "")]
     close = difflib.get_close_matches(snake, rom_ids, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; see ale_py.roms.get_all_rom_ids()"
-    raise UnknownGameError(f"unknown Atari game {name!r}{hint}")
+    names = sorted(camel_name(rom) for rom in rom_ids)
+    hint = f"did you mean {', '.join(camel_name(rom) for rom in close)}? " if close else ""
+    raise UnknownGameError(f"unknown Atari game {name!r}: {hint}the games are {', '.join(names)}")
 
 
 def camel_name(game: str) -> str:

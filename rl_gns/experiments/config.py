@@ -142,6 +142,8 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     """Torch intra-op threads (default: torch's choice, one per core)."""
     progress_bar: bool | None = None
     """Show a progress bar (default: only when stderr is a terminal)."""
+    verbose: bool = False
+    """Print SB3's table of every logged value each iteration, instead of one line (progress.csv holds them all)."""
 
     resume: Path | None = None
     """Continue the unfinished run in this directory from its last checkpoint, with the settings of its config.json
@@ -175,6 +177,7 @@ RUN_CONTROL = (
     "device",
     "torch_threads",
     "progress_bar",
+    "verbose",
     "checkpoint_minutes",
     "checkpoint_steps",
     "max_wall_minutes",

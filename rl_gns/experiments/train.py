@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 import stable_baselines3
 import torch as th
-from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from stable_baselines3.common.logger import HumanOutputFormat, Logger, TensorBoardOutputFormat
 from stable_baselines3.common.vec_env import VecEnv
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
-from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, advise, parse_predictor
+from rl_gns.core.advice import DEFAULT_PREDICTOR, MIN_MEASUREMENTS, Advice, advise, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
 from rl_gns.core.defaults import schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
@@ -53,6 +53,7 @@ from rl_gns.core.names import tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger, RanksProgressBar
 from rl_gns.experiments.config import TrainConfig, to_json, training_settings
+from rl_gns.experiments.console import ConsoleLine
 from rl_gns.experiments.launch import RankFailedError, join, launch, under_torchrun
 from rl_gns.experiments.plan import RunPlan, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
@@ -170,6 +171,12 @@ def run_training(plan: RunPlan) -> Path:
         state = {"env_steps": 0, "wall_s": 0.0, "games_dropped": 0, "resumes": 0}
         if rank == 0:
             run.write_config(run_record(plan))
+            batching = plan.batching
+            print(
+                f"training {plan.game} into {run.path}: {batching.n_envs} envs x {batching.n_steps} steps = "
+                f"{batching.rollout_size:,} agent steps per iteration, budget {config.total_steps:,}",
+                flush=True,
+            )
     else:
         model = resumed_model(plan, env, make_env)
         state = {**checkpoint.state, "games_dropped": checkpoint.state["games_dropped"] + checkpoint.state["n_envs"]}
@@ -177,7 +184,9 @@ def run_training(plan: RunPlan) -> Path:
         if rank == 0:
             print(f"resuming {run.path} at {checkpoint.env_steps:,} agent steps ({checkpoint.path.name})", flush=True)
     if rank == 0:
-        model.set_logger(run_logger(run.path, run.file(PROGRESS), None if checkpoint is None else checkpoint.env_steps))
+        console = HumanOutputFormat(sys.stdout) if config.verbose else ConsoleLine(config.total_steps)
+        resume_step = None if checkpoint is None else checkpoint.env_steps
+        model.set_logger(run_logger(run.path, run.file(PROGRESS), console, resume_step))
     else:
         model.set_logger(Logger(None, []))
 
@@ -368,15 +377,20 @@ def final_advice(model: NoiseScalePPO, plan: RunPlan) -> Advice | None:
 
 
 def advice_record(advice: Advice | None, lines: list[str]) -> dict:
-    """The advice as ``summary.json`` holds it (``high`` is ``null`` where ``|G|²`` is not resolved)."""
+    """The advice as ``summary.json`` holds it: no number from too few measurements; ``high`` is ``null`` where
+    ``|G|²`` is not resolved; ``b_crit_with_predictor_error`` widens the interval by the predictor's checked error."""
     if advice is None:
         return {"predictor": DEFAULT_PREDICTOR, "text": lines}
-    b = advice.b_crit
+    b, enough = advice.b_crit, advice.n_measurements >= MIN_MEASUREMENTS
+    identified = enough and math.isfinite(b.point)
+    error_low, error_high = advice.with_predictor_error()
     return {
         "predictor": advice.predictor,
-        "b_crit": b.point if math.isfinite(b.point) else None,
-        "b_crit_ci95": [b.low, b.high if b.resolved else None],
-        "n_envs_critical": advice.n_envs_critical[0] if math.isfinite(b.point) else None,
+        "n_measurements": advice.n_measurements,
+        "b_crit": b.point if identified else None,
+        "b_crit_ci95": [b.low, b.high if b.resolved else None] if enough else None,
+        "b_crit_with_predictor_error": [error_low, error_high if b.resolved else None] if enough else None,
+        "n_envs_critical": advice.n_envs_critical[0] if identified else None,
         "text": lines,
     }
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +20,6 @@ from typing import Any
 
 from stable_baselines3.common.logger import (
     FormatUnsupportedError,
-    HumanOutputFormat,
     KVWriter,
     Logger,
     TensorBoardOutputFormat,
@@ -146,11 +144,12 @@ class ResumedTensorBoardOutputFormat(TensorBoardOutputFormat):
         self._is_closed = False
 
 
-def run_logger(folder: Path, progress_csv: Path, resume_step: int | None = None) -> Logger:
-    """The SB3 logger of a run: stdout, ``progress_csv`` (:class:`AppendingCSVOutputFormat`) and TensorBoard.
+def run_logger(folder: Path, progress_csv: Path, console: KVWriter, resume_step: int | None = None) -> Logger:
+    """The SB3 logger of a run: the console, ``progress_csv`` (:class:`AppendingCSVOutputFormat`) and TensorBoard.
 
     :param folder: the run directory (TensorBoard event files go there).
     :param progress_csv: the CSV file of the rows.
+    :param console: what is printed per iteration (SB3's ``HumanOutputFormat``, or a shorter line).
     :param resume_step: the checkpoint's env step when resuming (rows after it must already be truncated).
     """
     tensorboard = (
@@ -158,4 +157,4 @@ def run_logger(folder: Path, progress_csv: Path, resume_step: int | None = None)
         if resume_step is None
         else ResumedTensorBoardOutputFormat(str(folder), purge_step=resume_step + 1)
     )
-    return Logger(str(folder), [HumanOutputFormat(sys.stdout), AppendingCSVOutputFormat(progress_csv), tensorboard])
+    return Logger(str(folder), [console, AppendingCSVOutputFormat(progress_csv), tensorboard])

@@ -1,0 +1,63 @@
+"""What ``rl-gns train`` prints while it trains: one line per PPO iteration, an SB3 logger output.
+
+    [ 12,288/100,000 agent steps]  score 512.3 (last 100)  1,234 steps/s  ETA 1m11s  B_simple(env_value) 790 [512, inf]
+
+SB3's full table of every logged value (``HumanOutputFormat``) replaces it with ``--verbose``; ``progress.csv`` and
+TensorBoard hold every value either way.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, TextIO
+
+from stable_baselines3.common.logger import KVWriter
+
+from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.names import gns_key
+
+
+def duration(seconds: float) -> str:
+    """``1h02m``, ``3m05s`` or ``42s``; ``?`` for a duration not known."""
+    if not math.isfinite(seconds) or seconds < 0:
+        return "?"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def number(value: float) -> str:
+    """Three significant figures, ``inf`` for an unbounded end."""
+    return "inf" if math.isinf(value) else f"{value:.3g}"
+
+
+class ConsoleLine(KVWriter):
+    """One line per logged PPO iteration: agent steps of the budget, the running score, speed, time left, and the
+    noise scale of the default predictor with its 95 % interval once measured.
+
+    :param total_steps: the run's budget in agent steps (for the time left).
+    :param score_games: games in the mean score SB3 logs (``rollout/ep_rew_mean``; SB3's ``stats_window_size``).
+    :param stream: where the lines go.
+    """
+
+    def __init__(self, total_steps: int, score_games: int = 100, stream: TextIO = sys.stdout) -> None:
+        self.total_steps, self.score_games, self.stream = total_steps, score_games, stream
+        scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
+        self.b_simple_keys = tuple(gns_key(scheme, "b_simple", loss, suffix) for suffix in ("avg", "avg_low", "avg_high"))
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        steps, fps = key_values.get("time/total_timesteps", step), key_values.get("time/fps", 0)
+        parts = [f"[{steps:>{len(f'{self.total_steps:,}')},}/{self.total_steps:,} agent steps]"]
+        if "rollout/ep_rew_mean" in key_values:
+            parts.append(f"score {key_values['rollout/ep_rew_mean']:.1f} (last {self.score_games})")
+        if fps:
+            parts += [f"{fps:,} steps/s", f"ETA {duration((self.total_steps - steps) / fps)}"]
+        point, low, high = (float(key_values.get(key, math.nan)) for key in self.b_simple_keys)
+        if math.isfinite(point):
+            parts.append(f"B_simple({DEFAULT_PREDICTOR}) {number(point)} [{number(low)}, {number(high)}]")
+        self.stream.write("  ".join(parts) + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """Nothing to close: the stream belongs to the caller."""

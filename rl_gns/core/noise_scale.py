@@ -221,17 +221,35 @@ def b_simple_interval(
     y_b = y[len(y) - k * size :].reshape(k, size).mean(axis=1)
     cov = np.cov(np.stack([x_b, y_b]), ddof=1) / k
     t2 = float(student_t.ppf(0.5 + level / 2, k - 1)) ** 2
-    a = y_b.mean() ** 2 - t2 * cov[1, 1]
-    b = x_b.mean() * y_b.mean() - t2 * cov[0, 1]
-    c = x_b.mean() ** 2 - t2 * cov[0, 0]
+    low, high = fieller_interval(float(x_b.mean()), float(y_b.mean()), cov[0, 0], cov[0, 1], cov[1, 1], t2)
+    return RatioInterval(point, low, high, level)
+
+
+def fieller_interval(num: float, den: float, v_num: float, v_num_den: float, v_den: float, t2: float) -> tuple[float, float]:
+    """Fieller's confidence set for a ratio ``R = num / den`` of two estimates with covariance
+    ``[[v_num, v_num_den], [v_num_den, v_den]]``: the ratios with
+
+    .. math::
+
+        (num - R\,den)^2 \le t^2 (v_{num} - 2 R\, v_{num,den} + R^2 v_{den}),
+
+    clipped to ``R >= 0``. Where ``den`` is resolved from zero (``den^2 > t^2 v_{den}``) the set is a bounded
+    interval; otherwise it is unbounded above and only its lower end is returned, with ``inf``.
+
+    :param t2: the squared Student (or normal) quantile of the level.
+    :return: ``(low, high)``.
+    """
+    a = den**2 - t2 * v_den
+    b = num * den - t2 * v_num_den
+    c = num**2 - t2 * v_num
     disc = b * b - a * c
-    if a > 0:  # a bounded interval (disc >= 0 here: the set contains the ratio of the means)
+    if a > 0:  # a bounded interval (disc >= 0 here: the set contains num / den)
         root = math.sqrt(max(disc, 0.0))
-        return RatioInterval(point, (b - root) / a, (b + root) / a, level)
+        return max((b - root) / a, 0.0), (b + root) / a
     if disc < 0:  # every ratio is compatible with the data
-        return RatioInterval(point, 0.0, math.inf, level)
+        return 0.0, math.inf
     upper_branch_start = (b - math.sqrt(disc)) / a if a < 0 else c / (2 * b) if b else 0.0
-    return RatioInterval(point, max(upper_branch_start, 0.0), math.inf, level)
+    return max(upper_branch_start, 0.0), math.inf
 
 
 class NoiseScaleTracker:

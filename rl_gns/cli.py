@@ -21,7 +21,7 @@ import tyro
 
 import rl_gns
 from rl_gns.core.distributed import rank_and_size
-from rl_gns.experiments import bench, scaling, sweep, train
+from rl_gns.experiments import bench, probe, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, under_torchrun
 from rl_gns.experiments.plan import EVERY_SETTING
@@ -35,6 +35,7 @@ from rl_gns.reports import (
     advise,
     bench_report,
     predictor_validation,
+    probe_report,
     run_plot,
     scaling_report,
     sweep_analysis,
@@ -97,6 +98,11 @@ def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], P
     if os.environ.get("RL_GNS_WORKER"):
         die_with_parent()
     return partial(train.train, train.plan_run(config.train_config(), EVERY_SETTING))
+
+
+def probe_and_report(config: probe.ProbeConfig) -> Path:
+    probe_dir = probe.probe(config)
+    return probe_report.report(probe_report.ProbeReportConfig(probe_dir))
 
 
 def analyze(config: sweep_analysis.AnalyzeConfig) -> Path:
@@ -167,6 +173,8 @@ def checked(check: Callable[[Any], object], run: Callable[[Any], Any]) -> Prepar
 COMMANDS: dict[str, tuple[type, Prepare]] = {
     "train": (TrainConfig, prepare_train),
     "sweep": (sweep.SweepConfig, checked(sweep.check, sweep.sweep)),
+    "probe": (probe.ProbeConfig, checked(probe.check, probe_and_report)),
+    "probe-report": (probe_report.ProbeReportConfig, checked(probe_report.check, probe_report.report)),
     "analyze": (sweep_analysis.AnalyzeConfig, checked(sweep_analysis.check, analyze)),
     "plot": (run_plot.PlotConfig, checked(run_plot.check, run_plot.plot_run)),
     "bench": (BenchCommand, checked(check_bench, bench_and_report)),

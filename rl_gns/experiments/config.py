@@ -112,6 +112,9 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     """Replace an existing run directory instead of refusing to start."""
     seed: int = 0
     """Seed of the agent, the environments (env i gets seed + i) and the noise-scale sampler."""
+    init_from: Path | None = None
+    """Start from the policy and Adam state of this saved agent (a model.zip) instead of a new one: a branch of
+    rl-gns probe. Default: a new agent."""
     device: str = "cpu"
     """Torch device: cpu (fastest for this small CNN on few envs), cuda, or auto."""
     minibatch_size: int = _ZOO["batch_size"]
@@ -217,7 +220,7 @@ def train_config_from_json(data: dict[str, Any]) -> TrainConfig:
         if f.name not in data:
             continue
         value = data[f.name]
-        if f.name in ("out", "resume"):
+        if f.name in ("out", "resume", "init_from"):
             value = None if value is None else Path(value)
         elif isinstance(value, list):
             value = tuple(value)

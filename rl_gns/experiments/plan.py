@@ -102,6 +102,8 @@ def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPl
     check_memory(config, batching)
     if config.adaptive_r is not None:
         check_adaptive(config, batching)
+    if config.init_from is not None:
+        check_init_from(config.init_from, batching, config.adaptive_r)
     noise_scale = config.noise_scale_config()
     sizes = (
         sizes_over_ranks(noise_scale, batching.n_envs_per_rank, batching.n_steps, batching.minibatch_size, batching.nproc)
@@ -325,6 +327,14 @@ def check_adaptive(config: TrainConfig, batching: Batching) -> None:
         )
     grown = replace(batching, n_envs=config.max_n_envs)
     noise_scale.all_sizes(grown.n_envs, grown.n_steps, grown.minibatch_size)
+
+
+def check_init_from(init_from: Path, batching: Batching, adaptive_r: float | None) -> None:
+    """A branch starts from a saved agent of one process with a fixed env count."""
+    if not init_from.is_file() or init_from.suffix != ".zip":
+        raise ValueError(f"--init-from {init_from}: not a saved agent (model.zip)")
+    if batching.nproc > 1 or adaptive_r is not None:
+        raise ValueError("--init-from starts one process at a fixed env count: not with --nproc > 1 or --adaptive-r")
 
 
 def check_torchrun(batching: Batching) -> None:

@@ -54,6 +54,8 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
     """Ratio between neighbouring learning rates of the grid."""
     window: int = DEFAULT_WINDOW
     """Games averaged by the score measure (the same at every size)."""
+    init_from: Path | None = None
+    """Every run starts from the policy and Adam state of this saved agent (a model.zip; rl-gns probe branches so)."""
 
     def learning_rates(self, n_envs: int) -> list[float]:
         """The grid at one env count: centre * lr_factor^k for k symmetric around 0."""

@@ -327,7 +327,10 @@ def new_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> NoiseScalePPO
         return DataParallelPPO(policy, env, **ppo_kwargs(config))
     adaptive = config.adaptive_config()
     if adaptive is None:
-        return NoiseScalePPO(policy, env, **ppo_kwargs(config))
+        model = NoiseScalePPO(policy, env, **ppo_kwargs(config))
+        if config.init_from is not None:  # a probe's branch: the saved policy and Adam state, this run's schedules
+            model.set_parameters(str(config.init_from), exact_match=True, device=config.device)
+        return model
     return AdaptivePPO(policy, env, adaptive=adaptive, make_env=make_env, **ppo_kwargs(config))
 
 

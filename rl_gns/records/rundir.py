@@ -45,6 +45,8 @@ SUMMARY = "summary.json"
 ERROR = "error.txt"
 PLOT = "training.png"
 MODEL = "model.zip"
+#: A probe directory's branch point (``rl-gns probe``).
+PROBE = "probe.json"
 
 #: The env-step x-axis of ``progress.csv`` (SB3's key), agent steps.
 STEP_KEY = "time/total_timesteps"

@@ -1,0 +1,162 @@
+"""``rl-gns probe`` (report): the critical rollout size at the branch point, and the noise scale measured there.
+
+Reads the probe directory only (``probe.json``, ``sweep.json`` and the branches' run directories):
+
+- ``S``: PPO iterations each branch took to its target (its running score over ``window`` games reaching the source's
+  running score at the branch point plus ``delta``); per seed at each size, the fastest learning rate.
+- ``B_crit``: :func:`rl_gns.core.tradeoff.fit_local_tradeoff` over every (size, seed) that reached the target, with
+  its Fieller interval; "not identified" where fewer than 2 sizes reached it or the data do not bound it.
+- The noise scale at the branch point: every branch measures at iteration 1 with the source's parameters (no update
+  yet), so the first measurement of each branch is a fixed-parameter measurement there; pooled over branches
+  (``Σ tr(Σ) / Σ |G|²``), with Fieller's interval treating branches as independent.
+
+Shape glossary: ``N`` branches that reached the target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.names import LOSSES
+from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
+from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
+from rl_gns.records.rundir import PROBE, RunDir, noise_columns, read_json, write_json
+from rl_gns.reports.figures import Axes, fmt, legend, plt, save_figure
+from rl_gns.reports.sweep_analysis import RunRecord, best_per_seed, load_sweep
+
+
+@dataclass
+class ProbeReportConfig:
+    """Fit the critical rollout size of a probe directory and write report.md, probe_results.json and a figure."""
+
+    probe_dir: tyro.conf.Positional[Path]
+    """The probe's directory (rl-gns probe --out)."""
+
+
+def branch_steps(runs: list[RunRecord], target: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(batch_N, steps_N)``: rollout size and PPO iterations to ``target`` of the fastest learning rate of each seed
+    at each size."""
+    pairs = [
+        (size, run.reached[target].iterations)
+        for size in sorted({run.rollout_size for run in runs})
+        for run in best_per_seed(runs, target, size).values()
+    ]
+    return np.array([p[0] for p in pairs], dtype=float), np.array([p[1] for p in pairs], dtype=float)
+
+
+def noise_at_branch_point(probe_dir: Path) -> dict[str, RatioInterval]:
+    """``{"<scheme>/<loss>": B_simple}`` pooled over each branch's first measurement (at the source's parameters)."""
+    first: dict[str, list[tuple[float, float]]] = {}
+    for run_dir in sorted((probe_dir / "runs").iterdir()):
+        run = RunDir(run_dir)
+        if not run.is_started():
+            continue
+        config, progress = run.config(), run.progress()
+        for scheme in config.measured_schemes:
+            for loss in LOSSES:
+                columns = noise_columns(progress, config, scheme, loss)
+                if columns is None:
+                    continue
+                _, g2_T, trace_T = columns
+                measured = np.flatnonzero(np.isfinite(g2_T) & np.isfinite(trace_T))
+                if len(measured):
+                    first.setdefault(f"{scheme}/{loss}", []).append((g2_T[measured[0]], trace_T[measured[0]]))
+    return {
+        key: b_simple_interval(np.array([v[0] for v in values]), np.array([v[1] for v in values]), n_batches=len(values))
+        for key, values in first.items()
+    }
+
+
+def verdict(fit: LocalTradeoffFit | None, batch_N: np.ndarray, n_branches: int) -> str:
+    """One line: ``B_crit`` with its interval, or why it is not identified."""
+    sizes = len(np.unique(batch_N))
+    if fit is None:
+        return f"B_crit not identified: {len(batch_N)} of {n_branches} branches at {sizes} sizes reached the target"
+    interval = f"[{fmt(fit.b_crit_low)}, {fmt(fit.b_crit_high)}]"
+    if not fit.identified:
+        return f"B_crit not identified: at least {fmt(fit.b_crit_low)} agent steps (95 % lower end; the data set no upper end)"
+    return f"B_crit {fmt(fit.b_crit)} agent steps, 95 % interval {interval} ({fit.n_points} branches at {sizes} sizes)"
+
+
+def plot_probe(
+    batch_N: np.ndarray, steps_N: np.ndarray, fit: LocalTradeoffFit | None, b_simple: RatioInterval | None, ax: Axes
+) -> Axes:
+    """PPO iterations to the target against rollout size (log-log), one point per branch, the fitted ``S(B)``, and
+    ``B_crit`` and the default predictor's ``B_simple`` with their intervals."""
+    ax.scatter(batch_N, steps_N, color="black", s=18, label="branches (fastest learning rate per seed)", zorder=3)
+    if fit is not None and fit.s_min > 0 and len(batch_N):
+        grid = np.geomspace(batch_N.min() / 2, batch_N.max() * 2, 100)
+        ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:blue", label="fit S = S_min + E_min / B")
+        if fit.identified:
+            ax.axvline(fit.b_crit, color="tab:blue", ls="--", label=f"B_crit {fmt(fit.b_crit)}")
+            ax.axvspan(fit.b_crit_low, fit.b_crit_high, color="tab:blue", alpha=0.12, label="95 % interval")
+    if b_simple is not None and math.isfinite(b_simple.point) and b_simple.point > 0:
+        ax.axvline(b_simple.point, color="tab:orange", ls=":", label=f"B_simple ({DEFAULT_PREDICTOR}) {fmt(b_simple.point)}")
+    if len(batch_N):  # a log axis needs data on it
+        ax.set(xscale="log", yscale="log")
+    ax.set(xlabel="rollout size B (agent steps per PPO iteration)", ylabel="PPO iterations to the target")
+    legend(ax, empty="no branch reached the target", fontsize=8)
+    return ax
+
+
+def report(config: ProbeReportConfig) -> Path:
+    """Write ``report.md``, ``probe_results.json`` and ``steps_vs_rollout_size.png`` of a probe; print the verdict."""
+    probe = read_json(config.probe_dir / PROBE)
+    settings, runs = load_sweep(config.probe_dir)
+    target = float(settings["targets"][0])
+    batch_N, steps_N = branch_steps(runs, target)
+    fit = fit_local_tradeoff(batch_N, steps_N) if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3 else None
+    noise = noise_at_branch_point(config.probe_dir)
+    scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
+    predictor = noise.get(f"{scheme}/{loss}")
+    line = verdict(fit, batch_N, len(runs))
+    score = f"running score {probe['start_score']:.1f} -> target {target:.1f}"
+    at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
+    print(f"critical rollout size {at}: {line}", flush=True)
+    if predictor is not None:
+        interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
+        print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    plot_probe(batch_N, steps_N, fit, predictor, ax)
+    ax.set_title(f"{probe['source']} {at.split(' of ')[0]}", fontsize=10)
+    save_figure(fig, config.probe_dir / "steps_vs_rollout_size.png")
+    results = {
+        **probe,
+        "branches": len(runs),
+        "reached": [{"rollout_size": int(b), "iterations": int(s)} for b, s in zip(batch_N, steps_N, strict=True)],
+        "fit": None if fit is None else {**fit.__dict__, "b_crit": fit.b_crit, "identified": fit.identified},
+        "verdict": line,
+        "noise_at_branch_point": {key: [r.point, r.low, r.high] for key, r in noise.items()},
+    }
+    write_json(config.probe_dir / "probe_results.json", results)
+    rows = "\n".join(f"| {key} | {fmt(r.point)} | [{fmt(r.low)}, {fmt(r.high)}] |" for key, r in sorted(noise.items()))
+    text = "\n".join([
+        f"# Probe {at}",
+        "",
+        f"Critical rollout size: {line}.",
+        "",
+        "![steps against rollout size](steps_vs_rollout_size.png)",
+        "",
+        "Noise scale at the branch point (each branch's first measurement, at the source's parameters), pooled:",
+        "",
+        "| scheme/loss | B_simple | 95 % interval |",
+        "|---|---|---|",
+        rows,
+        "",
+    ])  # fmt: skip
+    path = config.probe_dir / "report.md"
+    path.write_text(text)
+    return path
+
+
+def check(config: ProbeReportConfig) -> None:
+    """Fail early (``ValueError``) on a directory that is not a probe."""
+    if not (config.probe_dir / PROBE).exists():
+        raise ValueError(f"{config.probe_dir} is not a probe directory (no {PROBE})")

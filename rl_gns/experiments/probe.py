@@ -28,6 +28,7 @@ from typing import Literal
 
 import tyro
 
+from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW, running_score
 from rl_gns.experiments.config import train_config_from_json
 from rl_gns.experiments.runner import ExecutionConfig
@@ -105,26 +106,23 @@ class ProbeConfig(ExecutionConfig):
         source = train_config_from_json(RunDir(self.source).config().settings)
         out = self.out or Path("probes") / f"{self.source.name}_at{point.env_steps}_d{self.delta:g}"
         shared = {name: getattr(source, name) for name in SHARED}
+        own = {name: getattr(self, name) for name in (*ExecutionConfig.__dataclass_fields__, *GRID)}
+        batching = Batching.of_minibatch_size(source.n_envs, source.n_steps, source.minibatch_size)
         return SweepConfig(
             **shared,
-            **{name: getattr(self, name) for name in ExecutionConfig.__dataclass_fields__},
+            **own,
             gns_every=1,
             targets=(point.start_score + self.delta,),
-            n_envs=self.n_envs,
-            seeds=self.seeds,
             out=out,
-            budget_steps=self.budget_steps,
-            n_minibatches=source.n_envs * source.n_steps // source.minibatch_size,
+            n_minibatches=batching.n_minibatches,
             lr_ref=source.learning_rate,
             n_envs_ref=source.n_envs,
-            lr_rule=self.lr_rule,
-            lr_points=self.lr_points,
-            lr_factor=self.lr_factor,
-            window=self.window,
             init_from=point.model,
         )
 
 
+#: Settings a probe passes on to its sweep of branches as they are.
+GRID = ("n_envs", "seeds", "budget_steps", "lr_rule", "lr_points", "lr_factor", "window")
 #: Settings a branch takes from its source: the game and how it is observed, PPO's and the measurement's.
 SHARED = (
     "env",

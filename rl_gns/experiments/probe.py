@@ -87,6 +87,8 @@ class ProbeConfig(ExecutionConfig):
     """Env counts of the branches (rollout size = n_envs * the source's n_steps); at least 2."""
     seeds: int = 3
     """Seeds per (env count, learning rate)."""
+    first_seed: int = 0
+    """The first seed: a retest of the same branch point with disjoint seeds starts past the first probe's."""
     lr_rule: Literal["sqrt", "linear", "constant"] = "sqrt"
     """Learning rate at each size: the source's, scaled by (n_envs / source n_envs)^p, p = 0.5, 1 or 0."""
     lr_points: int = 1
@@ -122,7 +124,7 @@ class ProbeConfig(ExecutionConfig):
 
 
 #: Settings a probe passes on to its sweep of branches as they are.
-GRID = ("n_envs", "seeds", "budget_steps", "lr_rule", "lr_points", "lr_factor", "window")
+GRID = ("n_envs", "seeds", "first_seed", "budget_steps", "lr_rule", "lr_points", "lr_factor", "window")
 #: Settings a branch takes from its source: the game and how it is observed, PPO's and the measurement's.
 SHARED = (
     "env",

@@ -35,7 +35,9 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
     n_envs: tuple[int, ...] = (4, 8, 16, 32, 64, 128)
     """Env counts; the rollout size is n_envs * n_steps agent steps."""
     seeds: int = 2
-    """Seeds per (env count, learning rate): 0 .. seeds-1."""
+    """Seeds per (env count, learning rate): first_seed .. first_seed + seeds - 1."""
+    first_seed: int = 0
+    """The first seed (a second sweep with disjoint seeds starts past the first's)."""
     out: Path = Path("runs/sweep")
     """Sweep directory (sweep.json, specs/, runs/<run>/)."""
     budget_steps: int = 5_000_000
@@ -80,7 +82,7 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
         for n_envs in self.n_envs:
             batching = Batching(n_envs, self.n_steps, self.n_minibatches)
             for lr in self.learning_rates(n_envs):
-                for seed in range(self.seeds):
+                for seed in range(self.first_seed, self.first_seed + self.seeds):
                     name = f"n{n_envs:04d}_lr{lr:.2e}_s{seed}"
                     specs[name] = TrainConfig(
                         **{

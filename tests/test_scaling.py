@@ -75,7 +75,8 @@ def test_scaling_cli_tiny(tmp_path):
     assert ranks["nproc"] == 2 and ranks["speedup"] == pytest.approx(
         rows[1]["seconds_per_iteration"] / rows[2]["seconds_per_iteration"]
     )
-    assert 1 < ranks["predicted_speedup"] <= 2 and "| 2 | 2 |" in (out / "report.md").read_text()
+    # an ideal all-reduce never slows a run; with timings this short the fit may put all time in the fixed term (1x)
+    assert 1 <= ranks["predicted_speedup"] <= 2 and "| 2 | 2 |" in (out / "report.md").read_text()
     assert set(result["prediction"]["wall_s"]) == {"1", "2"}
     assert any("B_crit" in label for label in result["marks_n_envs"])
     assert (out / "scaling.png").stat().st_size > 0 and "| 2 | 32 |" in (out / "report.md").read_text()

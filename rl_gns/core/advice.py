@@ -110,7 +110,7 @@ class Advice:
         error_low, error_high = self.with_predictor_error()
         lines.append(
             f"  with the predictor's error where it was checked ({PREDICTOR_ERROR[0]}-{PREDICTOR_ERROR[1]}x): B_crit in "
-            f"[{error_low:,.0f}, {error_high:,.0f}] agent steps ({VALIDATED_REGIME}; rl-gns sweep measures it directly)"
+            f"[{error_low:,.0f}, {error_high:,.0f}] agent steps ({VALIDATED_REGIME}; rl-gns probe measures it directly)"
         )
         cut, extra = self.doubling(b.point)
         lines.append(

@@ -76,6 +76,7 @@ def test_two_writers_are_refused_and_sigterm_stops_with_a_checkpoint(tmp_path):
     resume = f"rl-gns train --resume {shlex.quote(str(run))}"
     assert "stopped by SIGTERM with a checkpoint" in stderr and resume in stderr
     assert latest_checkpoint(run).env_steps == logged_steps(run)[-1]  # the checkpoint at the last logged row
+    assert f"with a checkpoint at {logged_steps(run)[-1]:,} agent steps" in stderr
     assert not (run / "summary.json").exists()
     # the lock went with the process: resuming is allowed now (and stopped again at once by its deadline)
     again = run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9")

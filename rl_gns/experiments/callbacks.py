@@ -139,6 +139,11 @@ class Checkpointer(BaseCallback):
     def _on_step(self) -> bool:
         return not self.stopped
 
+    @property
+    def saved_at(self) -> int:
+        """Agent steps of the last checkpoint written (or of the start of training, before the first)."""
+        return self._last_steps
+
 
 class RanksProgressBar(ProgressBarCallback):
     """SB3's progress bar, counting the agent steps of every rank of a data-parallel run (this rank's envs times

@@ -229,7 +229,7 @@ def run_training(plan: RunPlan) -> Path:
         return run.path
     if checkpoints.stopped:
         model.logger.close()  # flushes TensorBoard
-        where = f"at {model.num_timesteps:,} agent steps of {config.total_steps:,}; go on with: {resume_command(run.path)}"
+        where = f"at {checkpoints.saved_at:,} agent steps of {config.total_steps:,}; go on with: {resume_command(run.path)}"
         if signals.signum is not None:
             raise Interrupted(signals.signum, f"stopped by {signal.Signals(signals.signum).name} with a checkpoint {where}")
         print(f"stopped before --max-wall-minutes {config.max_wall_minutes} {where}", flush=True)

@@ -200,7 +200,7 @@ def test_analyze_reports_targets_reached_at_one_size_or_none(tmp_path, capsys):
     status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
     assert status == 0, stderr
     report = (sweep / "report.md").read_text()
-    assert "Only rollout size 64 reached target 700: B_crit not identified." in report
+    assert "Only rollout size 64 reached target 700 (3 needed): B_crit not identified." in report
     assert "No run reached target 1000: B_crit not identified." in report
     fitted, one_size, unreached = json.loads((sweep / "results.json").read_text())["targets"]
     assert fitted["rollout_size_K"] == [64, 128, 256, 512] and fitted["b_crit"] > 0

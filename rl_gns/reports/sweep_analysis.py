@@ -156,6 +156,8 @@ class TargetResult:
     """Noise-scale predictions of the critical rollout size, by name (``mb_xM_policy``, ``env_total``, ...)."""
     flags: list[str] = field(default_factory=list)
     """Why the fit may be unreliable."""
+    not_identified: str | None = None
+    """Why the sizes that reached the target do not identify B_crit (then ``fit`` is ``None``); ``None`` if they do."""
 
     @property
     def predicted_b_crit(self) -> float:
@@ -235,13 +237,33 @@ def noise_candidates(
     return candidates
 
 
+#: A fitted B_crit more than this factor beyond the rollout sizes that reached the target is not identified by them.
+IDENTIFIED_FACTOR = 10.0
+
+
 def unidentified(result: TargetResult) -> str | None:
-    """Why a target's B_crit cannot be fitted (fewer than 2 rollout sizes reached it); ``None`` if it can."""
-    if not result.rollout_size_K:
+    """Why a target's B_crit is not identified: fewer than 3 rollout sizes reached it (a curve through 2 points fits
+    them exactly), or the fit put it more than :data:`IDENTIFIED_FACTOR` times beyond them; ``None`` if identified."""
+    sizes = result.rollout_size_K
+    if not sizes:
         return f"no run reached target {result.target:g}: B_crit not identified"
-    if len(result.rollout_size_K) < 2:
-        return f"only rollout size {result.rollout_size_K[0]} reached target {result.target:g}: B_crit not identified"
-    return None
+    if len(sizes) < 3:
+        which = f"rollout sizes {sizes[0]} and {sizes[1]}" if len(sizes) == 2 else f"rollout size {sizes[0]}"
+        return f"only {which} reached target {result.target:g} (3 needed): B_crit not identified"
+    return result.not_identified
+
+
+def degenerate(fit: TradeoffFit, batch_K: np.ndarray, target: float) -> str | None:
+    """Why a fit does not identify B_crit: it lies more than :data:`IDENTIFIED_FACTOR` times beyond the sizes fitted
+    (``S_min`` collapsing to 0 puts it at infinity); ``None`` if it lies within that reach."""
+    low, high = float(batch_K.min()) / IDENTIFIED_FACTOR, float(batch_K.max()) * IDENTIFIED_FACTOR
+    if low <= fit.b_crit <= high:
+        return None
+    side = "above" if fit.b_crit > high else "below"
+    return (
+        f"target {target:g}: the fit puts B_crit at {fit.b_crit:.3g}, more than {IDENTIFIED_FACTOR:g}x {side} the rollout "
+        f"sizes that reached it ({int(batch_K.min())}-{int(batch_K.max())}): B_crit not identified"
+    )
 
 
 def analyze_target(
@@ -279,10 +301,13 @@ def analyze_target(
     if reason is not None:
         result.flags.append(reason)
         return result
-    if len(result.rollout_size_K) < 3:
-        result.flags.append("only 2 rollout sizes: the fit passes through them exactly")
     batch = np.array(result.rollout_size_K, dtype=float)
-    result.fit = fit_tradeoff(batch, np.array(result.steps_K))
+    fit = fit_tradeoff(batch, np.array(result.steps_K))
+    result.not_identified = degenerate(fit, batch, target)
+    if result.not_identified is not None:
+        result.flags.append(result.not_identified)
+        return result
+    result.fit = fit
     if result.fit.rms_log_residual > max_rms:
         result.flags.append(f"large residuals (RMS log residual {result.fit.rms_log_residual:.2f})")
     intervals = fit_intervals(batch, steps_by_size, bootstrap, rng)

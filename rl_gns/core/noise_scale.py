@@ -231,7 +231,7 @@ def fieller_interval(num: float, den: float, v_num: float, v_num_den: float, v_d
 
     .. math::
 
-        (num - R\,den)^2 \le t^2 (v_{num} - 2 R\, v_{num,den} + R^2 v_{den}),
+        (num - R \\cdot den)^2 \\le t^2 (v_{num} - 2 R v_{num,den} + R^2 v_{den}),
 
     clipped to ``R >= 0``. Where ``den`` is resolved from zero (``den^2 > t^2 v_{den}``) the set is a bounded
     interval; otherwise it is unbounded above and only its lower end is returned, with ``inf``.

@@ -21,7 +21,7 @@ from typing import Literal
 from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
-from rl_gns.experiments.plan import EVERY_SETTING, plan_run
+from rl_gns.experiments.plan import EVERY_SETTING, flag, plan_run
 from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_same_settings, run_all
 from rl_gns.records.rundir import write_json
 
@@ -104,13 +104,13 @@ def check(config: SweepConfig) -> None:
     for name in ("targets", "lr_ref", "lr_factor"):
         values = getattr(config, name)
         if not all(math.isfinite(v) for v in (values if isinstance(values, tuple) else (values,))):
-            raise ValueError(f"--{name.replace('_', '-')} must be finite numbers, got {values}")
+            raise ValueError(f"{flag(name)} must be finite numbers, got {values}")
     for name in ("lr_ref", "lr_factor"):
         if not getattr(config, name) > 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(config, name)}")
+            raise ValueError(f"{flag(name)} must be > 0, got {getattr(config, name)}")
     for name in ("n_envs_ref", "budget_steps"):
         if getattr(config, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
+            raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")
     config.check_execution()
     check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
     for spec in config.runs().values():

@@ -90,7 +90,7 @@ def test_help_documents_units():
         (["train", "--total-steps", "-5"], "--total-steps must be >= 1"),
         (["train", "--total-steps", "0"], "--total-steps must be >= 1"),
         (["train", "--n-envs", "0", "--no-gns"], "--n-envs must be >= 1"),
-        (["train", "--learning-rate", "-1"], "--learning-rate must be > 0"),
+        (["train", "--learning-rate", "-1"], "--learning-rate must be >= 0"),
         (["train", "--device", "cuda"], "no CUDA device"),
         (["sweep", "--budget-steps", "-10"], "--budget-steps must be >= 1"),
         (["sweep", "--n-envs", "0,4"], "--n-envs must be >= 1"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from stable_baselines3.common.callbacks import BaseCallback, ProgressBarCallback
 from rl_gns.core.distributed import DataParallelPPO, agree
 from rl_gns.core.targets import DEFAULT_WINDOW, running_score
 from rl_gns.records.logs import append_line, format_row, read_rows, rewrite
-from rl_gns.records.rundir import EPISODE_FIELDS
+from rl_gns.records.rundir import EPISODE_FIELDS, snapshot_path
 
 
 class EpisodeLogger(BaseCallback):
@@ -143,6 +144,37 @@ class Checkpointer(BaseCallback):
     def saved_at(self) -> int:
         """Agent steps of the last checkpoint written (or of the start of training, before the first)."""
         return self._last_steps
+
+
+class Snapshots(BaseCallback):
+    """Keeps the agent (policy and Adam state) at the first PPO iteration boundary at or past every multiple of
+    ``every_steps`` agent steps, as ``snapshots/<agent steps>.zip`` (:func:`~rl_gns.records.rundir.snapshot_path`).
+    Unlike checkpoints, snapshots are never pruned: they are the points of training ``rl-gns probe --at`` branches
+    from. Writing one changes nothing of the training (no random numbers are drawn).
+
+    :param run_path: the run directory.
+    :param every_steps: agent steps between snapshots.
+    """
+
+    def __init__(self, run_path: Path, every_steps: int) -> None:
+        super().__init__()
+        self.run_path, self.every_steps = run_path, every_steps
+
+    def _on_training_start(self) -> None:
+        self._next = (self.num_timesteps // self.every_steps + 1) * self.every_steps
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps < self._next:
+            return
+        path = snapshot_path(self.run_path, self.num_timesteps)
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f".tmp-{path.name}")
+        self.model.save(tmp)
+        os.replace(tmp, path)
+        self._next = (self.num_timesteps // self.every_steps + 1) * self.every_steps
+
+    def _on_step(self) -> bool:
+        return True
 
 
 class RanksProgressBar(ProgressBarCallback):

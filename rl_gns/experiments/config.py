@@ -120,7 +120,8 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     minibatch_size: int = _ZOO["batch_size"]
     """Samples per gradient step (SB3's batch_size); must divide the rollout size."""
     learning_rate: float = _ZOO["learning_rate"]
-    """Adam step size; decayed linearly to 0 over training unless --no-anneal."""
+    """Adam step size; decayed linearly to 0 over training unless --no-anneal. 0 holds the policy fixed (with
+    --init-from: play and measure the noise scale at fixed parameters)."""
     anneal: bool = True
     """Decay learning rate and clip range linearly over total_steps (rl-zoo3). A decaying learning rate raises the
     noise scale late in training (B_simple ∝ 1/temperature): use --no-anneal to compare runs."""
@@ -159,6 +160,9 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     """Also write a checkpoint every this many agent steps (default: time trigger only)."""
     max_wall_minutes: float | None = None
     """Stop cleanly, with a checkpoint, before this many wall-clock minutes of training (resume with --resume DIR)."""
+    snapshot_steps: int | None = None
+    """Keep the agent every this many agent steps, as <out>/snapshots/<agent steps>.zip (never pruned; the points
+    `rl-gns probe --at` branches from). Default: none."""
 
     @property
     def rollout_size(self) -> int:
@@ -184,6 +188,7 @@ RUN_CONTROL = (
     "checkpoint_minutes",
     "checkpoint_steps",
     "max_wall_minutes",
+    "snapshot_steps",
 )
 
 

@@ -126,8 +126,8 @@ def default_out(game: str, seed: int) -> Path:
 
 def check_values(config: TrainConfig) -> None:
     """Refuse numbers that are not finite or outside the range where they mean something (one line each)."""
-    positive = ("learning_rate", "clip_range", "max_grad_norm", "adaptive_r", "max_wall_minutes")
-    non_negative = ("ent_coef", "vf_coef", "checkpoint_minutes")
+    positive = ("clip_range", "max_grad_norm", "adaptive_r", "max_wall_minutes")
+    non_negative = ("learning_rate", "ent_coef", "vf_coef", "checkpoint_minutes")  # learning rate 0: a fixed policy
     for name in (f.name for f in fields(TrainConfig)):
         value = getattr(config, name)
         if isinstance(value, float) and not math.isfinite(value):
@@ -151,6 +151,7 @@ def check_values(config: TrainConfig) -> None:
         "adaptive_min_measurements",
         "torch_threads",
         "checkpoint_steps",
+        "snapshot_steps",
         "gns_b_big",
         "gns_b_small",
     )

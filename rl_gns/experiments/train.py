@@ -51,7 +51,7 @@ from rl_gns.core.defaults import schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
 from rl_gns.core.names import tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
-from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger, RanksProgressBar
+from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger, RanksProgressBar, Snapshots
 from rl_gns.experiments.config import TrainConfig, to_json, training_settings
 from rl_gns.experiments.console import ConsoleLine
 from rl_gns.experiments.launch import RankFailedError, join, launch, under_torchrun
@@ -217,7 +217,12 @@ def run_training(plan: RunPlan) -> Path:
         )
         model.learn(
             total_timesteps=config.total_steps - model.num_timesteps,
-            callback=[episodes, checkpoints, *([RanksProgressBar(n_ranks)] if show_bar and n_ranks > 1 else [])],
+            callback=[
+                episodes,
+                checkpoints,
+                *([Snapshots(run.path, config.snapshot_steps)] if rank == 0 and config.snapshot_steps else []),
+                *([RanksProgressBar(n_ranks)] if show_bar and n_ranks > 1 else []),
+            ],
             reset_num_timesteps=False,
             progress_bar=show_bar and n_ranks == 1,
         )

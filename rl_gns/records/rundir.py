@@ -47,6 +47,10 @@ PLOT = "training.png"
 MODEL = "model.zip"
 #: A probe directory's branch point (``rl-gns probe``).
 PROBE = "probe.json"
+#: A probe directory's anchor run: the branch point's agent at fixed parameters.
+ANCHOR = "anchor"
+#: A run's kept agents (``rl-gns train --snapshot-steps``), ``<agent steps, 12 digits>.zip``.
+SNAPSHOTS = "snapshots"
 
 #: The env-step x-axis of ``progress.csv`` (SB3's key), agent steps.
 STEP_KEY = "time/total_timesteps"
@@ -54,6 +58,18 @@ STEP_KEY = "time/total_timesteps"
 EPISODE_FIELDS = ("env_steps", "score", "length_frames", "wall_s")
 
 Status = Literal["done", "failed", "unfinished"]
+
+
+def snapshot_path(run_path: Path, env_steps: int) -> Path:
+    """Where a run keeps its agent at ``env_steps`` agent steps (``rl-gns train --snapshot-steps``)."""
+    return run_path / SNAPSHOTS / f"{env_steps:012d}.zip"
+
+
+def snapshots(run_path: Path) -> dict[int, Path]:
+    """``{agent steps: path}`` of every snapshot a run kept, in order of agent steps."""
+    root = run_path / SNAPSHOTS
+    found = sorted(p for p in root.glob("*.zip") if p.stem.isdigit()) if root.is_dir() else []
+    return {int(p.stem): p for p in found}
 
 
 class RunFileError(ValueError):

@@ -1,5 +1,6 @@
-"""``rl-gns probe`` on a real run (Beam Rider from RAM, tiny budgets): branches start from the source's agent, aim at
-its running score plus delta, and the report fits what they reached or says why it cannot."""
+"""``rl-gns probe`` on a real run (Beam Rider from RAM, tiny budgets): the anchor plays the source's agent at fixed
+parameters, branches start from that agent and aim at the anchor's score plus delta, and the report fits what they
+reached or says why it cannot."""
 
 import json
 import subprocess
@@ -12,9 +13,9 @@ import torch as th
 from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.config import TrainConfig
-from rl_gns.experiments.probe import branch_point
+from rl_gns.experiments.probe import ProbeConfig, branch_point, check
 from rl_gns.experiments.train import new_model, plan_run
-from rl_gns.records.rundir import RunDir
+from rl_gns.records.rundir import RunDir, snapshots
 
 pytestmark = pytest.mark.atari
 
@@ -26,15 +27,36 @@ TINY = ["--env", "BeamRider", "--backend", "ram", "--n-envs", "2", "--n-steps", 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
     run = tmp_path_factory.mktemp("probe") / "source"
-    result = subprocess.run([*CLI, "train", *TINY, "--total-steps", "4096", "--out", str(run)], capture_output=True, text=True)
+    result = subprocess.run(
+        [*CLI, "train", *TINY, "--total-steps", "4096", "--snapshot-steps", "1500", "--out", str(run)],
+        capture_output=True, text=True,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     return run
 
 
+def test_snapshots_are_kept_at_the_first_iteration_past_each_multiple(source):
+    assert list(snapshots(source)) == [1536, 3008]  # rollouts of 64 agent steps
+    assert branch_point(source, at=1500).env_steps == 1536 and branch_point(source, at=1537).env_steps == 3008
+    assert branch_point(source).env_steps == 4096  # the finished run's model.zip
+    with pytest.raises(ValueError, match="no snapshot at or past 5,000 agent steps; it keeps 1,536, 3,008"):
+        branch_point(source, at=5000)
+
+
+def test_keeping_snapshots_changes_nothing_of_the_training(source, tmp_path):
+    plain = tmp_path / "plain"
+    command = [*CLI, "train", *TINY, "--total-steps", "4096", "--out", str(plain)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    kept, trained = NoiseScalePPO.load(source / "model.zip"), NoiseScalePPO.load(plain / "model.zip")
+    for (name, x), (_, y) in zip(kept.policy.state_dict().items(), trained.policy.state_dict().items(), strict=True):
+        assert th.equal(x, y), name
+    assert RunDir(plain).episodes()["score"].tolist() == RunDir(source).episodes()["score"].tolist()
+
+
 def test_a_branch_starts_from_the_source_agent(source, tmp_path):
-    point = branch_point(source, window=2)
-    games = RunDir(source).episodes()
-    assert point.env_steps == 4096 and point.start_score == pytest.approx(games["score"][-2:].mean())
+    point = branch_point(source)
+    assert point.env_steps == 4096
     config = TrainConfig(env="BeamRider", backend="ram", n_envs=4, n_steps=32, minibatch_size=64, learning_rate=1e-3,
                          anneal=False, init_from=point.model, out=tmp_path / "branch")  # fmt: skip
     plan = plan_run(config)
@@ -47,22 +69,48 @@ def test_a_branch_starts_from_the_source_agent(source, tmp_path):
     assert branch.num_timesteps == 0 and branch.n_envs == 4  # its own budget and rollout size
 
 
-def test_probe_cli_branches_and_reports(source, tmp_path):
+def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     out = tmp_path / "probe"
-    result = subprocess.run(
-        [*CLI, "probe", str(source), "--window", "2", "--delta", "1", "--n-envs", "2,4", "--seeds", "2",
-         "--budget-steps", "3072", "--workers", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "2", "--n-envs", "2,4",
+               "--seeds", "2", "--budget-steps", "3072", "--workers", "2", "--out", str(out)]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     record = json.loads((out / "probe.json").read_text())
-    assert record["env_steps"] == 4096 and record["target"] == pytest.approx(record["start_score"] + 1)
+    model = source / "snapshots" / "000000003008.zip"
+    assert record["env_steps"] == 3008 and record["model"] == str(model)
+
+    # the anchor: the snapshot's agent, unchanged by its learning rate of 0, its games the start score
+    anchor = RunDir(out / "anchor")
+    assert anchor.config().learning_rate == 0 and anchor.config().settings["init_from"] == str(model)
+    played, saved = NoiseScalePPO.load(anchor.file("model.zip")), NoiseScalePPO.load(model)
+    for (name, x), (_, y) in zip(played.policy.state_dict().items(), saved.policy.state_dict().items(), strict=True):
+        assert th.equal(x, y), name
+    scores = anchor.episodes()["score"]
+    assert record["anchor_games"] == len(scores) >= 2 and record["start_score"] == pytest.approx(scores.mean())
+    delta = 3.0 * scores.std(ddof=1) / 2**0.5  # 3 standard errors of a 2-game running score
+    assert record["target"] == pytest.approx(record["start_score"] + delta)
+
     branches = sorted((out / "runs").iterdir())
     assert len(branches) == 4
     for branch in branches:
         settings = RunDir(branch).config().settings
-        assert settings["init_from"] == str(source / "model.zip") and settings["stop_score"] == record["target"]
-    assert "critical rollout size at 4,096 agent steps" in result.stdout
+        assert settings["init_from"] == str(model) and settings["stop_score"] == record["target"]
+    assert "critical rollout size at 3,008 agent steps" in result.stdout
     assert "B_crit" in result.stdout and (out / "report.md").exists() and (out / "steps_vs_rollout_size.png").exists()
     results = json.loads((out / "probe_results.json").read_text())
-    assert results["branches"] == 4 and {"envs/value", "envs/total"} <= results["noise_at_branch_point"].keys()
+    assert results["branches"] == 4 and {"envs/value", "minibatch/policy"} <= results["noise_at_branch_point"].keys()
+
+    # the same command again does nothing new; another delta is refused before anything is written
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "1 finished before" in again.stdout and "4 finished before" in again.stdout, again.stdout
+    other = subprocess.run([*command, "--delta", "50"], capture_output=True, text=True, timeout=600)
+    assert other.returncode == 2 and "other settings (delta)" in other.stderr
+    assert json.loads((out / "probe.json").read_text()) == record
+
+
+def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refused(source, tmp_path):
+    with pytest.raises(ValueError, match="--anchor-steps must be >= 1"):
+        check(ProbeConfig(source=source, anchor_steps=0, out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--delta-noise must be a finite number > 0"):
+        check(ProbeConfig(source=source, delta_noise=float("nan"), out=tmp_path / "p"))
+    assert not (tmp_path / "p").exists()

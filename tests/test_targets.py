@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rl_gns.core.targets import first_reached, running_score, steps_and_experience
+from rl_gns.core.targets import first_reached, resolvable_improvement, running_score, steps_and_experience
 
 
 def test_running_score_hand_computed():
@@ -31,3 +31,12 @@ def test_steps_and_experience_round_up_to_whole_iterations():
     assert steps_and_experience(1000, rollout_size=256) == (4, 1024)
     assert steps_and_experience(512, rollout_size=256) == (2, 512)
     assert steps_and_experience(1, rollout_size=4096) == (1, 4096)
+
+
+def test_resolvable_improvement_is_n_standard_errors_of_the_running_score():
+    assert resolvable_improvement(score_sd=100.0, window=25, n_noise=3.0) == pytest.approx(60.0)
+    rng = np.random.default_rng(0)  # the standard error it names: the spread of window-game means
+    means = rng.normal(0.0, 100.0, size=(20_000, 25)).mean(axis=1)
+    assert np.std(means) == pytest.approx(resolvable_improvement(100.0, 25, 1.0), rel=0.02)
+    with pytest.raises(ValueError):
+        resolvable_improvement(100.0, 0, 3.0)

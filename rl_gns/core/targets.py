@@ -10,6 +10,8 @@ Shape glossary: ``N`` finished games, in the order they finished.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 #: Games averaged by the score measure.
@@ -44,6 +46,23 @@ def first_reached(env_steps_N: np.ndarray, scores_N: np.ndarray, target: float, 
         raise ValueError("games must be given in the order they finished")
     reached = np.flatnonzero(running_score(scores_N, window) >= target)
     return int(reached[0]) if len(reached) else None
+
+
+def resolvable_improvement(score_sd: float, window: int, n_noise: float) -> float:
+    """The improvement of the running score that stands ``n_noise`` standard errors above its noise:
+    ``Δ = n_noise · σ / √window``.
+
+    The running score of a policy that plays games with score standard deviation ``σ`` is a mean of ``window``
+    games, with standard error ``σ / √window``; an improvement of ``n_noise`` of them is reached by chance alone
+    with probability about ``Φ(-n_noise)`` per window of new games (0.13 % at 3).
+
+    :param score_sd: ``σ``, standard deviation of one game's raw score.
+    :param window: games in the running score.
+    :param n_noise: the improvement in standard errors.
+    """
+    if window < 1 or not score_sd >= 0 or not n_noise > 0:
+        raise ValueError(f"need window >= 1, score_sd >= 0 and n_noise > 0, got {window}, {score_sd}, {n_noise}")
+    return n_noise * score_sd / math.sqrt(window)
 
 
 def steps_and_experience(env_steps: int, rollout_size: int) -> tuple[int, int]:

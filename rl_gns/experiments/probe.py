@@ -1,10 +1,19 @@
 """``rl-gns probe``: measure the critical rollout size directly at one point of a run.
 
-From the agent a run holds (its ``model.zip`` if finished, else its newest checkpoint), branches train at several
-rollout sizes (env counts) and seeds, each until the running score has improved by ``delta`` over the run's own
-running score there. The local fit of ``S(B) = S_min (1 + B_crit / B)`` to the branches' PPO iterations
-(:func:`rl_gns.core.tradeoff.fit_local_tradeoff`) gives ``B_crit`` at that point of training: the local quantity of
-McCandlish et al.'s App. D, and far cheaper than sweeps from scratch late in training.
+From an agent a run holds (a snapshot of ``train --snapshot-steps`` chosen with ``--at``; else its ``model.zip`` if
+finished, or its newest checkpoint), the probe does two things:
+
+1. **The anchor** (``<out>/anchor``): the agent plays ``anchor_steps`` agent steps at the source's env count with its
+   learning rate at 0, so its parameters stay fixed. Its games give the **start score**: every game is played by the
+   agent of the branch point itself, so the mean has no lag and its standard error is known. Its measurements, every
+   iteration, both schemes, every loss, give the noise scale **at fixed parameters** there.
+2. **The branches** (``<out>/runs``): from the same agent, training at several rollout sizes (env counts) and seeds,
+   each until its running score reaches the start score plus ``delta``. Unless given, ``delta`` is ``delta_noise``
+   standard errors of the running score (:func:`rl_gns.core.targets.resolvable_improvement`): the smallest
+   improvement that the score measure tells from noise, so that the probe stays local in training at every stage
+   and every game. ``rl-gns probe-report`` fits ``S(B) = S_min (1 + B_crit / B)`` to the iterations the branches
+   took (:func:`rl_gns.core.tradeoff.fit_local_tradeoff`): the local critical rollout size of McCandlish et al.'s
+   App. D, far cheaper than sweeps from scratch late in training.
 
 How a branch starts:
 
@@ -12,30 +21,36 @@ How a branch starts:
   and a fresh Adam's first steps would add a transient that depends on the rollout size;
 - a constant learning rate per size, re-tuned on the sweep's grid around the source's rate at the source's env count
   (square-root rule by default), and a constant clip range (no annealing: a branch must not depend on its budget);
-- new games on new envs (seeded per branch); its own running score over its own games, the same measure as the
-  source's running score at the branch point, which sets the target ``start + delta``.
+- new games on new envs (seeded per branch), scored by the same running score as every sweep.
 
 A probe is a sweep (:mod:`rl_gns.experiments.sweep`) of branches: ``<out>/sweep.json``, ``runs/``, resumable, and
-``rl-gns analyze`` reads it too; ``<out>/probe.json`` records the branch point.
+``rl-gns analyze`` reads it too; ``<out>/probe.json`` records the branch point, the anchor's start score and the
+target.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import tyro
 
 from rl_gns.core.batching import Batching
-from rl_gns.core.targets import DEFAULT_WINDOW, running_score
-from rl_gns.experiments.config import train_config_from_json
-from rl_gns.experiments.runner import ExecutionConfig
+from rl_gns.core.names import LOSSES
+from rl_gns.core.targets import DEFAULT_WINDOW, resolvable_improvement
+from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
+from rl_gns.experiments.plan import EVERY_SETTING, plan_run
+from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint
-from rl_gns.records.rundir import MODEL, PROBE, RunDir, write_json
+from rl_gns.records.rundir import ANCHOR, MODEL, PROBE, RunDir, read_json, snapshots, write_json
+
+#: Seeds of the anchors' envs start here, apart from the branches' seeds (0, 1, ...).
+ANCHOR_SEED = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -44,51 +59,90 @@ class BranchPoint:
 
     :param model: the agent (``model.zip``) the branches load.
     :param env_steps: agent steps the source had trained there.
-    :param start_score: the source's running score there: mean raw score of its last ``window`` games.
     """
 
     model: Path
     env_steps: int
-    start_score: float
 
 
-def branch_point(source: Path, window: int) -> BranchPoint:
-    """The agent of a run directory (``model.zip`` if finished, else its newest checkpoint) and its running score.
+def branch_point(source: Path, at: int | None = None) -> BranchPoint:
+    """The agent of a run directory: its first snapshot at or past ``at`` agent steps; with ``at=None`` its
+    ``model.zip`` if finished, else its newest checkpoint.
 
-    :raises ValueError: if the run holds no agent yet or fewer than ``window`` games up to it.
+    :raises ValueError: if the run holds no such agent.
     """
     run = RunDir(source)
     if not run.is_started():
         raise ValueError(f"{source}: not a run directory (no config.json)")
+    if at is not None:
+        kept = snapshots(source)
+        later = [steps for steps in kept if steps >= at]
+        if not later:
+            held = ", ".join(f"{steps:,}" for steps in kept) or "none (train with --snapshot-steps to keep some)"
+            raise ValueError(f"{source}: no snapshot at or past {at:,} agent steps; it keeps {held}")
+        return BranchPoint(kept[later[0]], later[0])
     if run.status() == "done":
-        model, env_steps = run.file(MODEL), run.summary().env_steps
-    else:
-        checkpoint = latest_checkpoint(source)
-        if checkpoint is None:
-            raise ValueError(f"{source}: the run holds no agent yet (not finished, no checkpoint)")
-        model, env_steps = checkpoint.model, checkpoint.env_steps
-    games = run.episodes()
-    scores = games["score"][games["env_steps"] <= env_steps]
-    if len(scores) < window:
-        raise ValueError(f"{source}: {len(scores)} games up to {env_steps:,} agent steps, the running score needs {window}")
-    return BranchPoint(model, env_steps, float(running_score(scores, window)[-1]))
+        return BranchPoint(run.file(MODEL), run.summary().env_steps)
+    checkpoint = latest_checkpoint(source)
+    if checkpoint is None:
+        raise ValueError(f"{source}: the run holds no agent yet (not finished, no checkpoint)")
+    return BranchPoint(checkpoint.model, checkpoint.env_steps)
+
+
+@dataclass(frozen=True)
+class StartScore:
+    """The score of the branch point's agent, from the games its anchor played at fixed parameters.
+
+    :param mean: mean raw game score.
+    :param sd: standard deviation of one game's score (Bessel-corrected).
+    :param games: games finished.
+    """
+
+    mean: float
+    sd: float
+    games: int
+
+
+def start_score(anchor: Path, window: int) -> StartScore:
+    """The anchor's games as a :class:`StartScore`.
+
+    :raises ValueError: if it finished fewer than ``window`` games (too few to set a target the branches' running
+        score can be compared with).
+    """
+    scores = RunDir(anchor).episodes()["score"]
+    if len(scores) < max(window, 2):
+        raise ValueError(
+            f"{anchor}: the anchor finished {len(scores)} games, fewer than --window {window}; raise --anchor-steps"
+        )
+    return StartScore(float(np.mean(scores)), float(np.std(scores, ddof=1)), len(scores))
 
 
 @dataclass(kw_only=True)
 class ProbeConfig(ExecutionConfig):
-    """Branch a run at its agent (finished: model.zip; else its newest checkpoint) at several rollout sizes and seeds,
-    each until its running score improves by --delta, and fit the critical rollout size there."""
+    """Branch a run at one of its agents at several rollout sizes and seeds, each until its running score improves by
+    delta over the agent's own score (measured by an anchor at fixed parameters), and fit the critical rollout size
+    there."""
 
     source: tyro.conf.Positional[Path]
     """The run directory to probe."""
-    delta: float = 100.0
-    """Improvement of the running score over the source's at the branch point that a branch must reach (raw score)."""
+    at: int | None = None
+    """Branch from the run's first snapshot at or past this many agent steps (train --snapshot-steps). Default: its
+    final agent (model.zip), or its newest checkpoint if unfinished."""
+    anchor_steps: int = 100_000
+    """Agent steps the agent plays at fixed parameters (learning rate 0) at the source's env count: its games give the
+    start score, its measurements the noise scale there. It must finish at least --window games."""
+    delta: float | None = None
+    """Improvement of the running score over the start score that a branch must reach (raw score). Default:
+    --delta-noise standard errors of the running score."""
+    delta_noise: float = 3.0
+    """Without --delta: the improvement in standard errors of the running score, sd(game score) / sqrt(window)."""
     n_envs: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
     """Env counts of the branches (rollout size = n_envs * the source's n_steps); at least 2."""
     seeds: int = 3
     """Seeds per (env count, learning rate)."""
     first_seed: int = 0
-    """The first seed: a retest of the same branch point with disjoint seeds starts past the first probe's."""
+    """The first seed: a retest of the same branch point with disjoint seeds starts past the first probe's (its anchor
+    plays other games too)."""
     lr_rule: Literal["sqrt", "linear", "constant"] = "sqrt"
     """Learning rate at each size: the source's, scaled by (n_envs / source n_envs)^p, p = 0.5, 1 or 0."""
     lr_points: int = 1
@@ -96,26 +150,75 @@ class ProbeConfig(ExecutionConfig):
     lr_factor: float = 2.0
     """Ratio between neighbouring learning rates of the grid."""
     window: int = DEFAULT_WINDOW
-    """Games in the running score, of the source at the branch point and of every branch."""
+    """Games in the running score of every branch."""
     budget_steps: int = 2_000_000
     """Budget per branch in agent steps, if it does not reach its target first."""
+    gns_every: int = 4
+    """The branches measure the noise scale (both schemes, every loss) every this many PPO iterations."""
     out: Path | None = None
-    """Probe directory (default: probes/<source name>_at<agent steps>_d<delta>)."""
+    """Probe directory (default: probes/<source name>_at<agent steps>)."""
 
-    def sweep_config(self, point: BranchPoint) -> SweepConfig:
-        """The sweep of branches: the source's game, observations, PPO and measurement settings, its minibatches per
-        epoch, and its learning rate at its env count; constant rates, every iteration measured."""
-        source = train_config_from_json(RunDir(self.source).config().settings)
-        out = self.out or Path("probes") / f"{self.source.name}_at{point.env_steps}_d{self.delta:g}"
+    def directory(self, point: BranchPoint) -> Path:
+        """The probe directory."""
+        return self.out or Path("probes") / f"{self.source.name}_at{point.env_steps}"
+
+    def source_config(self) -> TrainConfig:
+        """The source run's settings."""
+        return train_config_from_json(RunDir(self.source).config().settings)
+
+    def anchor_config(self, point: BranchPoint) -> TrainConfig:
+        """The anchor: the source's settings at its env count, from the branch point's agent, learning rate 0, every
+        iteration measured with both schemes and every loss."""
+        return replace(
+            self.source_config(),
+            learning_rate=0.0,
+            anneal=False,
+            init_from=point.model,
+            total_steps=self.anchor_steps,
+            seed=ANCHOR_SEED + self.first_seed,
+            nproc=1,
+            adaptive_r=None,
+            gns=True,
+            gns_scheme=("minibatch", "envs"),
+            gns_losses=LOSSES,
+            gns_every=1,
+            gns_b_big=None,
+            gns_b_small=None,
+            stop_score=None,
+            score_window=self.window,
+            out=self.directory(point) / ANCHOR,
+            overwrite=True,
+            resume=None,
+            device="cpu",
+            torch_threads=self.threads_per_run,
+            progress_bar=False,
+            verbose=False,
+            checkpoint_minutes=self.checkpoint_minutes,
+            checkpoint_steps=None,
+            max_wall_minutes=None,
+            snapshot_steps=None,
+        )
+
+    def target(self, start: StartScore) -> float:
+        """The score every branch must reach: the start score plus ``delta``."""
+        delta = self.delta if self.delta is not None else resolvable_improvement(start.sd, self.window, self.delta_noise)
+        return start.mean + delta
+
+    def sweep_config(self, point: BranchPoint, target: float) -> SweepConfig:
+        """The sweep of branches: the source's game, observations and PPO settings, its minibatches per epoch, and its
+        learning rate at its env count; constant rates; the noise scale measured every ``gns_every`` iterations."""
+        source = self.source_config()
         shared = {name: getattr(source, name) for name in SHARED}
         own = {name: getattr(self, name) for name in (*ExecutionConfig.__dataclass_fields__, *GRID)}
         batching = Batching.of_minibatch_size(source.n_envs, source.n_steps, source.minibatch_size)
         return SweepConfig(
             **shared,
             **own,
-            gns_every=1,
-            targets=(point.start_score + self.delta,),
-            out=out,
+            gns=True,
+            gns_scheme=("minibatch", "envs"),
+            gns_losses=LOSSES,
+            targets=(target,),
+            out=self.directory(point),
             n_minibatches=batching.n_minibatches,
             lr_ref=source.learning_rate,
             n_envs_ref=source.n_envs,
@@ -124,8 +227,8 @@ class ProbeConfig(ExecutionConfig):
 
 
 #: Settings a probe passes on to its sweep of branches as they are.
-GRID = ("n_envs", "seeds", "first_seed", "budget_steps", "lr_rule", "lr_points", "lr_factor", "window")
-#: Settings a branch takes from its source: the game and how it is observed, PPO's and the measurement's.
+GRID = ("n_envs", "seeds", "first_seed", "budget_steps", "lr_rule", "lr_points", "lr_factor", "window", "gns_every")
+#: Settings a branch takes from its source: the game and how it is observed, and PPO's.
 SHARED = (
     "env",
     "backend",
@@ -138,44 +241,72 @@ SHARED = (
     "gamma",
     "gae_lambda",
     "max_grad_norm",
-    "gns",
-    "gns_scheme",
-    "gns_losses",
     "gns_ema_beta",
 )
+#: What ``probe.json`` records of the settings; a probe directory refuses a rerun with others.
+RECORDED = ("source", "at", "anchor_steps", "delta", "delta_noise", "window", "first_seed")
 
 
-def check(config: ProbeConfig) -> tuple[BranchPoint, SweepConfig]:
-    """Check the probe without writing anything; return its branch point and its sweep.
+def check(config: ProbeConfig) -> BranchPoint:
+    """Check the probe without writing anything; return its branch point.
 
     :raises ValueError: with the reason.
     """
-    if not math.isfinite(config.delta) or config.delta <= 0:
+    if config.delta is not None and (not math.isfinite(config.delta) or config.delta <= 0):
         raise ValueError(f"--delta must be a finite improvement > 0, got {config.delta}")
+    if not math.isfinite(config.delta_noise) or config.delta_noise <= 0:
+        raise ValueError(f"--delta-noise must be a finite number > 0, got {config.delta_noise}")
     if len(set(config.n_envs)) < 2:
         raise ValueError("a probe needs at least 2 distinct --n-envs to fit S(B)")
-    if config.window < 1:
-        raise ValueError(f"--window must be >= 1, got {config.window}")
-    point = branch_point(config.source, config.window)
-    branches = config.sweep_config(point)
-    check_sweep(branches)
-    return point, branches
+    for name in ("window", "anchor_steps", "gns_every"):
+        if getattr(config, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
+    if config.at is not None and config.at < 0:
+        raise ValueError(f"--at must be >= 0 agent steps, got {config.at}")
+    point = branch_point(config.source, config.at)
+    directory = config.directory(point)
+    settings = {name: value for name, value in to_json(config).items() if name in RECORDED}
+    check_same_settings(directory / PROBE, settings, ())
+    plan_run(config.anchor_config(point), EVERY_SETTING)
+    recorded = read_json(directory / PROBE).get("target") if (directory / PROBE).exists() else None
+    check_sweep(config.sweep_config(point, 0.0 if recorded is None else float(recorded)))
+    return point
 
 
 def probe(config: ProbeConfig) -> Path:
-    """Run every unfinished branch of the probe and return its directory (``probe.json`` records the branch point)."""
-    point, branches = check(config)
-    branches.out.mkdir(parents=True, exist_ok=True)
-    record = {
-        "source": str(config.source),
-        "model": str(point.model),
-        "env_steps": point.env_steps,
-        "start_score": point.start_score,
-        "window": config.window,
-        "delta": config.delta,
-        "target": point.start_score + config.delta,
-        "rollout_sizes": sorted({n * branches.n_steps for n in config.n_envs}),
-    }
-    write_json(branches.out / PROBE, record)
+    """Play the anchor, then run every unfinished branch; return the probe directory.
+
+    :raises RunsFailedError: if the anchor or a branch failed.
+    """
+    point = check(config)
+    directory = config.directory(point)
+    directory.mkdir(parents=True, exist_ok=True)
+    settings = {name: value for name, value in to_json(config).items() if name in RECORDED}
+    write_json(directory / PROBE, {**settings, "model": str(point.model), "env_steps": point.env_steps})
+    anchor = config.anchor_config(point)
+    if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor")[ANCHOR] not in ("done", "skipped"):
+        return directory  # stopped before --max-wall-minutes: rerun to go on
+    start = start_score(directory / ANCHOR, config.window)
+    target = config.target(start)
+    branches = config.sweep_config(point, target)
+    write_json(
+        directory / PROBE,
+        {
+            **settings,
+            "model": str(point.model),
+            "env_steps": point.env_steps,
+            "start_score": start.mean,
+            "start_score_sd": start.sd,
+            "anchor_games": start.games,
+            "improvement": target - start.mean,
+            "target": target,
+            "rollout_sizes": sorted({n * branches.n_steps for n in config.n_envs}),
+        },
+    )
+    print(
+        f"probe {directory}: the agent at {point.env_steps:,} agent steps scores {start.mean:.1f} "
+        f"(sd {start.sd:.1f}, {start.games} games at fixed parameters); target {target:.1f}",
+        flush=True,
+    )
     sweep(branches)
-    return branches.out
+    return directory

@@ -1,14 +1,14 @@
 """``rl-gns probe`` (report): the critical rollout size at the branch point, and the noise scale measured there.
 
-Reads the probe directory only (``probe.json``, ``sweep.json`` and the branches' run directories):
+Reads the probe directory only (``probe.json``, ``sweep.json``, the anchor's and the branches' run directories):
 
-- ``S``: PPO iterations each branch took to its target (its running score over ``window`` games reaching the source's
-  running score at the branch point plus ``delta``); per seed at each size, the fastest learning rate.
+- ``S``: PPO iterations each branch took to its target (its running score over ``window`` games reaching the anchor's
+  start score plus ``delta``); per seed at each size, the fastest learning rate.
 - ``B_crit``: :func:`rl_gns.core.tradeoff.fit_local_tradeoff` over every (size, seed) that reached the target, with
   its Fieller interval; "not identified" where fewer than 2 sizes reached it or the data do not bound it.
-- The noise scale at the branch point: every branch measures at iteration 1 with the source's parameters (no update
-  yet), so the first measurement of each branch is a fixed-parameter measurement there; pooled over branches
-  (``Σ tr(Σ) / Σ |G|²``), with Fieller's interval treating branches as independent.
+- The noise scale at the branch point: the anchor measured every iteration at the branch point's parameters
+  (learning rate 0); pooled ``Σ tr(Σ) / Σ |G|²`` per scheme and loss, with the batch-means Fieller interval of
+  :func:`rl_gns.core.noise_scale.b_simple_interval`.
 
 Shape glossary: ``N`` branches that reached the target.
 """
@@ -26,7 +26,7 @@ from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
-from rl_gns.records.rundir import PROBE, RunDir, noise_columns, read_json, write_json
+from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_json, write_json
 from rl_gns.reports.figures import Axes, fmt, legend, plt, save_figure
 from rl_gns.reports.sweep_analysis import RunRecord, best_per_seed, load_sweep
 
@@ -50,27 +50,17 @@ def branch_steps(runs: list[RunRecord], target: float) -> tuple[np.ndarray, np.n
     return np.array([p[0] for p in pairs], dtype=float), np.array([p[1] for p in pairs], dtype=float)
 
 
-def noise_at_branch_point(probe_dir: Path) -> dict[str, RatioInterval]:
-    """``{"<scheme>/<loss>": B_simple}`` pooled over each branch's first measurement (at the source's parameters)."""
-    first: dict[str, list[tuple[float, float]]] = {}
-    for run_dir in sorted((probe_dir / "runs").iterdir()):
-        run = RunDir(run_dir)
-        if not run.is_started():
-            continue
-        config, progress = run.config(), run.progress()
-        for scheme in config.measured_schemes:
-            for loss in LOSSES:
-                columns = noise_columns(progress, config, scheme, loss)
-                if columns is None:
-                    continue
-                _, g2_T, trace_T = columns
-                measured = np.flatnonzero(np.isfinite(g2_T) & np.isfinite(trace_T))
-                if len(measured):
-                    first.setdefault(f"{scheme}/{loss}", []).append((g2_T[measured[0]], trace_T[measured[0]]))
-    return {
-        key: b_simple_interval(np.array([v[0] for v in values]), np.array([v[1] for v in values]), n_batches=len(values))
-        for key, values in first.items()
-    }
+def noise_at_branch_point(anchor: RunDir) -> dict[str, RatioInterval]:
+    """``{"<scheme>/<loss>": B_simple}`` pooled over every measurement of the anchor (at the branch point's
+    parameters), in agent steps."""
+    config, progress = anchor.config(), anchor.progress()
+    noise = {}
+    for scheme in config.measured_schemes:
+        for loss in LOSSES:
+            columns = noise_columns(progress, config, scheme, loss)
+            if columns is not None:
+                noise[f"{scheme}/{loss}"] = b_simple_interval(columns[1], columns[2])
+    return noise
 
 
 def verdict(fit: LocalTradeoffFit | None, batch_N: np.ndarray, n_branches: int) -> str:
@@ -108,15 +98,17 @@ def plot_probe(
 def report(config: ProbeReportConfig) -> Path:
     """Write ``report.md``, ``probe_results.json`` and ``steps_vs_rollout_size.png`` of a probe; print the verdict."""
     probe = read_json(config.probe_dir / PROBE)
+    if "target" not in probe:
+        raise ValueError(f"{config.probe_dir}: its anchor has not finished; rerun rl-gns probe to go on")
     settings, runs = load_sweep(config.probe_dir)
     target = float(settings["targets"][0])
     batch_N, steps_N = branch_steps(runs, target)
     fit = fit_local_tradeoff(batch_N, steps_N) if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3 else None
-    noise = noise_at_branch_point(config.probe_dir)
+    noise = noise_at_branch_point(RunDir(config.probe_dir / ANCHOR))
     scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
     predictor = noise.get(f"{scheme}/{loss}")
     line = verdict(fit, batch_N, len(runs))
-    score = f"running score {probe['start_score']:.1f} -> target {target:.1f}"
+    score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
     at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
     print(f"critical rollout size {at}: {line}", flush=True)
     if predictor is not None:
@@ -144,7 +136,10 @@ def report(config: ProbeReportConfig) -> Path:
         "",
         "![steps against rollout size](steps_vs_rollout_size.png)",
         "",
-        "Noise scale at the branch point (each branch's first measurement, at the source's parameters), pooled:",
+        f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "
+        f"of the agent at fixed parameters); target {target:.1f} (improvement {probe['improvement']:.1f}).",
+        "",
+        "Noise scale at the branch point (every measurement of the anchor, at fixed parameters), pooled:",
         "",
         "| scheme/loss | B_simple | 95 % interval |",
         "|---|---|---|",

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# Probes of the committed Beam Rider RAM pilot (results/validation/pilots/BeamRider: 200k agent steps, 8 envs,
-# n_steps 32, M = 4, learning rate 5e-4, running score ~560) at its end: 6 env counts (rollout sizes 64-2,048, 32x),
-# 3 seeds each, to the source's running score (20 games) + 100. The second probe is the test-retest: the same
-# branch point with disjoint seeds. Resumable: rerun this script to go on (finished branches are skipped).
+# Every probe of docs/prediction-criterion-v2.md: the protocol on BeamRider, SpaceInvaders and Seaquest, and the
+# test-retest of BeamRider at 200k agent steps (seeds 3-5, its own anchor). Resumable: rerun to go on.
+# Then: rl-gns validate-probes results/probes/{BeamRider,SpaceInvaders,Seaquest} --out results/probes/validation
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
-common=(results/validation/pilots/BeamRider --delta 100 --n-envs 2,4,8,16,32,64 --seeds 3 --budget-steps 300000
-        --checkpoint-minutes 2 --workers "${WORKERS:-1}" --max-wall-minutes "${MINUTES:-600}")
-rl-gns probe "${common[@]}" --out "$here/beamrider_ram_200k_d100"
-rl-gns probe "${common[@]}" --first-seed 3 --out "$here/beamrider_ram_200k_d100_retest"
+bash "$here/protocol.sh" BeamRider
+rl-gns probe "$here/trunks/BeamRider" --at 200000 --n-envs 2,4,8,16,32,64 --seeds 3 --budget-steps 600000 \
+  --first-seed 3 --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 3 --out "$here/BeamRider/at200k_retest"
+bash "$here/protocol.sh" SpaceInvaders
+bash "$here/protocol.sh" Seaquest

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The probe protocol of docs/prediction-criterion-v2.md on one game, in one command: the trunk run (2M agent steps,
-# RAM), then rl-gns probe at its stages (first snapshot at or past 200k and 800k agent steps, and its final agent),
-# each with its report. Every step is resumable: rerun the same command to go on.
+# RAM), then rl-gns probe at its stages (first snapshots at or past 50k, 100k and 150k agent steps: the part of
+# training that still improves with this protocol), each with its report. Every step is resumable: rerun the same command to go on.
 # Usage: bash results/probes/protocol.sh <Game> [extra rl-gns probe flags]
 #   WORKERS (default 2): branches trained at once.
 set -euo pipefail
@@ -9,9 +9,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 game="$1"; shift
 bash "$here/trunks.sh" "$game"
 trunk="$here/trunks/$game"
-for stage in at200k:200000 at800k:800000 final:; do
-  name="${stage%%:*}"; steps="${stage#*:}"
-  at=(); [ -z "$steps" ] || at=(--at "$steps")
-  rl-gns probe "$trunk" "${at[@]}" --n-envs 2,4,8,16,32,64 --seeds 3 --budget-steps 600000 \
-    --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$game/$name" "$@"
+for at in 50000 100000 150000; do
+  rl-gns probe "$trunk" --at "$at" --n-envs 2,4,8,16,32,64 --seeds 3 --budget-steps 400000 \
+    --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$game/at$((at / 1000))k" "$@"
 done

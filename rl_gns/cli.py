@@ -36,6 +36,7 @@ from rl_gns.reports import (
     bench_report,
     predictor_validation,
     probe_report,
+    probe_validation,
     run_plot,
     scaling_report,
     sweep_analysis,
@@ -183,6 +184,10 @@ COMMANDS: dict[str, tuple[type, Prepare]] = {
     "scaling-report": (scaling_report.ScalingReportConfig, checked(scaling_report.check, scaling_report.report)),
     "compare-adaptive": (adaptive_report.CompareConfig, checked(adaptive_report.check, adaptive_report.compare)),
     "advise": (advise.AdviseConfig, checked(advise.check, advise.advise)),
+    "validate-probes": (
+        probe_validation.ProbeValidationConfig,
+        checked(probe_validation.check, probe_validation.validate),
+    ),
     "validate-predictors": (
         predictor_validation.ValidationConfig,
         checked(predictor_validation.check, predictor_validation.validate),

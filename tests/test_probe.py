@@ -100,6 +100,12 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     results = json.loads((out / "probe_results.json").read_text())
     assert results["branches"] == 4 and {"envs/value", "minibatch/policy"} <= results["noise_at_branch_point"].keys()
 
+    validation = subprocess.run([*CLI, "validate-probes", str(out), "--out", str(tmp_path / "v")], capture_output=True,
+                                text=True)  # fmt: skip
+    assert validation.returncode == 0, validation.stderr[-2000:]
+    table = (tmp_path / "v" / "probes.md").read_text()
+    assert "| constant 746 |" in table and f"| beam_rider | 3,008 | {results['verdict']}" in table
+
     # the same command again does nothing new; another delta is refused before anything is written
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "1 finished before" in again.stdout and "4 finished before" in again.stdout, again.stdout

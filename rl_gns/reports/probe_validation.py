@@ -1,0 +1,246 @@
+"""``rl-gns validate-probes``: does a noise scale predict the critical rollout size that probes measure, better than
+a constant? The criterion of ``docs/prediction-criterion-v2.md``, written before the probes' results were seen.
+
+Reads probe directories (``probe_results.json`` of ``rl-gns probe-report``, ``sweep.json`` and the branches):
+
+1. a (game, stage) pair enters if its ``B_crit`` is identified (bounded 95 % interval from at least 3 sizes);
+2. candidates at the branch point: the anchor's pooled ``B_simple`` per scheme and loss (``anchor_env_<L>``,
+   ``anchor_mb_<L>``, and ``anchor_mb_xM_<L>`` = M times the minibatch value), and the step average of App. D
+   (``path_env_<L>``): the envs-scheme ``B_simple`` pooled over the branches at the source's env count, from their
+   start to the iteration that reached the target;
+3. baselines: :data:`FIXED_CONSTANT`, and the leave-one-game-out constant ``10^median(log10 B_crit)`` over the other
+   games' pairs;
+4. metrics: the median of ``|log10(prediction / B_crit)|`` and Spearman's rank correlation across pairs.
+
+Writes ``probes.md``, ``probes.json`` and ``b_crit_by_stage.png``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+from scipy.stats import spearmanr
+
+from rl_gns.core.names import LOSSES
+from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.records.rundir import ANCHOR, RunDir, noise_sums, read_json, write_json
+from rl_gns.reports.figures import Axes, colors, fmt, legend, save_plot
+from rl_gns.reports.predictor_validation import error
+from rl_gns.reports.sweep_analysis import load_sweep
+
+#: The constant fixed in advance (docs/prediction-criterion-v2.md): the median of the 10 identified fitted B_crit of
+#: the first validation, agent steps.
+FIXED_CONSTANT = 746.0
+#: Primary errors within this (log10) tie: no winner is claimed from a smaller difference.
+TIE = 0.05
+#: The default predictor of today, evaluated at the branch point.
+DEFAULT = "anchor_env_value"
+
+
+@dataclass
+class ProbeValidationConfig:
+    """Rank the noise-scale predictors against probes' critical rollout sizes (docs/prediction-criterion-v2.md)."""
+
+    probe_dirs: tyro.conf.Positional[tuple[Path, ...]]
+    """Probe directories (each after rl-gns probe-report), or directories holding them (one per game)."""
+    out: Path = Path("probe_validation")
+    """Directory for probes.md, probes.json and b_crit_by_stage.png."""
+
+
+@dataclass
+class ProbePair:
+    """One probe: where it branched, what it fitted and what each candidate predicted, agent steps.
+
+    :param candidates: name -> (prediction, 95 % interval or None); +inf where not resolved.
+    :param reason: why ``B_crit`` is not identified (``None`` when it is).
+    """
+
+    game: str
+    env_steps: int
+    b_crit: float
+    b_crit_ci: tuple[float, float]
+    candidates: dict[str, tuple[float, tuple[float, float] | None]]
+    reason: str | None
+
+
+def path_noise(probe_dir: Path, target: float, n_envs: int) -> dict[str, float]:
+    """``{"path_env_<L>": B_simple}``: the envs scheme pooled over the branches at ``n_envs`` envs, each from its start
+    to the iteration that reached ``target``; absent if none reached it."""
+    _, runs = load_sweep(probe_dir)
+    sums = {loss: NoiseSums() for loss in LOSSES}
+    for run in runs:
+        if run.n_envs != n_envs or target not in run.reached:
+            continue
+        branch = RunDir(probe_dir / "runs" / run.name)
+        config, progress = branch.config(), branch.progress()
+        for loss in LOSSES:
+            sums[loss] = sums[loss] + noise_sums(progress, config, "envs", loss, run.reached[target].env_steps)
+    return {f"path_env_{loss}": s.b_simple for loss, s in sums.items() if s.count}
+
+
+def load_probe(probe_dir: Path) -> ProbePair:
+    """One probe directory as a :class:`ProbePair`.
+
+    :raises ValueError: if ``rl-gns probe-report`` has not been run on it.
+    """
+    results_path = probe_dir / "probe_results.json"
+    if not results_path.exists():
+        raise ValueError(f"{probe_dir}: no probe_results.json; run rl-gns probe-report {probe_dir} first")
+    results, settings = read_json(results_path), read_json(probe_dir / "sweep.json")
+    fit = results.get("fit")
+    identified = bool(fit and fit["identified"])
+    candidates: dict[str, tuple[float, tuple[float, float] | None]] = {}
+    for key, (point, low, high) in results["noise_at_branch_point"].items():
+        scheme, loss = key.split("/")
+        short = "env" if scheme == "envs" else "mb"
+        candidates[f"anchor_{short}_{loss}"] = (point, (low, high))
+        if scheme == "minibatch":
+            m = settings["n_minibatches"]
+            candidates[f"anchor_mb_xM_{loss}"] = (m * point, (m * low, m * high))
+    for name, value in path_noise(probe_dir, float(results["target"]), int(settings["n_envs_ref"])).items():
+        candidates[name] = (value, None)
+    game = RunDir(probe_dir / ANCHOR).config().game
+    return ProbePair(
+        game=game,
+        env_steps=int(results["env_steps"]),
+        b_crit=fit["b_crit"] if identified else math.nan,
+        b_crit_ci=(fit["b_crit_low"], fit["b_crit_high"]) if identified else (math.nan, math.nan),
+        candidates=candidates,
+        reason=None if identified else results["verdict"],
+    )
+
+
+def probe_dirs(paths: tuple[Path, ...]) -> list[Path]:
+    """The probe directories among ``paths`` and their children, in order."""
+    found = []
+    for path in paths:
+        if (path / "probe.json").exists():
+            found.append(path)
+        elif path.is_dir():
+            found += sorted(p for p in path.iterdir() if (p / "probe.json").exists())
+    return found
+
+
+def leave_one_game_out(pairs: list[ProbePair]) -> list[float]:
+    """Per pair, ``10^median(log10 B_crit)`` over the pairs of the other games (NaN if there are none)."""
+    out = []
+    for pair in pairs:
+        others = [math.log10(p.b_crit) for p in pairs if p.game != pair.game]
+        out.append(10 ** float(np.median(others)) if others else math.nan)
+    return out
+
+
+@dataclass
+class Score:
+    """One predictor over the identified pairs."""
+
+    name: str
+    median_error: float
+    """Median of ``|log10(prediction / B_crit)|``."""
+    spearman: float
+    """Rank correlation of prediction and ``B_crit`` (NaN for a constant or fewer than 3 pairs)."""
+    ratios: list[float]
+    """``prediction / B_crit`` per pair."""
+
+
+def score(name: str, predictions: list[float], pairs: list[ProbePair]) -> Score:
+    """The metrics of one predictor."""
+    b_crit = [p.b_crit for p in pairs]
+    errors = [error(x, b) for x, b in zip(predictions, b_crit, strict=True)]
+    constant = len(set(predictions)) <= 1
+    rho = math.nan if constant or len(pairs) < 3 else float(spearmanr(predictions, b_crit).statistic)
+    ratios = [x / b for x, b in zip(predictions, b_crit, strict=True)]
+    return Score(name, float(np.median(errors)) if errors else math.nan, rho, ratios)
+
+
+def verdict(scores: list[Score], baselines: list[Score]) -> str:
+    """The criterion's decision in one sentence."""
+    bar = min((b.median_error for b in baselines), default=math.inf)
+    winners = [s for s in scores if s.median_error < bar]
+    if not winners:
+        return f"No candidate beats both constants (best constant: median |log10 error| {bar:.3f})."
+    best = min(winners, key=lambda s: s.median_error)
+    margin = bar - best.median_error
+    tie = " (within the 0.05 tie margin: no winner is claimed)" if margin < TIE else ""
+    return f"{best.name} beats both constants: median |log10 error| {best.median_error:.3f} against {bar:.3f}{tie}."
+
+
+def plot_stages(pairs: list[ProbePair], ax: Axes) -> Axes:
+    """``B_crit`` (filled, with its 95 % interval) and the default predictor at the branch point (open) against the
+    agent steps of the branch point, one colour per game, log y."""
+    games = sorted({p.game for p in pairs})
+    for game, color in zip(games, colors(len(games)), strict=True):
+        mine = sorted((p for p in pairs if p.game == game), key=lambda p: p.env_steps)
+        known = [p for p in mine if p.reason is None]
+        if known:
+            yerr = np.array([[p.b_crit - p.b_crit_ci[0], p.b_crit_ci[1] - p.b_crit] for p in known]).T
+            x, y = [p.env_steps for p in known], [p.b_crit for p in known]
+            ax.errorbar(x, y, yerr=yerr, fmt="o-", color=color, capsize=3, label=f"{game}: B_crit (probe, 95 %)")
+        default = [(p.env_steps, p.candidates[DEFAULT][0]) for p in mine if DEFAULT in p.candidates]
+        if default:
+            ax.plot(*zip(*default, strict=True), "s--", mfc="none", color=color, label=f"{game}: B_simple ({DEFAULT})")
+    ax.axhline(FIXED_CONSTANT, color="gray", lw=1, ls=":", label=f"constant {FIXED_CONSTANT:g}")
+    ax.set(yscale="log", xlabel="agent steps of the branch point", ylabel="critical rollout size (agent steps)")
+    ax.grid(alpha=0.3, which="both")
+    legend(ax, empty="no probe", fontsize=7)
+    return ax
+
+
+def validate(config: ProbeValidationConfig) -> Path:
+    """Write ``probes.md``, ``probes.json`` and ``b_crit_by_stage.png``; print the verdict."""
+    every = [load_probe(d) for d in probe_dirs(config.probe_dirs)]
+    pairs = [p for p in every if p.reason is None]
+    names = sorted(set.intersection(*(set(p.candidates) for p in pairs))) if pairs else []
+    scores = sorted((score(n, [p.candidates[n][0] for p in pairs], pairs) for n in names), key=lambda s: s.median_error)
+    baselines = [
+        score(f"constant {FIXED_CONSTANT:g}", [FIXED_CONSTANT] * len(pairs), pairs),
+        score("leave-one-game-out constant", leave_one_game_out(pairs), pairs),
+    ]
+    line = verdict(scores, baselines) if pairs else "No probe identified B_crit: nothing to rank."
+    print(line, flush=True)
+    config.out.mkdir(parents=True, exist_ok=True)
+    save_plot(lambda ax: plot_stages(every, ax), config.out / "b_crit_by_stage.png", (7.0, 4.5))
+    write_json(
+        config.out / "probes.json",
+        {"pairs": [asdict(p) for p in every], "scores": [asdict(s) for s in scores + baselines], "verdict": line},
+    )
+    rows = [
+        f"| {p.game} | {p.env_steps:,} | "
+        + (f"{fmt(p.b_crit)} [{fmt(p.b_crit_ci[0])}, {fmt(p.b_crit_ci[1])}]" if p.reason is None else p.reason)
+        + f" | {fmt(p.candidates.get(DEFAULT, (math.nan,))[0])} |"
+        for p in every
+    ]
+    table = [
+        f"| {s.name} | {s.median_error:.3f} | {fmt(s.spearman, 2)} | {fmt(min(s.ratios, default=math.nan), 2)}–"
+        f"{fmt(max(s.ratios, default=math.nan), 2)} |"
+        for s in baselines + scores
+    ]
+    text = "\n".join([
+        "# Probes against the noise scale (docs/prediction-criterion-v2.md)",
+        "",
+        f"{line} {len(pairs)} of {len(every)} probes identified B_crit.",
+        "",
+        "![B_crit by stage](b_crit_by_stage.png)",
+        "",
+        f"| game | branch point (agent steps) | B_crit, 95 % interval | {DEFAULT} |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+        "| predictor | median abs log10 error | Spearman | prediction / B_crit |",
+        "|---|---|---|---|",
+        *table,
+        "",
+    ])  # fmt: skip
+    path = config.out / "probes.md"
+    path.write_text(text)
+    return path
+
+
+def check(config: ProbeValidationConfig) -> None:
+    """Fail early (``ValueError``) when no probe directory is given."""
+    if not probe_dirs(config.probe_dirs):
+        raise ValueError(f"no probe directory (with probe.json) in {', '.join(map(str, config.probe_dirs))}")

@@ -1,0 +1,41 @@
+"""The v2 criterion's arithmetic on hand-built probes: errors, rank correlation, the leave-one-game-out constant and the
+decision."""
+
+import math
+
+import pytest
+
+from rl_gns.reports.probe_validation import ProbePair, leave_one_game_out, score, verdict
+
+
+def pair(game: str, b_crit: float) -> ProbePair:
+    return ProbePair(game, 100_000, b_crit, (b_crit / 2, b_crit * 2), {}, None)
+
+
+PAIRS = [pair("A", 100.0), pair("A", 1000.0), pair("B", 10.0), pair("C", 10_000.0)]
+
+
+def test_score_is_the_median_log_error_and_the_rank_correlation():
+    exact = score("exact", [100.0, 1000.0, 10.0, 10_000.0], PAIRS)
+    assert exact.median_error == 0 and exact.spearman == pytest.approx(1.0)
+    off = score("10x", [1000.0, 10_000.0, 100.0, 100_000.0], PAIRS)
+    assert off.median_error == pytest.approx(1.0) and off.ratios == pytest.approx([10.0] * 4)
+    unresolved = score("nan", [math.nan, 1000.0, math.nan, math.nan], PAIRS)
+    assert unresolved.median_error == math.inf  # 3 of 4 infinite errors
+    assert math.isnan(score("constant", [500.0] * 4, PAIRS).spearman)
+
+
+def test_leave_one_game_out_uses_only_the_other_games():
+    # A: the median of log10 over B and C (1 and 4) is 2.5; B: over A and C (2, 3, 4) is 3; C: over A and B (2, 3, 1) is 2
+    assert leave_one_game_out(PAIRS) == pytest.approx([10**2.5, 10**2.5, 1000.0, 100.0])
+    assert math.isnan(leave_one_game_out([pair("A", 5.0)])[0])
+
+
+def test_verdict_names_a_winner_only_past_both_constants_and_the_tie_margin():
+    constants = [score("c1", [746.0] * 4, PAIRS), score("c2", leave_one_game_out(PAIRS), PAIRS)]
+    exact = score("exact", [100.0, 1000.0, 10.0, 10_000.0], PAIRS)
+    assert verdict([exact], constants).startswith("exact beats both constants")
+    assert verdict([score("10x", [1000.0, 10_000.0, 100.0, 100_000.0], PAIRS)], constants).startswith("No candidate")
+    near = min(c.median_error for c in constants) - 0.01
+    close = score("close", [b * 10**near for b in (100.0, 1000.0, 10.0, 10_000.0)], PAIRS)
+    assert "tie margin" in verdict([close], constants)

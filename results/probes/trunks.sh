@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Trunk runs of the probes: one 2M-agent-step RAM run per game with the validation pilots' settings (8 envs,
-# n_steps 32, M = 4, learning rate 5e-4 constant), keeping the agent every 100k agent steps (snapshots/) for
+# n_steps 32, M = 4, learning rate 5e-4 constant), keeping the agent every 50k agent steps (snapshots/) for
 # `rl-gns probe --at`. Resumable: rerun to go on (a finished game is skipped, an unfinished one resumes).
 # Usage: bash results/probes/trunks.sh [Game ...]   (default: BeamRider SpaceInvaders Seaquest)
 set -euo pipefail
@@ -13,7 +13,7 @@ for game in "${@:-BeamRider SpaceInvaders Seaquest}"; do
       rl-gns train --resume "$out" --torch-threads 1 --progress-bar False
     else
       rl-gns train --env "$g" --backend ram --n-envs 8 --n-steps 32 --minibatch-size 64 --n-epochs 4 \
-        --learning-rate 5e-4 --no-anneal --total-steps 2000000 --no-gns --snapshot-steps 100000 \
+        --learning-rate 5e-4 --no-anneal --total-steps 2000000 --no-gns --snapshot-steps 50000 \
         --checkpoint-minutes 5 --torch-threads 1 --progress-bar False --out "$out"
     fi
   done

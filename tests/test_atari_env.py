@@ -110,3 +110,18 @@ def test_game_table_names_real_roms():
     assert len(table) == 7
     for game, entry in table.items():
         assert resolve_game(entry["name"]) == game
+
+
+def test_ram_game_lengths_are_emulator_frames_as_on_the_native_backend():
+    """The RAM backend counts 4 frames per step of its frame-skipping env (agent steps plus the no-op, FIRE and
+    life-loss steps of its wrappers; one no-op at most here), as the native backend counts 4 per agent step."""
+    env = make_atari_vec_env("BeamRider", 1, seed=0, backend="ram", noop_max=1)
+    env.reset()
+    rng = np.random.default_rng(0)
+    agent_steps, infos = 0, [{}]
+    while "episode" not in infos[0]:
+        _, _, _, infos = env.step(rng.integers(0, 9, size=1))
+        agent_steps += 1
+    length = infos[0]["episode"]["l"]
+    assert length % FRAME_SKIP == 0
+    assert 0 <= length // FRAME_SKIP - agent_steps <= 1 + 3 * 3  # one no-op; per life: FIRE, UP, the life-loss no-op

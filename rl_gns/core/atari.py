@@ -18,7 +18,7 @@ import difflib
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -196,12 +196,24 @@ class ScaleRam(gym.ObservationWrapper):
         return observation.astype(np.float32) / 255.0
 
 
+class EpisodeFrames(gym.Wrapper):
+    """Turns the length of SB3's ``Monitor`` (steps of the frame-skipping env) into emulator frames, as
+    :class:`AtariVecEnv` counts it, so that ``info["episode"]["l"]`` means the same on every backend."""
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        if "episode" in info:
+            info["episode"] = {**info["episode"], "l": info["episode"]["l"] * FRAME_SKIP}
+        return observation, reward, terminated, truncated, info
+
+
 def make_ram_env(game: str, repeat_action_probability: float = 0.0, noop_max: int = 30) -> gym.Env:
     """One Atari game observed through its RAM, with the same protocol as the pixel envs.
 
     Frame skip 4 in the emulator, up to ``noop_max`` no-ops and FIRE on reset, life loss terminal
     for learning, sign-clipped rewards; ``Monitor`` sits below the life-loss wrapper, so
-    ``info["episode"]`` holds raw whole-game scores. Observations: ``(128,)`` float32 in ``[0, 1]``.
+    ``info["episode"]`` holds raw whole-game scores, and lengths in emulator frames (:class:`EpisodeFrames`).
+    Observations: ``(128,)`` float32 in ``[0, 1]``.
     """
     import ale_py
     from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, NoopResetEnv
@@ -213,7 +225,7 @@ def make_ram_env(game: str, repeat_action_probability: float = 0.0, noop_max: in
         frameskip=FRAME_SKIP,
         repeat_action_probability=repeat_action_probability,
     )
-    env = Monitor(env)
+    env = EpisodeFrames(Monitor(env))
     env = NoopResetEnv(env, noop_max=noop_max)
     env = EpisodicLifeEnv(env)
     if "FIRE" in env.unwrapped.get_action_meanings():  # type: ignore[attr-defined]

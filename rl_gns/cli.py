@@ -218,11 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["--version"], ["-V"]):
         print(f"rl-gns {rl_gns.__version__}")
         return 0
-    config = tyro.extras.subcommand_cli_from_dict(
-        {name: config_cls for name, (config_cls, _) in COMMANDS.items()}, args=argv, prog="rl-gns"
-    )
-    name = next(name for name, (config_cls, _) in COMMANDS.items() if type(config) is config_cls)
-    _, prepare = COMMANDS[name]
+    if argv[:1] and argv[0] in COMMANDS:  # one command: its own help, and errors that point to it
+        name = argv[0]
+        config_cls, prepare = COMMANDS[name]
+        config: object = tyro.cli(config_cls, args=argv[1:], prog=f"rl-gns {name}")
+    else:  # no command, an unknown one, or --help: the list of commands
+        config = tyro.extras.subcommand_cli_from_dict(
+            {name: config_cls for name, (config_cls, _) in COMMANDS.items()}, args=argv, prog="rl-gns"
+        )
+        name = next(name for name, (config_cls, _) in COMMANDS.items() if type(config) is config_cls)
+        _, prepare = COMMANDS[name]
     try:
         work = prepare(config, given_settings(argv[1:], type(config)))
     except (ValueError, FileExistsError, FileNotFoundError) as error:

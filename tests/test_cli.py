@@ -126,3 +126,9 @@ def test_out_naming_a_file_is_refused(tmp_path):
     target.write_text("not a directory")
     result = run_cli("train", "--out", str(target))
     assert result.returncode == 2 and "is a file" in result.stderr and target.read_text() == "not a directory"
+
+
+def test_an_unknown_flag_points_to_the_commands_own_help():
+    result = subprocess.run([*CLI, "train", "--bogus", "3"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "--bogus" in result.stderr + result.stdout and "rl-gns train --help" in result.stderr + result.stdout

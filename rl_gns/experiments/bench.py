@@ -41,11 +41,11 @@ class Tier:
     description: str = ""
     """What the tier is for."""
     n_steps: int | None = None
-    """Agent steps per env per rollout (default: rl-zoo3's)."""
+    """Agent steps per env per rollout; if unset, rl-zoo3's."""
     minibatch_size: int | None = None
-    """Samples per gradient step (default: rl-zoo3's)."""
+    """Samples per gradient step; if unset, rl-zoo3's."""
     n_epochs: int | None = None
-    """Passes over each rollout (default: rl-zoo3's)."""
+    """Passes over each rollout; if unset, rl-zoo3's."""
 
     def train_overrides(self) -> dict:
         """The fields of :class:`TrainConfig` the tier sets."""
@@ -63,13 +63,13 @@ class BenchConfig(ExecutionConfig):
     out: Path = Path("runs/bench")
     """Benchmark directory (bench.json, specs/, runs/<game>_s<seed>/, then results.json, report.md)."""
     games: tuple[str, ...] | None = None
-    """Run only these games of the tier (any name rl-gns train accepts; default: all of the tier's)."""
+    """Run only these games of the tier (any name rl-gns train accepts; if unset, all of the tier's)."""
     seeds: int | None = None
     """Seeds per game, overriding the tier's."""
     suite_file: Path | None = None
-    """The tiers, TOML (default: the table shipped with rl-gns, envs/suites.toml in the repository)."""
+    """The tiers, TOML; if unset, the table shipped with rl-gns, envs/suites.toml in the repository."""
     games_file: Path | None = None
-    """The games, TOML: random, human and published PPO scores, target scores (default: the shipped table)."""
+    """The games, TOML: random, human and published PPO scores, target scores; if unset, the shipped table."""
 
 
 def load_tier(config: BenchConfig) -> Tier:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import tyro
 
 from rl_gns.core.adaptive import AdaptiveConfig
 from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO
@@ -74,9 +76,9 @@ class MeasureSettings:
     gns_every: int = NoiseScaleConfig.every
     """Measure every k PPO iterations (each measured loss costs about one forward-backward pass over b_big samples)."""
     gns_b_big: int | None = None
-    """Big-batch size in samples, with one scheme only (default: minibatch_size, or the rollout size for envs)."""
+    """Big-batch size in samples, with one scheme only; if unset, minibatch_size, or the rollout size for envs."""
     gns_b_small: int | None = None
-    """Small-batch size in samples, with one scheme only (default: b_big / 4)."""
+    """Small-batch size in samples, with one scheme only; if unset, b_big / 4."""
     gns_ema_beta: float = NoiseScaleConfig.ema_beta
     """Decay per measurement of the moving averages of |G|² and tr(Σ)."""
 
@@ -107,14 +109,14 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     total_steps: int = 1_000_000
     """Training budget in agent steps (1 agent step = 4 emulator frames); rounded up to whole rollouts."""
     out: Path | None = None
-    """Run directory to create (default: runs/<game>_s<seed>_<date-time>)."""
+    """Run directory to create; if unset, runs/<game>_s<seed>_<date-time>."""
     overwrite: bool = False
     """Replace an existing run directory instead of refusing to start."""
     seed: int = 0
     """Seed of the agent, the environments (env i gets seed + i) and the noise-scale sampler."""
     init_from: Path | None = None
     """Start from the policy and Adam state of this saved agent (a model.zip) instead of a new one: a branch of
-    rl-gns probe. Default: a new agent."""
+    rl-gns probe. If unset: a new agent."""
     device: str = "cpu"
     """Torch device: cpu (fastest for this small CNN on few envs), cuda, or auto."""
     minibatch_size: int = _ZOO["batch_size"]
@@ -129,7 +131,7 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     adaptive_r: float | None = None
     """Grow n_envs during training to rollout_size = sqrt(r · B_noise) (power-of-2 envs, never shrinking), B_noise the
     critical rollout size --adaptive-predictor predicts, r in agent steps per PPO iteration (McCandlish et al. App. D).
-    Needs --no-anneal. Default: fixed n_envs."""
+    Needs --no-anneal. If unset: fixed n_envs."""
     max_n_envs: int = AdaptiveConfig.max_n_envs
     """Largest env count of an adaptive run."""
     adaptive_predictor: str = AdaptiveConfig.predictor
@@ -139,13 +141,13 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     """Noise-scale measurements before an adaptive run first grows."""
 
     stop_score: float | None = None
-    """Stop once the mean raw score of the last score_window games reaches this (default: train the whole budget)."""
+    """Stop once the mean raw score of the last score_window games reaches this; if unset, train the whole budget."""
     score_window: int = DEFAULT_WINDOW
     """Games averaged by the running score (episodes.csv keeps every game)."""
     torch_threads: int | None = None
-    """Torch intra-op threads (default: torch's choice, one per core)."""
-    progress_bar: bool | None = None
-    """Show a progress bar (default: only when stderr is a terminal)."""
+    """Torch intra-op threads; if unset, torch's choice, one per core."""
+    progress_bar: Annotated[bool | None, tyro.conf.arg(metavar="{True,False}")] = None
+    """Show a progress bar; if unset, only when stderr is a terminal."""
     verbose: bool = False
     """Print SB3's table of every logged value each iteration, instead of one line (progress.csv holds them all)."""
 
@@ -157,12 +159,12 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     """Write a checkpoint (under <out>/checkpoints/) after the PPO iteration that passes this many wall-clock minutes
     since the last one; 0: after every iteration; None (--checkpoint-minutes None): no time trigger."""
     checkpoint_steps: int | None = None
-    """Also write a checkpoint every this many agent steps (default: time trigger only)."""
+    """Also write a checkpoint every this many agent steps; if unset, time trigger only."""
     max_wall_minutes: float | None = None
     """Stop cleanly, with a checkpoint, before this many wall-clock minutes of training (resume with --resume DIR)."""
     snapshot_steps: int | None = None
     """Keep the agent every this many agent steps, as <out>/snapshots/<agent steps>.zip (never pruned; the points
-    `rl-gns probe --at` branches from). Default: none."""
+    `rl-gns probe --at` branches from). If unset: none."""
 
     @property
     def rollout_size(self) -> int:

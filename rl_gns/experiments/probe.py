@@ -126,13 +126,13 @@ class ProbeConfig(ExecutionConfig):
     source: tyro.conf.Positional[Path]
     """The run directory to probe."""
     at: int | None = None
-    """Branch from the run's first snapshot at or past this many agent steps (train --snapshot-steps). Default: its
+    """Branch from the run's first snapshot at or past this many agent steps (train --snapshot-steps). If unset: its
     final agent (model.zip), or its newest checkpoint if unfinished."""
     anchor_steps: int = 100_000
     """Agent steps the agent plays at fixed parameters (learning rate 0) at the source's env count: its games give the
     start score, its measurements the noise scale there. It must finish at least --window games."""
     delta: float | None = None
-    """Improvement of the running score over the start score that a branch must reach (raw score). Default:
+    """Improvement of the running score over the start score that a branch must reach (raw score). If unset:
     --delta-noise standard errors of the running score."""
     delta_noise: float = 3.0
     """Without --delta: the improvement in standard errors of the running score, sd(game score) / sqrt(window)."""
@@ -156,7 +156,7 @@ class ProbeConfig(ExecutionConfig):
     gns_every: int = 4
     """The branches measure the noise scale (both schemes, every loss) every this many PPO iterations."""
     out: Path | None = None
-    """Probe directory (default: probes/<source name>_at<agent steps>)."""
+    """Probe directory; if unset, probes/<source name>_at<agent steps>."""
 
     def directory(self, point: BranchPoint) -> Path:
         """The probe directory."""

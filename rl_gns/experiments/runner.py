@@ -45,11 +45,11 @@ class ExecutionConfig:
     executor: Literal["local", "ray"] = "local"
     """local: a pool of processes on this machine; ray: Ray tasks on the cluster at --ray-address."""
     workers: int | None = None
-    """Runs at once for the local executor (default: CPU cores // threads_per_run)."""
+    """Runs at once for the local executor; if unset, CPU cores // threads_per_run."""
     threads_per_run: int = 1
     """Torch threads (and Ray CPUs) per run."""
     ray_address: str | None = None
-    """Address of a running Ray cluster (e.g. ray://head:10001 or auto); default: start a local Ray instance.
+    """Address of a running Ray cluster (e.g. ray://head:10001 or auto); if unset, start a local Ray instance.
     --out must be at the same path on every node (a shared filesystem)."""
     device: str = "cpu"
     """Torch device of every run."""

@@ -32,7 +32,7 @@ class ScalingReportOptions:
     sweep: Path | None = None
     """Analysed sweep directory (results.json from rl-gns analyze) whose fitted S(B) gives the wall time to a target."""
     target: float | None = None
-    """Target score of the sweep to predict for (default: its highest target with a fit)."""
+    """Target score of the sweep to predict for; if unset, its highest target with a fit."""
     noise_run: Path | None = None
     """Training run whose noise scale, averaged over the run, marks the critical n_envs."""
     devices: list[int] = field(default_factory=lambda: [1, 2, 4, 8])

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rl_gns.experiments.config import TrainConfig
+from rl_gns.experiments.runner import workload
 from rl_gns.experiments.sweep import SweepConfig
 
 pytestmark = pytest.mark.atari
@@ -113,3 +115,12 @@ def test_ray_backend_runs_a_tiny_sweep(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "2/2 finished" in result.stdout
     assert all((run / "summary.json").exists() for run in Path(out, "runs").iterdir())
+
+
+def test_a_collection_of_runs_says_its_budget_and_a_time_before_it_starts():
+    ram = [TrainConfig(backend="ram", total_steps=3_600_000)] * 2  # 3,600 s each at 1,000 agent steps/s
+    assert workload(ram, n_workers=2).startswith("up to 7,200,000 agent steps (2 runs of up to 3,600,000)")
+    assert "up to about 1.0 h" in workload(ram, n_workers=2) and "up to about 2.0 h" in workload(ram, n_workers=1)
+    assert "up to about 1.0 h" in workload(ram[:1], n_workers=4)  # one run uses one worker
+    pixels = [TrainConfig(backend="ale_vector", total_steps=720_000)]
+    assert "up to about 1.0 h" in workload(pixels, n_workers=1)

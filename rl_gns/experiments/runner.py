@@ -192,6 +192,24 @@ def _record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
     return "failed"
 
 
+#: Agent steps per second that one worker (one CPU core) trains, for the estimate printed before a collection of runs
+#: starts: the RAM MLP at 1,000-1,800, pixels with the Nature CNN at 350-430 on two cores (docs/performance.md).
+CPU_STEPS_PER_S = {"ram": 1_000.0, "pixels": 200.0}
+
+
+def workload(specs: list[TrainConfig], n_workers: int) -> str:
+    """What a collection of runs will do, said before it starts: its budget in agent steps and a rough wall time on
+    CPU workers (a run stops earlier at its target; a GPU is faster)."""
+    total = sum(spec.total_steps for spec in specs)
+    seconds = sum(spec.total_steps / CPU_STEPS_PER_S["ram" if spec.backend == "ram" else "pixels"] for spec in specs)
+    hours = seconds / min(n_workers, len(specs)) / 3600
+    return (
+        f"up to {total:,} agent steps ({len(specs)} runs of up to {max(s.total_steps for s in specs):,}); "
+        f"on {n_workers} CPU worker(s) that is up to about {hours:.1f} h (runs stop at their target; "
+        "Ctrl-C stops with checkpoints, the same command resumes)"
+    )
+
+
 def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:
     """Run every unfinished run of ``specs``, each in its own process; return ``{run name: outcome}``: ``done``,
     ``skipped`` (finished before), ``failed``, and with ``execution.max_wall_minutes`` ``paused`` (stopped with a
@@ -223,6 +241,9 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
         f"{len(todo) - len(resumed)} to run from the start",
         flush=True,
     )
+    n_workers = execution.workers or max(1, (os.cpu_count() or 1) // execution.threads_per_run)
+    if todo:
+        print(f"  {workload([specs[name] for name in todo], n_workers)}", flush=True)
 
     def paths(name: str) -> tuple[Path, Path]:
         return out / "specs" / f"{name}.json", run_dirs[name].path / "log.txt"
@@ -238,7 +259,6 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
 
     signum = None
     if execution.executor == "local":
-        n_workers = execution.workers or max(1, (os.cpu_count() or 1) // execution.threads_per_run)
         workers = Workers()
         stopping = "stopping the runs in flight, each with a checkpoint"
         with StopOnSignal(f"rl-gns {label}", stopping, workers.stop) as signals, ThreadPoolExecutor(n_workers) as pool:

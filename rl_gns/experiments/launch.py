@@ -8,10 +8,12 @@ joins the process group with :func:`join` (gloo for the CPU, NCCL for CUDA devic
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch as th
@@ -68,11 +70,30 @@ def launch(entry: Callable[..., Any], nproc: int, *args: Any) -> dict[int, Any]:
         monitor_interval=0.2,
     )
     try:
-        return elastic_launch(config, entry)(*args)
+        with launcher_logs_quiet():
+            return elastic_launch(config, entry)(*args)
     except ChildFailedError as error:
         # the root cause: a rank killed by a signal, else the first error (the others then lose their peer)
         rank, failure = min(error.failures.items(), key=lambda item: (item[1].exitcode >= 0, item[1].timestamp, item[0]))
         raise RankFailedError(f"rank {rank} of {nproc} {how_it_ended(failure.exitcode, failure.message)}") from None
+
+
+#: Loggers of torch's launcher; a failed rank is reported in one line by :class:`RankFailedError` instead.
+LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.multiprocessing.spawn")
+
+
+@contextmanager
+def launcher_logs_quiet() -> Iterator[None]:
+    """Silence the launcher's own warnings and tracebacks (a rank's failure is re-raised in one line)."""
+    loggers = [logging.getLogger(name) for name in LAUNCHER_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def how_it_ended(exitcode: int, message: str | dict[str, Any]) -> str:

@@ -12,10 +12,19 @@ import numpy as np
 import pytest
 
 from rl_gns.core.atari import resolve_game
+from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.experiments.bench import BenchConfig, check, load_games, load_tier, record
 from rl_gns.records.rundir import RunDir
-from rl_gns.reports.bench_report import analyze_game, iqm_with_ci, load_run, pooled_noise_scale
+from rl_gns.reports.bench_report import (
+    BenchReportConfig,
+    analyze_game,
+    iqm_with_ci,
+    load_run,
+    pooled_noise_scale,
+    report,
+    report_scheme,
+)
 
 ENVS = Path(__file__).parents[1] / "envs"
 CLI = [sys.executable, "-m", "rl_gns"]
@@ -53,9 +62,16 @@ def test_a_bench_directory_refuses_other_settings(tmp_path):
         check(BenchConfig(suite="smoke", out=tmp_path / "b2", games=("Qbert",)))
 
 
-def _write_run(run_dir: Path, game: str, seed: int, g2_T: list, trace_T: list, scores_N: list) -> None:
-    """A finished run directory: 4 iterations at 250, 500, 750, 1000 agent steps (budget 1000), logged as runs
-    before 2026-11-22 logged a single scheme (no ``gns/<scheme>/`` prefix)."""
+#: ``|G|²`` of each loss in the hand-built runs, as a multiple of the policy's (``tr(Σ)`` is the same).
+G2_FACTORS = {"policy": 1.0, "value": 4.0, "total": 2.0}
+
+
+def _write_run(
+    run_dir: Path, game: str, seed: int, g2_T: list, trace_T: list, scores_N: list, scheme: str | None = None
+) -> None:
+    """A finished run directory: 4 iterations at 250, 500, 750, 1000 agent steps (budget 1000). Without ``scheme``,
+    logged as runs before 2026-11-22 logged the minibatch scheme (no ``gns/<scheme>/`` prefix), policy and total
+    losses only; with one, under ``gns/<scheme>/`` with the value loss too (:data:`G2_FACTORS`)."""
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(
         json.dumps(
@@ -63,7 +79,7 @@ def _write_run(run_dir: Path, game: str, seed: int, g2_T: list, trace_T: list, s
                 "game": game,
                 "seed": seed,
                 "total_steps": 1000,
-                "gns_scheme": "minibatch",
+                "gns_scheme": "minibatch" if scheme is None else [scheme],
                 "n_envs": 2,
                 "n_steps": 125,
                 "minibatch_size": 125,
@@ -71,12 +87,17 @@ def _write_run(run_dir: Path, game: str, seed: int, g2_T: list, trace_T: list, s
             }
         )
     )
+    losses = ("policy", "total") if scheme is None else ("policy", "value", "total")
+    keys = [
+        legacy_key(q, loss, "raw") if scheme is None else gns_key(scheme, q, loss, "raw")
+        for loss in losses
+        for q in ("g2", "trace_sigma")
+    ]
     with open(run_dir / "progress.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        keys = [f"gns/{q}_{loss}_raw" for loss in ("policy", "total") for q in ("g2", "trace_sigma")]
         writer.writerow(["time/total_timesteps", *keys])
         for t, (g2, trace) in enumerate(zip(g2_T, trace_T, strict=True)):
-            writer.writerow([250 * (t + 1), g2, trace, 2 * g2, trace])  # total: twice the policy's g2
+            writer.writerow([250 * (t + 1), *(v for loss in losses for v in (G2_FACTORS[loss] * g2, trace))])
     with open(run_dir / "episodes.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["env_steps", "score", "length_frames", "wall_s"])
@@ -89,7 +110,7 @@ def test_report_maths_on_hand_built_runs(tmp_path):
     # seed 0: start = first 250 agent steps = the first row only; average = all rows
     _write_run(tmp_path / "pong_s0", "pong", 0, [2.0, -1.0, 1.0, 2.0], [100.0, 50.0, 30.0, 20.0], [-21.0] * 5 + [-11.0] * 20)
     _write_run(tmp_path / "pong_s1", "pong", 1, [-3.0, 1.0, 1.0, 1.0], [60.0, 10.0, 10.0, 10.0], [-20.0] * 10)
-    runs = [load_run(RunDir(tmp_path / "pong_s0"), target=-15.0), load_run(RunDir(tmp_path / "pong_s1"), target=-15.0)]
+    runs = [load_run(RunDir(tmp_path / name), target=-15.0, scheme="minibatch") for name in ("pong_s0", "pong_s1")]
     assert runs[0].sums["policy"]["start"] == NoiseSums(2.0, 100.0, 1)
     assert runs[0].sums["policy"]["average"] == NoiseSums(4.0, 200.0, 4)
     assert runs[0].score == -11.0 and runs[0].reached_target_at is not None
@@ -106,6 +127,50 @@ def test_report_maths_on_hand_built_runs(tmp_path):
     assert low == pytest.approx(200.0 / 4.0) and math.isinf(high)  # resampling seed 1 twice: Σg2 = 0
     assert result.human_normalised_R == [pytest.approx((-11.0 + 20.7) / 30.0), None]
     assert result.reached_target == 1
+
+
+def _write_bench(bench_dir: Path, scheme: str | None) -> None:
+    """A smoke-tier benchmark directory of two finished Pong runs (:func:`_write_run`)."""
+    bench_dir.mkdir()
+    config = BenchConfig(suite="smoke", out=bench_dir, suite_file=ENVS / "suites.toml", games_file=ENVS / "atari_games.toml")
+    (bench_dir / "bench.json").write_text(json.dumps(record(config)))
+    _write_run(bench_dir / "runs/pong_s0", "pong", 0, [2.0, -1.0, 1.0, 2.0], [100.0, 50.0, 30.0, 20.0], [-20.0] * 25, scheme)
+    _write_run(bench_dir / "runs/pong_s1", "pong", 1, [3.0, 1.0, 1.0, 1.0], [60.0, 10.0, 10.0, 10.0], [-20.0] * 25, scheme)
+
+
+def test_an_envs_scheme_bench_reports_the_default_predictor_in_agent_steps_of_a_rollout(tmp_path):
+    _write_bench(tmp_path / "bench", scheme="envs")
+    text = report(BenchReportConfig(bench_dir=tmp_path / "bench", bootstrap=50)).read_text()
+    assert "| game | seeds | B_simple value loss (default predictor), start (agent steps) " in text
+    assert "| B_simple value loss (default predictor), average (frames) | B_simple policy loss, start (frames) |" in text
+    assert "(envs scheme: whole trajectories)" in text and "B_simple counts agent steps of a rollout" in text
+    assert "compare it with the rollout size, 128 agent steps (512 frames)" in text  # smoke tier: 4 envs x 32 steps
+    assert "samples per gradient step" not in text and "minibatch scheme" not in text
+    # value loss, whole run: Σ tr(Σ) / Σ |G|² over both seeds = (200 + 90) / (4 × (4 + 6))
+    assert "| Pong | 2 | " in text and f"| {290 / 40:.3g} [" in text
+    results = json.loads((tmp_path / "bench/results.json").read_text())
+    assert results["definitions"]["scheme"] == "envs"
+    assert results["games"][0]["noise"]["value"]["average"]["b_simple"] == pytest.approx(290 / 40)
+    assert (tmp_path / "bench/b_simple_start_vs_average.png").stat().st_size > 10_000
+
+
+def test_a_minibatch_scheme_bench_says_samples_per_gradient_step_and_what_it_did_not_measure(tmp_path):
+    _write_bench(tmp_path / "bench", scheme=None)  # logged before 2026-11-22: minibatch scheme, no value loss
+    text = report(BenchReportConfig(bench_dir=tmp_path / "bench", bootstrap=50)).read_text()
+    assert "(minibatch scheme: random minibatch)" in text and "B_simple counts samples per gradient step" in text
+    assert "| game | seeds | B_simple value loss, start (frames) | B_simple value loss, average (frames) |" in text
+    assert "| Pong | 2 | not measured | not measured | " in text
+    assert "The default predictor of the critical rollout size (`env_value`: value loss, whole trajectories) was not " \
+        "measured by these runs" in text  # fmt: skip
+    assert "agent steps of a rollout" not in text
+
+
+def test_the_report_reads_the_default_predictors_scheme_where_every_run_measured_it():
+    assert report_scheme([("minibatch", "envs"), ("envs",)]) == "envs"
+    assert report_scheme([("minibatch", "envs"), ("minibatch",)]) == "minibatch"
+    assert report_scheme([]) == "envs"
+    with pytest.raises(ValueError, match="no noise-scale scheme in common"):
+        report_scheme([("minibatch",), ("envs",)])
 
 
 def test_pooled_noise_scale_and_iqm():
@@ -134,12 +199,15 @@ def test_smoke_tier_end_to_end(tmp_path):
 
     results = json.loads((out / "results.json").read_text())
     assert [g["game"] for g in results["games"]] == ["breakout", "pong"]
+    assert results["definitions"]["scheme"] == "envs"  # train's default scheme, the default predictor's
     for game in results["games"]:
         assert game["seeds"] == [0]
-        assert game["noise"]["policy"]["average"]["n_measurements"] == 4  # every iteration of 512 / 128
-        assert game["noise"]["policy"]["start"]["n_measurements"] == 1  # the first 25 %: 128 agent steps
+        for loss in ("value", "policy", "total"):
+            assert game["noise"][loss]["average"]["n_measurements"] == 4  # every iteration of 512 / 128
+            assert game["noise"][loss]["start"]["n_measurements"] == 1  # the first 25 %: 128 agent steps
     report = (out / "report.md").read_text()
-    assert "| game | seeds | B_simple policy, start (frames) |" in report and "| Breakout | 1 |" in report
+    assert "| game | seeds | B_simple value loss (default predictor), start (frames) |" in report
+    assert "| Breakout | 1 |" in report and "samples per gradient step" not in report
     assert (out / "b_simple_start_vs_average.png").stat().st_size > 10_000
 
     (out / "report.md").unlink()

@@ -6,13 +6,17 @@ Writes ``results.json``, ``report.md`` and ``b_simple_start_vs_average.png`` int
 
 Definitions:
 
+- **Scheme**: the report reads one measurement scheme, the default predictor's (``envs``) where every finished run
+  measured it, else the first one every run measured (:func:`report_scheme`); its wording follows that scheme.
 - ``B_simple`` of a loss over a window of training is **pooled**: ``Σ raw tr(Σ) / Σ raw |G|²`` over
   every measurement in the window and every seed (:func:`rl_gns.reports.sweep_analysis.noise_sums`), never an average
   of ratios. It is "not resolved" where the pooled ``|G|²`` is not positive.
 - **Start**: the measurements at or before ``START_FRACTION`` (25 %) of the run's budget in agent steps.
   **Average**: every measurement of the run (the paper's "averaged over training").
-- Units: samples per gradient step, i.e. agent steps; frames = 4 × agent steps (frame skip 4), the
-  unit of McCandlish et al.'s Table 1.
+- Units: agent steps; frames = 4 × agent steps (frame skip 4), the unit of McCandlish et al.'s Table 1. The envs
+  scheme's batches are groups of whole env trajectories of a rollout, so its ``B_simple`` counts agent steps of a
+  rollout; the minibatch scheme's are random minibatches, so its ``B_simple`` counts samples per gradient step.
+- Losses: the default predictor's (value) first, then policy (the paper's Table 1) and total (what PPO optimises).
 - Intervals: 95 % percentile bootstrap over seeds (seeds resampled with replacement, pooled ratio of
   each resample; a resample whose pooled ``|G|²`` is not positive counts as ∞), only with ≥ 2 seeds.
 - Final score: mean raw score of the last 20 games of a run (:func:`rl_gns.core.targets.running_score`);
@@ -35,16 +39,36 @@ import numpy as np
 import tyro
 from rliable import metrics
 
+from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP, resolve_game
+from rl_gns.core.names import LOSSES as MEASURED_LOSSES
+from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
 from rl_gns.records.rundir import RunDir, noise_sums, read_json, write_json
-from rl_gns.reports.figures import Axes, legend, number, plt, relative, save_figure
+from rl_gns.reports.figures import (
+    LOSS_COLORS,
+    SCHEME_LABELS,
+    Axes,
+    interval_bars,
+    is_default_predictor,
+    legend,
+    noise_label,
+    number,
+    plain_log_ticks,
+    plt,
+    relative,
+    save_figure,
+)
 
 #: "Start" of training: the first quarter of a run's budget (agent steps).
 START_FRACTION = 0.25
-#: Losses in the report (the paper's Table 1 is for the policy; total is what PPO optimises).
-LOSSES = ("policy", "total")
+#: The default predictor's scheme and loss (``envs``, ``value``).
+DEFAULT_SCHEME, _, DEFAULT_LOSS = parse_predictor(DEFAULT_PREDICTOR)
+#: Losses in the report: the default predictor's first, then the paper's Table 1 (policy) and what PPO optimises.
+LOSSES = (DEFAULT_LOSS, *(loss for loss in MEASURED_LOSSES if loss != DEFAULT_LOSS))
+#: What the ``B_simple`` of each scheme counts, as the report says it.
+SCHEME_UNITS = {"envs": "agent steps of a rollout", "minibatch": "samples per gradient step"}
 #: Training windows of the pooled noise scale.
 WINDOWS = ("start", "average")
 
@@ -85,18 +109,20 @@ class BenchRun:
     reached_target_at: int | None
     """Agent steps at the game after which the running score first reached the game's target."""
     sums: dict[str, dict[str, NoiseSums]]
-    """loss -> window -> pooled raw estimates (first measured scheme)."""
+    """loss -> window -> pooled raw estimates of the report's scheme (:func:`report_scheme`)."""
 
 
 @dataclass
 class NoiseScale:
-    """Pooled ``B_simple`` of one loss over one window, in agent steps (samples per gradient step)."""
+    """Pooled ``B_simple`` of one loss over one window, in agent steps (:data:`SCHEME_UNITS`: of a rollout for the
+    envs scheme, samples per gradient step for the minibatch scheme)."""
 
     b_simple: float
     """NaN where not resolved (pooled ``|G|²`` not positive)."""
     ci: tuple[float, float] | None
     """95 % bootstrap interval over seeds (upper bound ∞ where resamples are not resolved); ``None`` with 1 seed."""
     n_measurements: int
+    """Measurements pooled over seeds; 0 where the runs did not measure the loss."""
 
     @property
     def resolved(self) -> bool:
@@ -130,13 +156,35 @@ class GameResult:
         return [None if s is None else (s - self.random_score) / span for s in self.scores_R]
 
 
-def load_run(run: RunDir, target: float) -> BenchRun | None:
-    """Read one finished run; ``None`` if it has not finished."""
-    if run.status() != "done":
-        return None
+def report_scheme(schemes_R: list[tuple[str, ...]]) -> str:
+    """The scheme the report reads: the default predictor's where every run measured it, else the first scheme (in the
+    first run's order) that every run measured; the default predictor's without runs.
+
+    :param schemes_R: the fixed-parameter schemes of each finished run (``RunConfig.gns_schemes``).
+    :raises ValueError: where the runs measured no scheme in common.
+    """
+    common = set(SCHEMES).intersection(*schemes_R)
+    if DEFAULT_SCHEME in common or not schemes_R:
+        return DEFAULT_SCHEME
+    if not common:
+        raise ValueError(f"the finished runs measured no noise-scale scheme in common ({sorted(set(schemes_R))})")
+    return next(scheme for scheme in schemes_R[0] if scheme in common)
+
+
+def finished_runs(bench_dir: Path) -> list[RunDir]:
+    """The finished runs of a benchmark directory, by name."""
+    return [RunDir(d) for d in sorted((bench_dir / "runs").iterdir()) if d.is_dir() and RunDir(d).status() == "done"]
+
+
+def load_run(run: RunDir, target: float, scheme: str) -> BenchRun:
+    """Read one finished run's scores and the pooled estimates of ``scheme``.
+
+    :param run: a finished run (:func:`finished_runs`).
+    :param target: the game's target score.
+    :param scheme: the scheme whose estimates are read (:func:`report_scheme`).
+    """
     config, progress, episodes = run.config(), run.progress(), run.episodes()
     scores_N, env_steps_N = episodes["score"], episodes["env_steps"]
-    scheme = config.measured_schemes[0]
     score = float(running_score(scores_N, DEFAULT_WINDOW)[-1]) if len(scores_N) else math.nan
     reached = first_reached(env_steps_N, scores_N, target, DEFAULT_WINDOW)
     until = {"start": START_FRACTION * config.total_steps, "average": math.inf}
@@ -248,30 +296,104 @@ def human_normalised_matrix(games: list[GameResult]) -> tuple[np.ndarray, list[s
     return np.array([g.human_normalised_R[:n_runs] for g in scored], dtype=float).T, [g.name for g in scored]
 
 
-def plot_b_simple_start_vs_average(games: list[GameResult], loss: str, ranges: dict, ax: Axes | None = None) -> Axes:
-    """Per game, pooled B_simple at the start and averaged over training (frames, log scale, 95 % intervals),
-    over the paper's Atari ranges (shaded)."""
-    ax = ax or plt.gca()
-    ax.axhspan(*ranges["b_simple_start"], color="tab:blue", alpha=0.12, label="paper, start")
-    ax.axhspan(*ranges["b_simple_average"], color="tab:orange", alpha=0.12, label="paper, average")
-    for offset, window, marker, color in ((-0.1, "start", "o", "tab:blue"), (0.1, "average", "s", "tab:orange")):
-        for i, game in enumerate(games):
-            scale = game.noise[loss][window]
-            if not scale.resolved or scale.b_simple <= 0:
-                continue
-            y = scale.b_simple * FRAME_SKIP
-            yerr = None
-            if scale.ci is not None and math.isfinite(scale.ci[1]):
-                yerr = [[max(y - scale.ci[0] * FRAME_SKIP, 0.0)], [scale.ci[1] * FRAME_SKIP - y]]
-            ax.errorbar([i + offset], [y], yerr=yerr, fmt=marker, color=color, capsize=3,
-                        label=f"this benchmark, {window}")  # fmt: skip
-    ax.set_xticks(range(len(games)), [g.name for g in games], rotation=30, ha="right")
+#: Where each loss's points sit beside their game on the figure's x axis.
+LOSS_OFFSETS = {loss: 0.22 * (i - 1) for i, loss in enumerate(LOSSES)}
+#: The figure's panel title of each window.
+WINDOW_TITLES = {
+    "start": f"start: the first {START_FRACTION:.0%} of each run",
+    "average": "averaged over training: the whole run",
+}
+
+
+def frames_limits(games: list[GameResult], ranges: dict, rollout_size: int) -> tuple[float, float]:
+    """The figure's y limits in frames: a factor 2 beyond every point, finite interval end, paper range and the
+    rollout size, so that no marker or bar is clipped.
+
+    :param games: the games drawn.
+    :param ranges: the paper's Atari ranges in frames (``bench.json``'s ``paper_ranges_frames``).
+    :param rollout_size: agent steps per rollout.
+    """
+    values = [rollout_size * FRAME_SKIP, *ranges["b_simple_start"], *ranges["b_simple_average"]]
+    for game in games:
+        for scale in (game.noise[loss][window] for loss in LOSSES for window in WINDOWS):
+            values += [FRAME_SKIP * v for v in (scale.b_simple, *(scale.ci or ()))]
+    positive = [v for v in values if math.isfinite(v) and v > 0]
+    return min(positive) / 2, max(positive) * 2
+
+
+def plot_window(
+    games: list[GameResult], scheme: str, window: str, ranges: dict, rollout_size: int, limits: tuple[float, float], ax: Axes
+) -> Axes:
+    """One window's pooled B_simple per game and loss (frames, log scale) with its 95 % bootstrap interval over seeds
+    (bars; fainter and open above where some resamples do not resolve ``|G|²``), the default predictor's larger and
+    edged in black, over the paper's Atari range of the window (shaded) and a line at the rollout size. A loss not
+    resolved (pooled ``|G|²`` not positive) has no marker.
+
+    :param games: the games, one x position each.
+    :param scheme: the scheme measured (:func:`report_scheme`).
+    :param window: ``start`` or ``average``.
+    :param ranges: the paper's Atari ranges in frames.
+    :param rollout_size: agent steps per rollout.
+    :param limits: the panel's y limits in frames (:func:`frames_limits`).
+    """
+    bars: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
+    for loss in LOSSES:
+        scales = [game.noise[loss][window] for game in games]
+        if not any(scale.n_measurements for scale in scales):
+            continue
+        x_G = np.arange(len(games)) + LOSS_OFFSETS[loss]
+        default = is_default_predictor(scheme, loss)
+        ax.plot(x_G, [FRAME_SKIP * scale.b_simple for scale in scales], ls="none", marker="o", ms=8 if default else 5,
+                color=LOSS_COLORS[loss], mec="black" if default else LOSS_COLORS[loss], zorder=3,
+                label=noise_label(scheme, loss))  # fmt: skip
+        ci_G2 = FRAME_SKIP * np.array([scale.ci or (math.nan, math.nan) for scale in scales], dtype=float)
+        bars.append((x_G, ci_G2[:, 0], ci_G2[:, 1], LOSS_COLORS[loss]))
+    empty = np.empty(0)
+    for band in (*bars, (empty, empty, empty, "gray")):  # the last, empty, gives the legend its entries in gray
+        interval_bars(ax, *band, limits=limits)
+    ax.axhline(rollout_size * FRAME_SKIP, color="gray", ls="--", lw=1,
+               label=f"rollout size: {rollout_size:,} agent steps = {rollout_size * FRAME_SKIP:,} frames")  # fmt: skip
+    low, high = ranges[f"b_simple_{window}"]
+    ax.axhspan(low, high, color="gray", alpha=0.15, label="paper's Atari range of B_simple (McCandlish et al.)")
+    ax.set_xticks(range(len(games)), [game.name for game in games], rotation=30, ha="right")
+    ax.set_xlim(-0.5, len(games) - 0.5)
+    ax.set_ylim(*limits)
     ax.set_yscale("log")
-    ax.set_ylabel("B_simple (frames)")
-    ax.set_title(f"{loss} loss: not-resolved points are left out", fontsize=9)
-    ax.grid(alpha=0.3, which="both", axis="y")
-    legend(ax, fontsize=7)
+    plain_log_ticks(ax.yaxis, limits)
+    ax.set_title(WINDOW_TITLES[window], fontsize=10)
+    ax.grid(alpha=0.3, which="major", axis="y")
     return ax
+
+
+def plot_noise_scales(games: list[GameResult], scheme: str, ranges: dict, rollout_size: int) -> plt.Figure:
+    """``b_simple_start_vs_average.png``: a panel per window (:func:`plot_window`), frames on the left axis and agent
+    steps on the right, one legend for both.
+
+    :param games: the games.
+    :param scheme: the scheme measured (:func:`report_scheme`).
+    :param ranges: the paper's Atari ranges in frames.
+    :param rollout_size: agent steps per rollout.
+    """
+    limits = frames_limits(games, ranges, rollout_size)
+    fig, axes = plt.subplots(1, len(WINDOWS), figsize=(15, 5.5), sharey=True)
+    for window, ax in zip(WINDOWS, axes, strict=True):
+        plot_window(games, scheme, window, ranges, rollout_size, limits, ax)
+    axes[0].set_ylabel("B_simple (frames = 4 × agent steps)")
+    steps_axis = axes[-1].secondary_yaxis("right", functions=(lambda f: f / FRAME_SKIP, lambda a: a * FRAME_SKIP))
+    steps_axis.set_ylabel("B_simple (agent steps)")
+    plain_log_ticks(steps_axis.yaxis, (limits[0] / FRAME_SKIP, limits[1] / FRAME_SKIP))
+    legend(axes[-1], fontsize=8, loc="upper left", bbox_to_anchor=(1.2, 1.0), frameon=False)
+    default = (
+        f"large, black-edged: the default predictor of the critical rollout size ({DEFAULT_PREDICTOR})"
+        if scheme == DEFAULT_SCHEME
+        else f"not measured: the default predictor {DEFAULT_PREDICTOR} ({DEFAULT_LOSS} loss, {SCHEME_LABELS[DEFAULT_SCHEME]})"
+    )
+    fig.suptitle(
+        f"B_simple pooled over seeds, {scheme} scheme ({SCHEME_LABELS[scheme]}), in {SCHEME_UNITS[scheme]}\n"
+        f"{default}; bars: 95 % interval over seeds; no marker: not resolved",
+        fontsize=10,
+    )
+    return fig
 
 
 def interval(value: float, ci: tuple[float, float] | list[float] | None, factor: int) -> str:
@@ -281,7 +403,10 @@ def interval(value: float, ci: tuple[float, float] | list[float] | None, factor:
 
 
 def noise_cell(scale: NoiseScale, factor: int) -> str:
-    """A table cell: ``B_simple [95 % CI]`` times ``factor`` (1: agent steps, 4: frames), or "not resolved"."""
+    """A table cell: ``B_simple [95 % CI]`` times ``factor`` (1: agent steps, 4: frames), "not resolved", or "not
+    measured" where the runs did not measure the loss."""
+    if not scale.n_measurements:
+        return "not measured"
     if not scale.resolved:
         return f"not resolved ({scale.n_measurements} meas.)"
     return interval(scale.b_simple, scale.ci, factor)
@@ -291,12 +416,24 @@ def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:,.1f}"
 
 
-def noise_table(games: list[GameResult], factor: int, unit: str) -> list[str]:
-    """Markdown rows in the shape of the paper's Table 1, in ``unit`` (``factor`` × agent steps)."""
+def noise_column(scheme: str, loss: str, window: str, unit: str) -> str:
+    """A table header: ``B_simple value loss (default predictor), start (frames)``."""
+    default = " (default predictor)" if is_default_predictor(scheme, loss) else ""
+    return f"B_simple {loss} loss{default}, {window} ({unit})"
+
+
+def noise_table(games: list[GameResult], scheme: str, factor: int, unit: str) -> list[str]:
+    """Markdown rows in the shape of the paper's Table 1, every loss and window of ``scheme``.
+
+    :param games: the games, a row each.
+    :param scheme: the scheme measured (:func:`report_scheme`).
+    :param factor: ``unit`` per agent step (1: agent steps, 4: frames).
+    :param unit: the unit's name in the headers.
+    """
+    columns = [noise_column(scheme, loss, window, unit) for loss in LOSSES for window in WINDOWS]
     lines = [
-        f"| game | seeds | B_simple policy, start ({unit}) | B_simple policy, average ({unit}) "
-        f"| B_simple total, start ({unit}) | B_simple total, average ({unit}) | B_crit ({unit}) |",
-        "|---|---|---|---|---|---|---|",
+        f"| game | seeds | {' | '.join(columns)} | B_crit ({unit}) |",
+        "|---|---|" + "---|" * len(columns) + "---|",
     ]
     for g in games:
         b_crit = "; ".join(
@@ -309,15 +446,39 @@ def noise_table(games: list[GameResult], factor: int, unit: str) -> list[str]:
     return lines
 
 
-def write_report(bench_dir: Path, settings: dict, games: list[GameResult], aggregate: dict, status: dict) -> Path:
-    """Write the figure and ``report.md`` into ``bench_dir``; return the report's path."""
-    ranges = settings["paper_ranges_frames"]
-    fig, axes = plt.subplots(1, len(LOSSES), figsize=(11, 4.5), sharey=True)
-    for loss, ax in zip(LOSSES, axes, strict=True):
-        plot_b_simple_start_vs_average(games, loss, ranges, ax)
-    save_figure(fig, bench_dir / "b_simple_start_vs_average.png")
+def scheme_paragraph(scheme: str, tier: dict) -> str:
+    """What the report's noise scales count and what they compare with, in the words of ``scheme``.
 
-    tier = settings["tier"]
+    :param scheme: the scheme measured (:func:`report_scheme`).
+    :param tier: ``bench.json``'s tier (``n_envs``, ``n_steps``, ``minibatch_size``).
+    """
+    rollout_size = tier["n_envs"] * tier["n_steps"]
+    text = (
+        f"Scheme: **{scheme}** ({SCHEME_LABELS[scheme]}), so B_simple counts {SCHEME_UNITS[scheme]}; in frames "
+        "(= 4 × agent steps, frame skip 4) as in the paper, then in agent steps. "
+    )
+    if scheme == DEFAULT_SCHEME:
+        return text + (
+            f"Its {DEFAULT_LOSS} loss is the default predictor of the critical rollout size (`{DEFAULT_PREDICTOR}`, "
+            f"what `rl-gns train` and `rl-gns advise` answer with): compare it with the rollout size, {rollout_size:,} "
+            f"agent steps ({rollout_size * FRAME_SKIP:,} frames)."
+        )
+    return text + (
+        f"The default predictor of the critical rollout size (`{DEFAULT_PREDICTOR}`: {DEFAULT_LOSS} loss, "
+        f"{SCHEME_LABELS[DEFAULT_SCHEME]}) was not measured by these runs; this scheme's B_simple compares with the "
+        f"minibatch size, {tier['minibatch_size']:,} samples, not with the rollout size ({rollout_size:,} agent steps)."
+    )
+
+
+def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameResult], aggregate: dict, status: dict) -> Path:
+    """Write the figure and ``report.md`` into ``bench_dir``; return the report's path.
+
+    :param scheme: the scheme measured (:func:`report_scheme`).
+    """
+    ranges, tier = settings["paper_ranges_frames"], settings["tier"]
+    save_figure(plot_noise_scales(games, scheme, ranges, tier["n_envs"] * tier["n_steps"]),
+                bench_dir / "b_simple_start_vs_average.png")  # fmt: skip
+
     r = {key: f"{low:,}–{high:,}" for key, (low, high) in ranges.items()}
     lines = [
         f"# Benchmark `{settings['suite']}`: gradient noise scale of PPO on Atari",
@@ -325,7 +486,7 @@ def write_report(bench_dir: Path, settings: dict, games: list[GameResult], aggre
         f"Directory `{bench_dir.resolve().name}`. Tier: {tier['description']}. {tier['total_steps']:,} agent steps "
         f"({tier['total_steps'] * FRAME_SKIP:,} frames) per run, {tier['n_envs']} envs × {tier['n_steps']} steps "
         f"per rollout, minibatch {tier['minibatch_size']}, {tier['n_epochs']} epochs, noise scale measured every "
-        f"{tier['every']} iteration(s) (minibatch scheme), device `{settings['device']}`.",
+        f"{tier['every']} iteration(s) ({scheme} scheme: {SCHEME_LABELS[scheme]}), device `{settings['device']}`.",
         "",
         f"Runs: {status['planned']} planned; {status['done']} finished, {status['failed']} failed, "
         f"{status['unfinished']} unfinished or not started. Only finished runs are used.",
@@ -334,17 +495,18 @@ def write_report(bench_dir: Path, settings: dict, games: list[GameResult], aggre
         "",
         "B_simple = Σ tr(Σ) / Σ |G|², pooled over every measurement of the window and every seed "
         f"(never an average of ratios). **Start**: measurements in the first {START_FRACTION:.0%} of each run's "
-        "budget; **average**: the whole run. Unit: samples per gradient step, in frames (= 4 × agent steps, "
-        "frame skip 4) as in the paper, then in agent steps. [95 % bootstrap interval over seeds] where ≥ 2 "
+        "budget; **average**: the whole run. [95 % bootstrap interval over seeds] where ≥ 2 "
         "seeds; ∞ as an upper bound means some resamples did not resolve |G|². **Not resolved**: the pooled "
         "|G|² is not positive, so there is no finite estimate.",
+        "",
+        scheme_paragraph(scheme, tier),
         "",
         f"Paper's Atari ranges (per frame): B_crit {r['b_crit_start']} at the start and {r['b_crit_average']} "
         f"averaged over training; B_simple {r['b_simple_start']} at the start and {r['b_simple_average']} averaged.",
         "",
-        *noise_table(games, FRAME_SKIP, "frames"),
+        *noise_table(games, scheme, FRAME_SKIP, "frames"),
         "",
-        *noise_table(games, 1, "agent steps"),
+        *noise_table(games, scheme, 1, "agent steps"),
         "",
         "B_crit is the fitted critical rollout size E_min/S_min of an analysed env-count sweep (`rl-gns analyze`) on "
         "the same game, where one exists; the committed one observes the game through its RAM with an MLP "
@@ -400,12 +562,13 @@ def report(config: BenchReportConfig) -> Path:
     rng = np.random.default_rng(config.seed)
     table = settings["games_table"]
     run_dirs = sorted(p for p in (config.bench_dir / "runs").iterdir() if p.is_dir())
+    finished = finished_runs(config.bench_dir)
+    scheme = report_scheme([run.config().gns_schemes for run in finished])
     by_game: dict[str, list[BenchRun]] = {game: [] for game in table}
-    for run_dir in run_dirs:
-        game = run_dir.name.rsplit("_s", 1)[0]
-        run = load_run(RunDir(run_dir), table[game]["target_score"]) if game in table else None
-        if run is not None:
-            by_game[game].append(run)
+    for run in finished:
+        game = run.name.rsplit("_s", 1)[0]
+        if game in table:
+            by_game[game].append(load_run(run, table[game]["target_score"], scheme))
     b_crit = sweep_b_crit(config.sweeps, config.bench_dir)
     games = []
     for game, runs in by_game.items():
@@ -425,19 +588,26 @@ def report(config: BenchReportConfig) -> Path:
 
     payload = {
         "settings": settings,
-        "definitions": {"start_fraction": START_FRACTION, "score_window": DEFAULT_WINDOW, "frame_skip": FRAME_SKIP},
+        "definitions": {
+            "scheme": scheme,
+            "start_fraction": START_FRACTION,
+            "score_window": DEFAULT_WINDOW,
+            "frame_skip": FRAME_SKIP,
+        },
         "games": [{**asdict(g), "human_normalised_R": g.human_normalised_R} for g in games],
         "aggregate": aggregate,
         "status": status,
     }
     write_json(config.bench_dir / "results.json", payload)
-    return write_report(config.bench_dir, settings, games, aggregate, status)
+    return write_report(config.bench_dir, settings, scheme, games, aggregate, status)
 
 
 def check(config: BenchReportConfig) -> None:
-    """Fail early (``ValueError``) if the directory is not a benchmark."""
+    """Fail early (``ValueError``) if the directory is not a benchmark, or its finished runs measured no scheme in
+    common."""
     if not (config.bench_dir / "bench.json").exists():
         raise ValueError(f"{config.bench_dir} is not a benchmark directory (no bench.json)")
+    report_scheme([run.config().gns_schemes for run in finished_runs(config.bench_dir)])
     for sweep_dir in config.sweeps:
         if not (sweep_dir / "results.json").exists():
             raise ValueError(f"--sweeps {sweep_dir}: no results.json (run rl-gns analyze on it first)")

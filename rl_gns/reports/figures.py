@@ -1,4 +1,5 @@
-"""The toolkit every report shares: figure style and saving, colours, numbers and intervals in tables."""
+"""The toolkit every report shares: figure style and saving, colours, numbers and intervals in tables, and the
+noise scale as every figure draws it (loss colours, scheme words, the default predictor, its 95 % intervals)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,42 @@ matplotlib.use("Agg")  # reports write files; they never open windows
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-__all__ = ["Axes", "colors", "error_bar", "fmt", "legend", "number", "plt", "relative", "save_figure", "save_plot"]
+from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.noise_scale import b_simple_interval
+
+__all__ = [
+    "LOSS_COLORS",
+    "SCHEME_LABELS",
+    "Axes",
+    "colors",
+    "error_bar",
+    "fmt",
+    "interval_bars",
+    "intervals_so_far",
+    "is_default_predictor",
+    "legend",
+    "log_limits",
+    "noise_label",
+    "number",
+    "plain_log_ticks",
+    "plt",
+    "relative",
+    "save_figure",
+    "save_plot",
+]
+
+#: The colour of each loss in every noise-scale figure.
+LOSS_COLORS = {"policy": "tab:blue", "value": "tab:orange", "total": "tab:green"}
+#: How each scheme draws its batches, as the legends say it.
+SCHEME_LABELS = {
+    "envs": "whole trajectories",
+    "minibatch": "random minibatch",
+    "ranks": "ranks, free",
+    "ranks_all": "ranks, free",
+}
 
 
 def relative(path: Path, report_dir: Path) -> str:
@@ -78,3 +113,88 @@ def error_bar(point: float, ci: tuple[float, float] | list[float] | None) -> lis
     if ci is None or not math.isfinite(ci[1]):
         return None
     return [[max(point - ci[0], 0.0)], [max(ci[1] - point, 0.0)]]
+
+
+def is_default_predictor(scheme: str, loss: str) -> bool:
+    """Whether ``scheme`` and ``loss`` are those of the default predictor of the critical rollout size
+    (:data:`rl_gns.core.advice.DEFAULT_PREDICTOR`, ``env_value``: the envs scheme's value loss)."""
+    default_scheme, _, default_loss = parse_predictor(DEFAULT_PREDICTOR)
+    return scheme == default_scheme and loss == default_loss
+
+
+def noise_label(scheme: str, loss: str) -> str:
+    """A legend's words for one noise scale: ``value loss, whole trajectories (env_value: predicts B_crit)``."""
+    label = f"{loss} loss, {SCHEME_LABELS.get(scheme, scheme)}"
+    return label + (f" ({DEFAULT_PREDICTOR}: predicts B_crit)" if is_default_predictor(scheme, loss) else "")
+
+
+def intervals_so_far(g2_T: np.ndarray, trace_sigma_T: np.ndarray, points: int = 100) -> tuple[np.ndarray, ...]:
+    """95 % intervals (:func:`b_simple_interval`) of ``B_simple`` averaged over training so far, at up to ``points``
+    measurements from the fourth on (the interval needs a few).
+
+    :param g2_T: ``(T,)`` raw ``|G|²`` estimates of the measurements, in order (no NaN).
+    :param trace_sigma_T: ``(T,)`` raw ``tr(Σ)`` estimates.
+    :param points: most intervals returned.
+    :return: ``(at_P, low_P, high_P)``: the measurements' indices and the bounds (``high`` is ∞ where ``|G|²`` is
+        not resolved), in the estimates' unit (samples: agent steps).
+    """
+    at_P = np.unique(np.linspace(3, len(g2_T) - 1, min(points, max(len(g2_T) - 3, 0))).astype(int))
+    intervals = [b_simple_interval(g2_T[: t + 1], trace_sigma_T[: t + 1]) for t in at_P]
+    return at_P, np.array([i.low for i in intervals], dtype=float), np.array([i.high for i in intervals], dtype=float)
+
+
+def log_limits(ax: Axes, margin: float = 10.0) -> tuple[float, float]:
+    """Limits of a log axis ``margin`` times beyond the positive values of every line drawn (markers included);
+    the axis's own limits where nothing positive is drawn.
+
+    :param ax: the panel, with its lines drawn.
+    :param margin: factor beyond the smallest and the largest value (10: a decade).
+    """
+    values = np.concatenate([np.empty(0), *(np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines())])
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
+        bottom, top = ax.get_ylim()
+        return float(bottom), float(top)
+    return float(values.min() / margin), float(values.max() * margin)
+
+
+def interval_bars(
+    ax: Axes,
+    x: Any,
+    low: Any,
+    high: Any,
+    color: Any,
+    limits: tuple[float, float],
+    alpha: tuple[float, float] = (0.45, 0.15),
+) -> None:
+    """95 % intervals as vertical bars where they say something: bounded, or open above (fainter, up to the top of
+    the panel, where ``|G|²`` is not resolved); clipped to the panel's y limits.
+
+    :param x: ``(P,)`` positions of the bars.
+    :param low: ``(P,)`` lower bounds, in the panel's unit.
+    :param high: ``(P,)`` upper bounds (∞: open above).
+    :param color: the bars' colour.
+    :param limits: the panel's y limits ``(bottom, top)``.
+    :param alpha: opacity of the bounded bars and of the open ones.
+    """
+    x, low, high = (np.asarray(v, dtype=float) for v in (x, low, high))
+    bounded, open_above = np.isfinite(high), ~np.isfinite(high) & (low > 0)
+    bottom, top = limits
+    low_clipped, high_clipped = np.clip(low, bottom, top), np.clip(high, bottom, top)
+    ax.vlines(x[bounded], low_clipped[bounded], high_clipped[bounded], color=color, lw=3, alpha=alpha[0],
+              label="95 % interval")  # fmt: skip
+    ax.vlines(x[open_above], low_clipped[open_above], top, color=color, lw=3, alpha=alpha[1],
+              label="95 % interval, no upper end (|G|² not resolved)")  # fmt: skip
+
+
+def plain_log_ticks(axis: Axis, limits: tuple[float, float]) -> None:
+    """Tick labels of a log axis as plain numbers (10, 100, 1,000; with 2 and 5 between them where the axis spans
+    fewer than three decades), never ``6×10¹``.
+
+    :param axis: the axis (``ax.yaxis``, or a secondary axis's).
+    :param limits: the axis's limits, in its own unit.
+    """
+    subs = (1.0, 2.0, 5.0) if limits[1] < 1e3 * limits[0] else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: number(value)))
+    axis.set_minor_formatter(NullFormatter())

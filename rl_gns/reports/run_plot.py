@@ -8,13 +8,21 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
+from rl_gns.core.noise_scale import cumulative_b_simple
 from rl_gns.records.rundir import PLOT, STEP_KEY, RunDir, noise_columns
 from rl_gns.records.schema import RunConfig
-from rl_gns.reports.figures import Axes, legend, plt, save_figure
-
-LOSS_COLORS = {"policy": "tab:blue", "value": "tab:orange", "total": "tab:green"}
+from rl_gns.reports.figures import (
+    LOSS_COLORS,
+    Axes,
+    interval_bars,
+    intervals_so_far,
+    is_default_predictor,
+    legend,
+    log_limits,
+    noise_label,
+    plt,
+    save_figure,
+)
 
 
 def plot_score(progress: dict[str, np.ndarray], ax: Axes) -> Axes:
@@ -27,22 +35,12 @@ def plot_score(progress: dict[str, np.ndarray], ax: Axes) -> Axes:
     return ax
 
 
-#: How each scheme draws its batches, as the legend says it.
-SCHEME_LABELS = {
-    "envs": "whole trajectories",
-    "minibatch": "random minibatch",
-    "ranks": "ranks, free",
-    "ranks_all": "ranks, free",
-}
-
-
 def plot_noise_scale(progress: dict[str, np.ndarray], config: RunConfig, ax: Axes) -> Axes:
     """``B_simple`` per loss and scheme against agent steps, log scale, averaged over training so far
     (:func:`cumulative_b_simple`): the default predictor of the critical rollout size bold with its 95 % interval
-    (shaded, :func:`b_simple_interval`; up to the top of the panel where ``|G|²`` is not resolved), the other losses
+    (bars, :func:`intervals_so_far`; up to the top of the panel where ``|G|²`` is not resolved), the other losses
     and schemes thin, and a line at the run's own rollout size. Points where the pooled ``|G|²`` is not yet positive
     are left out of the lines."""
-    scheme_tag, _, default_loss = parse_predictor(DEFAULT_PREDICTOR)
     band = None
     for scheme, style in zip(config.measured_schemes, ("-", "--", ":"), strict=False):
         for loss, color in LOSS_COLORS.items():
@@ -54,35 +52,23 @@ def plot_noise_scale(progress: dict[str, np.ndarray], config: RunConfig, ax: Axe
             steps, g2, trace_sigma = steps[measured], g2[measured], trace_sigma[measured]
             average = cumulative_b_simple(g2, trace_sigma)
             ok = np.isfinite(average) & (average > 0)
-            default = scheme == scheme_tag and loss == default_loss
-            label = f"{loss} loss, {SCHEME_LABELS.get(scheme, scheme)}" + (
-                f" ({DEFAULT_PREDICTOR}: predicts B_crit)" if default else ""
-            )
+            default = is_default_predictor(scheme, loss)
             ax.plot(
                 steps[ok],
                 average[ok],
                 color=color,
                 ls=style,
                 lw=2.4 if default else 1.0,
-                label=label,
+                label=noise_label(scheme, loss),
                 zorder=3 if default else 2,
             )
-            if default:  # 95 % interval of the average so far, at up to 100 points
-                at = np.unique(np.linspace(3, len(g2) - 1, min(100, max(len(g2) - 3, 0))).astype(int))
-                intervals = [b_simple_interval(g2[: t + 1], trace_sigma[: t + 1]) for t in at]
-                band = (steps[at], [i.low for i in intervals], [i.high for i in intervals], color)
+            if default:
+                at, low, high = intervals_so_far(g2, trace_sigma)
+                band = (steps[at], low, high, color)
     ax.axhline(config.rollout_size, color="gray", ls="--", lw=1, label=f"this run's rollout size ({config.rollout_size:,})")
-    values = np.concatenate([np.empty(0), *(np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines())])
-    values = values[np.isfinite(values) & (values > 0)]
-    bottom, top = values.min() / 10, values.max() * 10  # a decade beyond the lines either way
-    if band is not None:  # the interval at each point where it says something: bounded, or open above (faint)
-        x, low, high = (np.asarray(v, dtype=float) for v in band[:3])
-        bounded, open_above = np.isfinite(high), ~np.isfinite(high) & (low > 0)
-        low_clipped, high_clipped = np.clip(low, bottom, top), np.clip(high, bottom, top)
-        ax.vlines(x[bounded], low_clipped[bounded], high_clipped[bounded], color=band[3], lw=3, alpha=0.45,
-                  label="95 % interval")  # fmt: skip
-        ax.vlines(x[open_above], low_clipped[open_above], top, color=band[3], lw=3, alpha=0.15,
-                  label="95 % interval, no upper end (|G|² not resolved)")  # fmt: skip
+    bottom, top = log_limits(ax)
+    if band is not None:
+        interval_bars(ax, *band, limits=(bottom, top))
     ax.set_ylim(bottom, top)
     ax.set_yscale("log")
     ax.set_xlabel("agent steps")

@@ -9,11 +9,24 @@ from pathlib import Path
 
 import numpy as np
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR
-from rl_gns.core.noise_scale import cumulative_b_simple
+from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
 from rl_gns.records.rundir import RunDir, noise_columns
-from rl_gns.reports.figures import Axes, colors, error_bar, fmt, legend, plt, save_plot
+from rl_gns.reports.figures import (
+    SCHEME_LABELS,
+    Axes,
+    colors,
+    error_bar,
+    fmt,
+    interval_bars,
+    legend,
+    log_limits,
+    noise_label,
+    plain_log_ticks,
+    plt,
+    save_plot,
+)
 from rl_gns.reports.sweep_analysis import RunRecord, TargetResult, unidentified
 
 
@@ -60,32 +73,45 @@ def plot_wall_vs_experience(results: list[TargetResult], ax: Axes | None = None)
     return ax
 
 
-def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], loss: str, ax: Axes) -> Axes:
-    """B_simple of ``loss`` (first measured scheme) averaged over training so far (:func:`cumulative_b_simple`),
-    one line per rollout size: its seed-0 run at the grid's upper-middle learning rate."""
+def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes) -> Axes:
+    """The default predictor of the critical rollout size (:data:`DEFAULT_PREDICTOR`), ``B_simple`` averaged over
+    training so far (:func:`cumulative_b_simple`, agent steps, log scale), one line per rollout size: its seed-0 run
+    at the grid's upper-middle learning rate, with the 95 % interval of the whole run's average at its end
+    (:func:`b_simple_interval`) and a marker at the right edge at its rollout size."""
+    scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
     sizes = sorted({run.rollout_size for run in runs})
-    scheme = ""
+    bands = []
     for size, color in zip(sizes, colors(len(sizes)), strict=True):
         candidates = sorted((r for r in runs if r.rollout_size == size and r.seed == 0), key=lambda r: r.learning_rate)
         if not candidates:
             continue
         run_record = candidates[len(candidates) // 2]
         run = RunDir(sweep_dir / "runs" / run_record.name)
-        config = run.config()
-        scheme = config.measured_schemes[0] if config.measured_schemes else ""
-        columns = noise_columns(run.progress(), config, scheme, loss) if scheme else None
+        columns = noise_columns(run.progress(), run.config(), scheme, loss)
         if columns is None:
             continue
         steps, g2, trace_sigma = columns
         measured = np.isfinite(g2)
-        average = cumulative_b_simple(g2[measured], trace_sigma[measured])
+        steps, g2, trace_sigma = steps[measured], g2[measured], trace_sigma[measured]
+        average = cumulative_b_simple(g2, trace_sigma)
         ok = np.isfinite(average) & (average > 0)
-        ax.plot(steps[measured][ok], average[ok], color=color, label=f"{size} ({run_record.n_envs} envs)")
+        ax.plot(steps[ok], average[ok], color=color, lw=1.6, label=f"{size:,} ({run_record.n_envs} envs)")
+        ax.plot([1.0], [size], marker="<", ms=7, color=color, transform=ax.get_yaxis_transform(), clip_on=False)
+        interval = b_simple_interval(g2, trace_sigma)
+        bands.append((steps[-1:], [interval.low], [interval.high], color))
+    limits = log_limits(ax)
+    for band in (*bands, ([], [], [], "gray")):  # the last, empty, gives the legend its entries in gray
+        interval_bars(ax, *band, limits=limits, alpha=(0.7, 0.35))
+    ax.set_ylim(*limits)
     ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis, limits)
     ax.set_xlabel("agent steps")
-    ax.set_ylabel(f"B_simple, {loss} loss, {scheme} scheme, average so far (samples)")
+    ax.set_ylabel("B_simple averaged so far (agent steps)")
+    ax.set_title(f"{noise_label(scheme, loss)}\nbars: 95 % interval of each run's whole average, at its end", fontsize=9)
     ax.grid(alpha=0.3, which="both")
-    legend(ax, f"no run measured the {loss} loss yet", title="rollout size", fontsize=7)
+    empty = f"no run measured the {loss} loss with {SCHEME_LABELS[scheme]} ({DEFAULT_PREDICTOR})"
+    legend(ax, empty, title="rollout size (◀ at the right edge)", fontsize=7, title_fontsize=8,
+           loc="upper left", bbox_to_anchor=(1.04, 1.0))  # fmt: skip
     return ax
 
 
@@ -155,11 +181,10 @@ def candidate_rows(results: list[TargetResult]) -> list[str]:
 
 def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results: list[TargetResult]) -> Path:
     """Write the figures and ``report.md`` into ``sweep_dir``; return the report's path."""
-    loss = "policy"
     plots = {
         "steps_vs_experience": (lambda ax: plot_steps_vs_experience(results, ax), (7, 5.5)),
         "wall_vs_experience": (lambda ax: plot_wall_vs_experience(results, ax), (7, 4.5)),
-        "noise_scale_by_size": (lambda ax: plot_noise_scale_by_size(sweep_dir, runs, loss, ax), (7, 4.5)),
+        "noise_scale_by_size": (lambda ax: plot_noise_scale_by_size(sweep_dir, runs, ax), (8.5, 4.5)),
         "bcrit_predicted_vs_fitted": (lambda ax: plot_predicted_vs_fitted(results, ax), (7, 5)),
     }
     figures = {name: save_plot(plot, sweep_dir / f"{name}.png", size).name for name, (plot, size) in plots.items()}

@@ -2,6 +2,6 @@
 
 import sys
 
-from rl_gns.cli import main
+from rl_gns.commands import main
 
 sys.exit(main())

@@ -19,7 +19,7 @@ from typing import Any
 
 import tyro
 
-import rl_gns
+from rl_gns import commands
 from rl_gns.core.distributed import rank_and_size
 from rl_gns.experiments import bench, probe, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
@@ -213,21 +213,14 @@ INPUT_ERRORS = (RunFileError, RunLockedError, CheckpointError, FileExistsError, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings or input)."""
+    """Parse and run one command; anything else (no command, ``--help``, ``--version``, an unknown name) is answered by
+    :func:`rl_gns.commands.main`. Returns the exit status (2 for bad settings or input)."""
     argv = split_number_lists(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["--version"], ["-V"]):
-        print(f"rl-gns {rl_gns.__version__}")
-        return 0
-    if argv[:1] and argv[0] in COMMANDS:  # one command: its own help, and errors that point to it
-        name = argv[0]
-        config_cls, prepare = COMMANDS[name]
-        config: object = tyro.cli(config_cls, args=argv[1:], prog=f"rl-gns {name}")
-    else:  # no command, an unknown one, or --help: the list of commands
-        config = tyro.extras.subcommand_cli_from_dict(
-            {name: config_cls for name, (config_cls, _) in COMMANDS.items()}, args=argv, prog="rl-gns"
-        )
-        name = next(name for name, (config_cls, _) in COMMANDS.items() if type(config) is config_cls)
-        _, prepare = COMMANDS[name]
+    if not argv or argv[0] not in COMMANDS:
+        return commands.main(argv)
+    name = argv[0]
+    config_cls, prepare = COMMANDS[name]
+    config: object = tyro.cli(config_cls, args=argv[1:], prog=f"rl-gns {name}")
     try:
         work = prepare(config, given_settings(argv[1:], type(config)))
     except (ValueError, FileExistsError, FileNotFoundError) as error:

@@ -132,3 +132,15 @@ def test_an_unknown_flag_points_to_the_commands_own_help():
     result = subprocess.run([*CLI, "train", "--bogus", "3"], capture_output=True, text=True)
     assert result.returncode == 2
     assert "--bogus" in result.stderr + result.stdout and "rl-gns train --help" in result.stderr + result.stdout
+
+
+def test_the_command_list_answers_without_importing_the_library():
+    from rl_gns.cli import COMMANDS
+    from rl_gns.commands import SUMMARIES
+
+    assert set(SUMMARIES) == set(COMMANDS)
+    code = "import sys; from rl_gns.commands import main; main(['--help']); print('torch' in sys.modules)"
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert listed.stdout.splitlines()[-1] == "False" and all(f"  {name} " in listed.stdout for name in COMMANDS)
+    unknown = subprocess.run([*CLI, "nope"], capture_output=True, text=True)
+    assert unknown.returncode == 2 and unknown.stderr.startswith("rl-gns: error: unknown command 'nope'; one of: train")

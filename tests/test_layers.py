@@ -32,7 +32,7 @@ def module_name(path: Path) -> str:
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] == "__main__":
+    if len(parts) == 1 or parts[1] in ("__main__", "commands"):  # the package and its entry point
         return "package"
     return parts[1] if parts[1] in ALLOWED else "cli" if parts[1] == "cli" else parts[1]
 

@@ -27,7 +27,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_json, write_json
-from rl_gns.reports.figures import Axes, fmt, legend, plt, save_figure
+from rl_gns.reports.figures import Axes, fmt, legend, number, plain_log_ticks, plt, save_figure
 from rl_gns.reports.sweep_analysis import RunRecord, best_per_seed, load_sweep
 
 
@@ -84,14 +84,21 @@ def plot_probe(
         grid = np.geomspace(batch_N.min() / 2, batch_N.max() * 2, 100)
         ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:blue", label="fit S = S_min + E_min / B")
         if fit.identified:
-            ax.axvline(fit.b_crit, color="tab:blue", ls="--", label=f"B_crit {fmt(fit.b_crit)}")
+            ax.axvline(fit.b_crit, color="tab:blue", ls="--", label=f"B_crit {number(fit.b_crit)} agent steps")
             ax.axvspan(fit.b_crit_low, fit.b_crit_high, color="tab:blue", alpha=0.12, label="95 % interval")
     if b_simple is not None and math.isfinite(b_simple.point) and b_simple.point > 0:
-        ax.axvline(b_simple.point, color="tab:orange", ls=":", label=f"B_simple ({DEFAULT_PREDICTOR}) {fmt(b_simple.point)}")
+        label = f"B_simple ({DEFAULT_PREDICTOR}) at fixed parameters {number(b_simple.point)}"
+        ax.axvline(b_simple.point, color="tab:orange", ls=":", label=label)
+        bounded = math.isfinite(b_simple.high)
+        high = b_simple.high if bounded else ax.get_xlim()[1]
+        ax.axvspan(b_simple.low, high, color="tab:orange", alpha=0.12 if bounded else 0.06, hatch=None if bounded else "//",
+                   label="its 95 % interval" + ("" if bounded else " (no upper end)"))  # fmt: skip
     if len(batch_N):  # a log axis needs data on it
         ax.set(xscale="log", yscale="log")
+        plain_log_ticks(ax.xaxis, ax.get_xlim())
+        plain_log_ticks(ax.yaxis, ax.get_ylim())
     ax.set(xlabel="rollout size B (agent steps per PPO iteration)", ylabel="PPO iterations to the target")
-    legend(ax, empty="no branch reached the target", fontsize=8)
+    legend(ax, empty="no branch reached the target", fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     return ax
 
 
@@ -115,7 +122,7 @@ def report(config: ProbeReportConfig) -> Path:
         interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = plt.subplots(figsize=(7.0, 5.5))
     plot_probe(batch_N, steps_N, fit, predictor, ax)
     ax.set_title(f"{probe['source']} {at.split(' of ')[0]}", fontsize=10)
     save_figure(fig, config.probe_dir / "steps_vs_rollout_size.png")

@@ -14,14 +14,15 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import tyro
 
-from rl_gns.core.names import size_key
-from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
+from rl_gns.core.names import FREE_SCHEMES, size_key
+from rl_gns.core.noise_scale import b_simple_interval
 from rl_gns.records.rundir import RunDir, noise_columns
-from rl_gns.reports.figures import fmt, relative, save_figure
+from rl_gns.records.schema import RunConfig
+from rl_gns.reports.figures import SCHEME_LABELS, fmt, plt, relative, save_figure
+from rl_gns.reports.run_plot import plot_noise_scale
 
 #: (run, scheme, loss, label): the fixed-parameter measurements of both runs, and the free ones of the ranks.
 CURVES = (
@@ -44,6 +45,27 @@ class Config:
     """Where comparison.md and free_vs_fixed.png go."""
 
 
+def plot_free_vs_fixed(runs: dict[str, tuple[dict[str, np.ndarray], RunConfig]]) -> plt.Figure:
+    """``free_vs_fixed.png``: a panel per run (:func:`rl_gns.reports.run_plot.plot_noise_scale`, as its training.png
+    draws it, with the ranks' free measurement of every epoch too): B_simple averaged over training so far, the
+    default predictor bold with its 95 % intervals, and a line at the rollout size.
+
+    :param runs: ``{"one": ..., "ranks": ...}``: each run's ``progress.csv`` columns and ``config.json``.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(14, 6.5))
+    for (progress, settings), ax in zip(runs.values(), axes, strict=True):
+        if settings.nproc > 1:
+            plot_noise_scale(progress, settings, ax, (*settings.gns_schemes, *FREE_SCHEMES))
+            title = f"{settings.nproc} ranks: {settings.n_envs} envs ({settings.n_envs // settings.nproc} per rank)"
+        else:
+            plot_noise_scale(progress, settings, ax)
+            title = f"1 process: {settings.n_envs} envs"
+        ax.set_title(f"{title} × {settings.n_steps} steps", fontsize=10)
+    fig.suptitle(f"{runs['ranks'][1].game}: the free noise scale (ranks) against the fixed-parameter one "
+                 f"({SCHEME_LABELS['envs']})", fontsize=11)  # fmt: skip
+    return fig
+
+
 def main(config: Config) -> None:
     one, ranks = RunDir(config.one), RunDir(config.ranks)
     config.out.mkdir(parents=True, exist_ok=True)
@@ -62,7 +84,6 @@ def main(config: Config) -> None:
 
     runs = {"one": (one.progress(), one.config()), "ranks": (ranks.progress(), ranks.config())}
     settings = runs["ranks"][1]
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
     noise_rows = [
         "| measurement | b_small | b_big | measurements | B_simple (run average) | 95 % interval |",
         "|---|---|---|---|---|---|",
@@ -73,20 +94,15 @@ def main(config: Config) -> None:
         columns = noise_columns(progress, run_settings, scheme, loss)
         if columns is None:
             continue
-        steps, g2, trace = columns
+        _, g2, trace = columns
         measured = np.isfinite(g2)
-        style = "-" if scheme.startswith("ranks") else "--" if run == "ranks" else ":"
-        ax.plot(steps[measured], cumulative_b_simple(g2[measured], trace[measured]), style, label=label)
         interval = b_simple_interval(g2, trace)
         high = fmt(interval.high) if math.isfinite(interval.high) else "unbounded"
         b_small, b_big = (int(progress[size_key(scheme, key)][measured][-1]) for key in ("b_small", "b_big"))
         noise_rows.append(
             f"| {label} | {b_small} | {b_big} | {int(measured.sum())} | {fmt(interval.point)} | {fmt(interval.low)} – {high} |"
         )
-    ax.set(xlabel="agent steps", ylabel="B_simple averaged over training so far (samples)", yscale="log")
-    ax.set_title(f"{settings.game}, {settings.n_envs} envs: B_simple averaged over training so far", fontsize=10)
-    ax.legend(fontsize=7)
-    figure = save_figure(fig, config.out / "free_vs_fixed.png")
+    figure = save_figure(plot_free_vs_fixed(runs), config.out / "free_vs_fixed.png")
 
     text = [
         "# Data-parallel PPO against one process",

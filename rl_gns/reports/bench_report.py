@@ -39,7 +39,7 @@ import numpy as np
 import tyro
 from rliable import metrics
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.advice import DEFAULT_PREDICTOR
 from rl_gns.core.atari import FRAME_SKIP, resolve_game
 from rl_gns.core.names import LOSSES as MEASURED_LOSSES
 from rl_gns.core.names import SCHEMES
@@ -47,6 +47,9 @@ from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
 from rl_gns.records.rundir import RunDir, noise_sums, read_json, write_json
 from rl_gns.reports.figures import (
+    DEFAULT_LOSS,
+    DEFAULT_SCHEME,
+    DEFAULT_WORDS,
     LOSS_COLORS,
     SCHEME_LABELS,
     Axes,
@@ -63,8 +66,6 @@ from rl_gns.reports.figures import (
 
 #: "Start" of training: the first quarter of a run's budget (agent steps).
 START_FRACTION = 0.25
-#: The default predictor's scheme and loss (``envs``, ``value``).
-DEFAULT_SCHEME, _, DEFAULT_LOSS = parse_predictor(DEFAULT_PREDICTOR)
 #: Losses in the report: the default predictor's first, then the paper's Table 1 (policy) and what PPO optimises.
 LOSSES = (DEFAULT_LOSS, *(loss for loss in MEASURED_LOSSES if loss != DEFAULT_LOSS))
 #: What the ``B_simple`` of each scheme counts, as the report says it.
@@ -386,7 +387,7 @@ def plot_noise_scales(games: list[GameResult], scheme: str, ranges: dict, rollou
     default = (
         f"large, black-edged: the default predictor of the critical rollout size ({DEFAULT_PREDICTOR})"
         if scheme == DEFAULT_SCHEME
-        else f"not measured: the default predictor {DEFAULT_PREDICTOR} ({DEFAULT_LOSS} loss, {SCHEME_LABELS[DEFAULT_SCHEME]})"
+        else f"not measured: {DEFAULT_WORDS}"
     )
     fig.suptitle(
         f"B_simple pooled over seeds, {scheme} scheme ({SCHEME_LABELS[scheme]}), in {SCHEME_UNITS[scheme]}\n"

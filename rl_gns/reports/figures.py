@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,16 @@ from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval
 
 __all__ = [
+    "DEFAULT_LOSS",
+    "DEFAULT_SCHEME",
+    "DEFAULT_WORDS",
     "LOSS_COLORS",
     "SCHEME_LABELS",
     "Axes",
     "colors",
-    "error_bar",
     "fmt",
     "interval_bars",
+    "interval_span",
     "intervals_so_far",
     "is_default_predictor",
     "legend",
@@ -37,20 +40,28 @@ __all__ = [
     "number",
     "plain_log_ticks",
     "plt",
+    "prediction_marker",
+    "predictor_label",
     "relative",
+    "resolved",
     "save_figure",
     "save_plot",
+    "unresolved_entry",
 ]
 
+#: The default predictor's scheme and loss (``envs``, ``value``).
+DEFAULT_SCHEME, _, DEFAULT_LOSS = parse_predictor(DEFAULT_PREDICTOR)
 #: The colour of each loss in every noise-scale figure.
 LOSS_COLORS = {"policy": "tab:blue", "value": "tab:orange", "total": "tab:green"}
 #: How each scheme draws its batches, as the legends say it.
 SCHEME_LABELS = {
     "envs": "whole trajectories",
     "minibatch": "random minibatch",
-    "ranks": "ranks, free",
-    "ranks_all": "ranks, free",
+    "ranks": "ranks, free, first epoch",
+    "ranks_all": "ranks, free, all epochs",
 }
+#: The default predictor in words, where it was not measured.
+DEFAULT_WORDS = f"the default predictor {DEFAULT_PREDICTOR} ({DEFAULT_LOSS} loss, {SCHEME_LABELS[DEFAULT_SCHEME]})"
 
 
 def relative(path: Path, report_dir: Path) -> str:
@@ -107,25 +118,56 @@ def number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def error_bar(point: float, ci: tuple[float, float] | list[float] | None) -> list[list[float]] | None:
-    """Matplotlib's ``yerr`` of one point from its interval: ``None`` without a bounded interval. A percentile
-    interval need not contain its point (a bootstrapped median), so each bar reaches at least the point."""
-    if ci is None or not math.isfinite(ci[1]):
-        return None
-    return [[max(point - ci[0], 0.0)], [max(ci[1] - point, 0.0)]]
-
-
 def is_default_predictor(scheme: str, loss: str) -> bool:
     """Whether ``scheme`` and ``loss`` are those of the default predictor of the critical rollout size
     (:data:`rl_gns.core.advice.DEFAULT_PREDICTOR`, ``env_value``: the envs scheme's value loss)."""
-    default_scheme, _, default_loss = parse_predictor(DEFAULT_PREDICTOR)
-    return scheme == default_scheme and loss == default_loss
+    return scheme == DEFAULT_SCHEME and loss == DEFAULT_LOSS
 
 
 def noise_label(scheme: str, loss: str) -> str:
     """A legend's words for one noise scale: ``value loss, whole trajectories (env_value: predicts B_crit)``."""
     label = f"{loss} loss, {SCHEME_LABELS.get(scheme, scheme)}"
     return label + (f" ({DEFAULT_PREDICTOR}: predicts B_crit)" if is_default_predictor(scheme, loss) else "")
+
+
+def predictor_label(name: str) -> str:
+    """A legend's words for one candidate predictor of the critical rollout size: the default's as
+    :func:`noise_label` says it, another's with its name, ``policy loss, random minibatch, × M (mb_xM_policy)``
+    (``× M``: times the minibatches per epoch)."""
+    scheme, times_m, loss = parse_predictor(name)
+    if name == DEFAULT_PREDICTOR:
+        return noise_label(scheme, loss)
+    return f"{loss} loss, {SCHEME_LABELS[scheme]}{', × M' if times_m else ''} ({name})"
+
+
+def prediction_marker(
+    ax: Axes, x: float, value: float, limits: tuple[float, float], marker: str, color: Any, default: bool, alpha: float = 1.0
+) -> None:
+    """One noise-scale prediction on a log y axis: the default predictor's large and black-edged, another's smaller
+    (and ``alpha`` faint); one not resolved (+∞ or NaN: ``|G|²`` not positive) hollow at the panel's top edge.
+
+    :param value: the prediction, in the panel's unit.
+    :param limits: the panel's y limits ``(bottom, top)``.
+    :param marker: matplotlib's marker.
+    :param alpha: the opacity of a prediction other than the default's.
+    """
+    shown = resolved(value)
+    ax.plot([x], [value if shown else limits[1]], ls="none", marker=marker, ms=10 if default else 6, color=color,
+            mec="black" if default else color, mfc=color if shown else "none", alpha=1.0 if default else alpha,
+            zorder=4 if default else 3, clip_on=shown)  # fmt: skip
+
+
+def resolved(value: float) -> bool:
+    """Whether a noise-scale prediction is resolved: finite and positive (not +∞ or NaN, where ``|G|²`` is not
+    positive)."""
+    return math.isfinite(value) and value > 0
+
+
+def unresolved_entry(ax: Axes, values: Iterable[float]) -> None:
+    """The legend's entry of the hollow markers of :func:`prediction_marker`, where any of ``values`` (the
+    predictions drawn) is not resolved."""
+    if not all(resolved(value) for value in values):
+        ax.plot([], [], ls="none", marker="o", mfc="none", color="gray", label="hollow, at the top edge: not resolved (∞)")
 
 
 def intervals_so_far(g2_T: np.ndarray, trace_sigma_T: np.ndarray, points: int = 100) -> tuple[np.ndarray, ...]:
@@ -166,6 +208,7 @@ def interval_bars(
     color: Any,
     limits: tuple[float, float],
     alpha: tuple[float, float] = (0.45, 0.15),
+    lw: float = 3.0,
 ) -> None:
     """95 % intervals as vertical bars where they say something: bounded, or open above (fainter, up to the top of
     the panel, where ``|G|²`` is not resolved); clipped to the panel's y limits.
@@ -176,15 +219,32 @@ def interval_bars(
     :param color: the bars' colour.
     :param limits: the panel's y limits ``(bottom, top)``.
     :param alpha: opacity of the bounded bars and of the open ones.
+    :param lw: the bars' width, points.
     """
     x, low, high = (np.asarray(v, dtype=float) for v in (x, low, high))
     bounded, open_above = np.isfinite(high), ~np.isfinite(high) & (low > 0)
     bottom, top = limits
     low_clipped, high_clipped = np.clip(low, bottom, top), np.clip(high, bottom, top)
-    ax.vlines(x[bounded], low_clipped[bounded], high_clipped[bounded], color=color, lw=3, alpha=alpha[0],
+    ax.vlines(x[bounded], low_clipped[bounded], high_clipped[bounded], color=color, lw=lw, alpha=alpha[0],
               label="95 % interval")  # fmt: skip
-    ax.vlines(x[open_above], low_clipped[open_above], top, color=color, lw=3, alpha=alpha[1],
+    ax.vlines(x[open_above], low_clipped[open_above], top, color=color, lw=lw, alpha=alpha[1],
               label="95 % interval, no upper end (|G|² not resolved)")  # fmt: skip
+
+
+def interval_span(ax: Axes, low: float, high: float, color: Any, label: str | None = "its 95 % interval") -> None:
+    """A 95 % interval along the x axis as a shaded span over the panel's height: hatched and fainter up to the
+    panel's right edge where it has no upper end (``high`` = ∞: ``|G|²`` not resolved). Draw it after the data, so
+    that the panel's x limits are known.
+
+    :param low: lower bound, in the x axis's unit.
+    :param high: upper bound (∞: open to the right).
+    :param color: the span's colour.
+    :param label: its legend entry (`` (no upper end)`` is added where it has none); ``None``: none.
+    """
+    bounded = math.isfinite(high)
+    entry = None if label is None else label + ("" if bounded else " (no upper end)")
+    ax.axvspan(low, high if bounded else ax.get_xlim()[1], color=color, alpha=0.12 if bounded else 0.06,
+               hatch=None if bounded else "//", label=entry)  # fmt: skip
 
 
 def plain_log_ticks(axis: Axis, limits: tuple[float, float]) -> None:

@@ -11,7 +11,8 @@ in ``docs/prediction-criterion.md`` before the validation data were seen:
    fitted interval, then the cheaper measurement (minibatch scheme before envs).
 
 Writes ``predictors.md``, ``predictors.json`` and ``predicted_vs_fitted.png`` (the shape of McCandlish et
-al.'s Figure 4: predicted against fitted, both with intervals, and the line y = x).
+al.'s Figure 4: predicted against fitted, both with intervals, and the line y = x; a panel per candidate, the default
+predictor's and the three best others').
 """
 
 from __future__ import annotations
@@ -23,9 +24,25 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import parse_predictor
+from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.records.rundir import read_json, write_json
-from rl_gns.reports.figures import Axes, colors, error_bar, fmt, legend, relative, save_plot
+from rl_gns.reports.figures import (
+    LOSS_COLORS,
+    Axes,
+    fmt,
+    interval_bars,
+    legend,
+    number,
+    plain_log_ticks,
+    plt,
+    prediction_marker,
+    predictor_label,
+    relative,
+    resolved,
+    save_figure,
+    unresolved_entry,
+)
+from rl_gns.reports.sweep_analysis import IDENTIFIED_FACTOR, identified_reach
 
 #: Fits from fewer rollout sizes pass through their points exactly and are not admitted.
 MIN_SIZES = 3
@@ -116,45 +133,90 @@ def rank(pairs: list[Pair]) -> list[Ranking]:
     return sorted(rankings, key=key)
 
 
-def plot_predicted_vs_fitted(pairs: list[Pair], names: list[str], ax: Axes) -> Axes:
-    """Predicted (y) against fitted B_crit (x), log-log, both with 95 % intervals, one colour per candidate,
-    one marker per game; the line y = x."""
-    games = sorted({p.game for p in pairs})
-    markers = dict(zip(games, "osD^v<>", strict=False))
-    finite = [p.b_crit for p in pairs]
-    for name, color in zip(names, colors(len(names)), strict=True):
-        for p in pairs:
-            value, ci = p.candidates[name]
-            if not math.isfinite(value):
-                continue
-            ax.errorbar(
-                [p.b_crit],
-                [value],
-                xerr=error_bar(p.b_crit, p.b_crit_ci),
-                yerr=error_bar(value, ci),
-                fmt=markers[p.game],
-                color=color,
-                ms=5,
-                capsize=2,
-                alpha=0.85,
-                label=name,
-            )
-            finite.append(value)
-    low, high = min(finite) / 3, max(finite) * 3  # limits from the points: a degenerate interval may run off to 1e13
-    ax.plot([low, high], [low, high], "k--", lw=1, label="y = x")
-    ax.set_xlim(low, high)
-    ax.set_ylim(low, high)
+def fitted_sizes(sweep_dirs: tuple[Path, ...]) -> list[int]:
+    """Every rollout size that a fit of the sweeps used (reached a target that has a fit), agent steps, in order."""
+    sizes = set()
+    for sweep_dir in sweep_dirs:
+        for t in read_json(sweep_dir / "results.json")["targets"]:
+            sizes |= set(t["rollout_size_K"]) if t["fit"] is not None else set()
+    return sorted(sizes)
+
+
+def plot_candidate(pairs: list[Pair], ranking: Ranking, place: int, sizes: list[int], limits: tuple[float, float],
+                   ax: Axes) -> Axes:  # fmt: skip
+    """One candidate's prediction (y) against the fitted B_crit (x), log-log, over the rollout sizes the fits used
+    (shaded on both axes), one marker per game, both with their 95 % intervals (bars; open above where the
+    prediction's has no upper end); an unresolved prediction (+∞) hollow at the top edge; the line y = x. The default
+    predictor's markers are large and black-edged.
+
+    :param pairs: the admitted pairs to draw (their fitted B_crit within ``limits``).
+    :param ranking: the candidate and its metrics.
+    :param place: its rank under the criterion, from 1.
+    :param sizes: rollout sizes the fits used, agent steps.
+    :param limits: the panel's limits on both axes, agent steps.
+    """
+    markers = dict(zip(sorted({p.game for p in pairs}), "osD^v<>", strict=False))
+    _, _, loss = parse_predictor(ranking.name)
+    color, default = LOSS_COLORS[loss], ranking.name == DEFAULT_PREDICTOR
+    if sizes:
+        swept = f"rollout sizes the fits used ({number(sizes[0])}–{number(sizes[-1])})"
+        ax.axhspan(sizes[0], sizes[-1], color="gray", alpha=0.1, label=swept)
+        ax.axvspan(sizes[0], sizes[-1], color="gray", alpha=0.1)
+    ax.plot(limits, limits, "k--", lw=1, label="y = x")
+    for p in pairs:
+        value, ci = p.candidates[ranking.name]
+        y = value if resolved(value) else limits[1]
+        ax.hlines(y, *p.b_crit_ci, color="black", lw=1, alpha=0.5, label="95 % interval of B_crit")
+        if ci is not None:
+            interval_bars(ax, [p.b_crit], [ci[0]], [ci[1]], color, limits, alpha=(0.6, 0.25))
+        prediction_marker(ax, p.b_crit, value, limits, markers[p.game], color, default)
     for game, marker in markers.items():
-        ax.scatter([], [], marker=marker, color="gray", label=game)
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="fitted B_crit (agent steps)",
-        ylabel="predicted critical rollout size (agent steps)",
-    )
-    ax.grid(alpha=0.3, which="both")
-    legend(ax, fontsize=7, ncol=2)
+        ax.plot([], [], ls="none", marker=marker, color="gray", label=game)
+    interval_bars(ax, [], [], [], "gray", limits)  # the last bars of their labels: the legend's entries in gray
+    unresolved_entry(ax, (p.candidates[ranking.name][0] for p in pairs))
+    ax.set(xscale="log", yscale="log", xlim=limits, ylim=limits, xlabel="fitted B_crit (agent steps)",
+           ylabel="predicted B_crit (agent steps)")  # fmt: skip
+    plain_log_ticks(ax.xaxis, limits)
+    plain_log_ticks(ax.yaxis, limits)
+    ax.grid(alpha=0.3, which="major")
+    metrics = f"rank {place}: median |log10 ratio| {fmt(ranking.median_error, 2)}, intervals overlap {ranking.overlap:.0%}"
+    ax.set_title(f"{predictor_label(ranking.name)}\n{metrics}", fontsize=9)
     return ax
+
+
+def plot_predicted_vs_fitted(pairs: list[Pair], rankings: list[Ranking], shown: list[str], sizes: list[int]) -> plt.Figure:
+    """``predicted_vs_fitted.png``: a panel per shown candidate (:func:`plot_candidate`), the default predictor's
+    first, on the same limits: a factor 3 beyond every resolved prediction, the rollout sizes and every fitted B_crit
+    within reach of the sizes (:func:`identified_reach`); a pair whose fitted B_crit lies beyond (a degenerate fit) is
+    named in the title instead of drawn.
+
+    :param pairs: the admitted pairs.
+    :param rankings: every candidate's metrics, best first.
+    :param shown: the candidates drawn.
+    :param sizes: rollout sizes the fits used, agent steps.
+    """
+    reach = identified_reach(sizes) if sizes else (0.0, math.inf)
+    drawn = [p for p in pairs if reach[0] <= p.b_crit <= reach[1]]
+    values = [float(v) for v in sizes] + [p.b_crit for p in drawn]
+    values += [p.candidates[name][0] for p in drawn for name in shown]
+    finite = [v for v in values if math.isfinite(v) and v > 0]
+    limits = (min(finite) / 3, max(finite) * 3)
+    columns = min(len(shown), 2)
+    rows = math.ceil(len(shown) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns + 2.6, 4.8 * rows), squeeze=False)
+    ranks = {r.name: (i, r) for i, r in enumerate(rankings, 1)}
+    for name, ax in zip(shown, axes.flat, strict=False):
+        plot_candidate(drawn, ranks[name][1], ranks[name][0], sizes, limits, ax)
+    for ax in axes.flat[len(shown) :]:
+        ax.set_axis_off()
+    legend(axes.flat[columns - 1], fontsize=8, loc="upper left", bbox_to_anchor=(1.04, 1.0), frameon=False)
+    left_out = [f"{p.game} {p.target:g} ({number(p.b_crit)})" for p in pairs if p not in drawn]
+    title = "predicted against fitted critical rollout size, per admitted (game, target)"
+    if left_out:
+        factor = f"{IDENTIFIED_FACTOR:g}×"
+        title += f"\nnot drawn, fitted B_crit beyond {factor} the rollout sizes (degenerate fits): {', '.join(left_out)}"
+    fig.suptitle(title, fontsize=10)
+    return fig
 
 
 def validate(config: ValidationConfig) -> Path:
@@ -162,9 +224,11 @@ def validate(config: ValidationConfig) -> Path:
     pairs, skipped = load_pairs(config.sweep_dirs)
     rankings = rank(pairs)
     config.out.mkdir(parents=True, exist_ok=True)
-    shown = [r.name for r in rankings[:4]]
+    others = [r.name for r in rankings if r.name != DEFAULT_PREDICTOR]
+    shown = [DEFAULT_PREDICTOR, *others[:3]] if DEFAULT_PREDICTOR in {r.name for r in rankings} else others[:4]
     if pairs and shown:
-        save_plot(lambda ax: plot_predicted_vs_fitted(pairs, shown, ax), config.out / "predicted_vs_fitted.png", (7, 6))
+        figure = plot_predicted_vs_fitted(pairs, rankings, shown, fitted_sizes(config.sweep_dirs))
+        save_figure(figure, config.out / "predicted_vs_fitted.png")
     write_json(config.out / "predictors.json", {"pairs": [asdict(p) for p in pairs], "ranking": [asdict(r) for r in rankings],
                                                 "skipped": skipped})  # fmt: skip
     sweeps = ", ".join(f"`{relative(d, config.out)}`" for d in config.sweep_dirs)

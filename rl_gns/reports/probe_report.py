@@ -27,7 +27,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_json, write_json
-from rl_gns.reports.figures import Axes, fmt, legend, number, plain_log_ticks, plt, save_figure
+from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
 from rl_gns.reports.sweep_analysis import RunRecord, best_per_seed, load_sweep
 
 
@@ -89,10 +89,7 @@ def plot_probe(
     if b_simple is not None and math.isfinite(b_simple.point) and b_simple.point > 0:
         label = f"B_simple ({DEFAULT_PREDICTOR}) at fixed parameters {number(b_simple.point)}"
         ax.axvline(b_simple.point, color="tab:orange", ls=":", label=label)
-        bounded = math.isfinite(b_simple.high)
-        high = b_simple.high if bounded else ax.get_xlim()[1]
-        ax.axvspan(b_simple.low, high, color="tab:orange", alpha=0.12 if bounded else 0.06, hatch=None if bounded else "//",
-                   label="its 95 % interval" + ("" if bounded else " (no upper end)"))  # fmt: skip
+        interval_span(ax, b_simple.low, b_simple.high, "tab:orange")
     if len(batch_N):  # a log axis needs data on it
         ax.set(xscale="log", yscale="log")
         plain_log_ticks(ax.xaxis, ax.get_xlim())

@@ -18,7 +18,7 @@ Writes ``probes.md``, ``probes.json`` and ``b_crit_by_stage.png``.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +28,19 @@ from scipy.stats import spearmanr
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.rundir import ANCHOR, RunDir, noise_sums, read_json, write_json
-from rl_gns.reports.figures import Axes, colors, fmt, legend, save_plot
+from rl_gns.reports.figures import (
+    Axes,
+    colors,
+    fmt,
+    interval_bars,
+    legend,
+    number,
+    plain_log_ticks,
+    prediction_marker,
+    predictor_label,
+    save_plot,
+    unresolved_entry,
+)
 from rl_gns.reports.predictor_validation import error
 from rl_gns.reports.sweep_analysis import load_sweep
 
@@ -39,6 +51,8 @@ FIXED_CONSTANT = 746.0
 TIE = 0.05
 #: The default predictor of today, evaluated at the branch point.
 DEFAULT = "anchor_env_value"
+#: How far right of its branch point the default prediction is drawn (a factor on the log axis), beside ``B_crit``.
+STAGE_OFFSET = 1.06
 
 
 @dataclass
@@ -57,6 +71,7 @@ class ProbePair:
 
     :param candidates: name -> (prediction, 95 % interval or None); +inf where not resolved.
     :param reason: why ``B_crit`` is not identified (``None`` when it is).
+    :param rollout_sizes: the rollout sizes the probe branched at.
     """
 
     game: str
@@ -65,6 +80,7 @@ class ProbePair:
     b_crit_ci: tuple[float, float]
     candidates: dict[str, tuple[float, tuple[float, float] | None]]
     reason: str | None
+    rollout_sizes: list[int] = field(default_factory=list)
 
 
 def path_noise(probe_dir: Path, target: float, n_envs: int) -> dict[str, float]:
@@ -111,6 +127,7 @@ def load_probe(probe_dir: Path) -> ProbePair:
         b_crit_ci=(fit["b_crit_low"], fit["b_crit_high"]) if identified else (math.nan, math.nan),
         candidates=candidates,
         reason=None if identified else results["verdict"],
+        rollout_sizes=[n_envs * settings["n_steps"] for n_envs in settings["n_envs"]],
     )
 
 
@@ -169,24 +186,58 @@ def verdict(scores: list[Score], baselines: list[Score]) -> str:
     return f"{best.name} beats both constants: median |log10 error| {best.median_error:.3f} against {bar:.3f}{tie}."
 
 
+def stages_limits(pairs: list[ProbePair]) -> tuple[float, float]:
+    """The y limits of :func:`plot_stages`: a factor 2 beyond every identified ``B_crit`` and its interval, every
+    resolved default prediction, the rollout sizes branched at and :data:`FIXED_CONSTANT`."""
+    values = [FIXED_CONSTANT, *(size for p in pairs for size in p.rollout_sizes)]
+    values += [v for p in pairs if p.reason is None for v in (p.b_crit, *p.b_crit_ci)]
+    values += [p.candidates[DEFAULT][0] for p in pairs if DEFAULT in p.candidates]
+    finite = [v for v in values if math.isfinite(v) and v > 0]
+    return min(finite) / 2, max(finite) * 2
+
+
 def plot_stages(pairs: list[ProbePair], ax: Axes) -> Axes:
-    """``B_crit`` (filled, with its 95 % interval) and the default predictor at the branch point (open) against the
-    agent steps of the branch point, one colour per game, log y."""
+    """``B_crit`` (circles, with its 95 % interval) and the default predictor at the branch point (:data:`DEFAULT`,
+    :func:`prediction_marker`, a little to the right, with its 95 % interval: open above and fainter where
+    ``|G|²`` is not resolved) against the agent steps of the branch point, one colour per game, log-log, over the
+    rollout sizes the probes branched at (shaded) and the constant :data:`FIXED_CONSTANT`."""
+    limits = stages_limits(pairs)
+    words = predictor_label(DEFAULT.removeprefix("anchor_"))
     games = sorted({p.game for p in pairs})
+    bars = []
     for game, color in zip(games, colors(len(games)), strict=True):
         mine = sorted((p for p in pairs if p.game == game), key=lambda p: p.env_steps)
         known = [p for p in mine if p.reason is None]
         if known:
             yerr = np.array([[p.b_crit - p.b_crit_ci[0], p.b_crit_ci[1] - p.b_crit] for p in known]).T
             x, y = [p.env_steps for p in known], [p.b_crit for p in known]
-            ax.errorbar(x, y, yerr=yerr, fmt="o-", color=color, capsize=3, label=f"{game}: B_crit (probe, 95 %)")
-        default = [(p.env_steps, p.candidates[DEFAULT][0]) for p in mine if DEFAULT in p.candidates]
-        if default:
-            ax.plot(*zip(*default, strict=True), "s--", mfc="none", color=color, label=f"{game}: B_simple ({DEFAULT})")
+            ax.errorbar(x, y, yerr=yerr, fmt="o-", color=color, capsize=3)
+            ax.plot([], [], "o-", color=color, label=f"{game}: B_crit (probe, 95 % interval)")  # its legend entry first
+        predicted = [p for p in mine if DEFAULT in p.candidates]
+        for p in predicted:
+            value, ci = p.candidates[DEFAULT]
+            prediction_marker(ax, p.env_steps * STAGE_OFFSET, value, limits, "s", color, default=True)
+            if ci is not None:
+                bars.append(([p.env_steps * STAGE_OFFSET], [ci[0]], [ci[1]], color))
+        if predicted:
+            ax.plot([], [], ls="none", marker="s", ms=10, color=color, mec="black",
+                    label=f"{game}: B_simple at the branch point, {words}")  # fmt: skip
+    sizes = sorted({size for p in pairs for size in p.rollout_sizes})
+    if sizes:
+        ax.axhspan(sizes[0], sizes[-1], color="gray", alpha=0.12,
+                   label=f"rollout sizes the probes branched at ({number(sizes[0])}–{number(sizes[-1])})")  # fmt: skip
     ax.axhline(FIXED_CONSTANT, color="gray", lw=1, ls=":", label=f"constant {FIXED_CONSTANT:g}")
-    ax.set(yscale="log", xlabel="agent steps of the branch point", ylabel="critical rollout size (agent steps)")
-    ax.grid(alpha=0.3, which="both")
-    legend(ax, empty="no probe", fontsize=7)
+    for band in (*bars, ([], [], [], "gray")):  # the last, empty, gives the legend its entries in gray
+        interval_bars(ax, *band, limits=limits)
+    unresolved_entry(ax, (p.candidates[DEFAULT][0] for p in pairs if DEFAULT in p.candidates))
+    steps = [p.env_steps for p in pairs]
+    x_limits = (min(steps) / 2, max(steps) * 2)
+    ax.set(xscale="log", yscale="log", xlim=x_limits, ylim=limits, xlabel="agent steps of the branch point",
+           ylabel="critical rollout size (agent steps)")  # fmt: skip
+    plain_log_ticks(ax.xaxis, x_limits)
+    plain_log_ticks(ax.yaxis, limits)
+    ax.grid(alpha=0.3, which="major")
+    legend(ax, empty="no probe", fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1, frameon=False)
     return ax
 
 
@@ -203,7 +254,7 @@ def validate(config: ProbeValidationConfig) -> Path:
     line = verdict(scores, baselines) if pairs else "No probe identified B_crit: nothing to rank."
     print(line, flush=True)
     config.out.mkdir(parents=True, exist_ok=True)
-    save_plot(lambda ax: plot_stages(every, ax), config.out / "b_crit_by_stage.png", (7.0, 4.5))
+    save_plot(lambda ax: plot_stages(every, ax), config.out / "b_crit_by_stage.png", (7.5, 6.5))
     write_json(
         config.out / "probes.json",
         {"pairs": [asdict(p) for p in every], "scores": [asdict(s) for s in scores + baselines], "verdict": line},

@@ -20,6 +20,7 @@ from rl_gns.reports.figures import (
     legend,
     log_limits,
     noise_label,
+    plain_log_ticks,
     plt,
     save_figure,
 )
@@ -35,14 +36,19 @@ def plot_score(progress: dict[str, np.ndarray], ax: Axes) -> Axes:
     return ax
 
 
-def plot_noise_scale(progress: dict[str, np.ndarray], config: RunConfig, ax: Axes) -> Axes:
+def plot_noise_scale(
+    progress: dict[str, np.ndarray], config: RunConfig, ax: Axes, schemes: tuple[str, ...] | None = None
+) -> Axes:
     """``B_simple`` per loss and scheme against agent steps, log scale, averaged over training so far
     (:func:`cumulative_b_simple`): the default predictor of the critical rollout size bold with its 95 % interval
     (bars, :func:`intervals_so_far`; up to the top of the panel where ``|G|²`` is not resolved), the other losses
-    and schemes thin, and a line at the run's own rollout size. Points where the pooled ``|G|²`` is not yet positive
-    are left out of the lines."""
+    and schemes thin, and a line at the run's own rollout size; plain-number ticks. Points where the pooled ``|G|²``
+    is not yet positive are left out of the lines.
+
+    :param schemes: the schemes drawn, one line style each (at most 3); if unset, those the run measured.
+    """
     band = None
-    for scheme, style in zip(config.measured_schemes, ("-", "--", ":"), strict=False):
+    for scheme, style in zip(schemes or config.measured_schemes, ("-", "--", ":"), strict=False):
         for loss, color in LOSS_COLORS.items():
             columns = noise_columns(progress, config, scheme, loss)
             if columns is None:
@@ -71,6 +77,7 @@ def plot_noise_scale(progress: dict[str, np.ndarray], config: RunConfig, ax: Axe
         interval_bars(ax, *band, limits=(bottom, top))
     ax.set_ylim(bottom, top)
     ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis, (bottom, top))
     ax.set_xlabel("agent steps")
     ax.set_ylabel("B_simple averaged so far (agent steps)")
     legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)

@@ -4,7 +4,10 @@ Reads only files: a scaling directory (``settings.json``, ``measurements.jsonl``
 sweep (``results.json``: its fitted ``S(B)``) and a training run (its noise scale). Fits
 :class:`rl_gns.core.throughput.ThroughputModel`, predicts the wall time to the sweep's target per device
 count, and writes ``scaling.json``, ``report.md`` and ``scaling.png``, marking the ``n_envs`` at which the
-rollout reaches the run's measured critical size ``M × B_simple`` and the sweep's fitted ``B_crit``.
+rollout reaches the critical size that the run's noise scale predicts (the default predictor
+:data:`rl_gns.core.advice.DEFAULT_PREDICTOR`, as ``rl-gns advise`` reads it; a run that did not measure it gives
+``M × B_simple`` of the policy and total losses of its scheme instead) and the sweep's fitted ``B_crit``, each with
+its 95 % interval.
 """
 
 from __future__ import annotations
@@ -17,12 +20,27 @@ from pathlib import Path
 import numpy as np
 import tyro
 
+from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP
+from rl_gns.core.noise_scale import RatioInterval
 from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.rundir import RunDir, noise_sums, read_json
+from rl_gns.records.rundir import RunDir, read_json
 from rl_gns.records.scaling_log import MEASUREMENTS, read_measurements, read_settings
-from rl_gns.reports.figures import plt, relative, save_figure
+from rl_gns.reports.advise import run_advice
+from rl_gns.reports.figures import (
+    DEFAULT_WORDS,
+    LOSS_COLORS,
+    Axes,
+    interval_span,
+    legend,
+    number,
+    plain_log_ticks,
+    plt,
+    predictor_label,
+    relative,
+    save_figure,
+)
 
 
 @dataclass
@@ -67,8 +85,9 @@ def check(config: ScalingReportConfig) -> None:
             raise ValueError(f"{config.noise_run} did not measure the noise scale (trained with --no-gns)")
 
 
-def sweep_fit(sweep_dir: Path, target: float | None) -> tuple[float, TradeoffFit, dict]:
-    """The target, fitted ``S(B)`` and settings of a sweep's ``results.json`` (highest fitted target by default).
+def sweep_fit(sweep_dir: Path, target: float | None) -> tuple[float, TradeoffFit, tuple[float, float] | None, dict]:
+    """The target, fitted ``S(B)``, the 95 % interval of its ``B_crit`` (``None`` without a bootstrap) and the
+    settings of a sweep's ``results.json`` (highest fitted target by default).
 
     :raises ValueError: if no target (or not ``target``) has a fit: fewer than 2 rollout sizes reached it.
     """
@@ -80,8 +99,24 @@ def sweep_fit(sweep_dir: Path, target: float | None) -> tuple[float, TradeoffFit
         which = "any target" if target is None else f"target {target:g}"
         raise ValueError(f"{sweep_dir}/results.json has no B_crit fit for {which} (fewer than 2 rollout sizes reached it)")
     chosen = max(fitted, key=lambda t: t["target"])
-    fit = chosen["fit"]
-    return chosen["target"], TradeoffFit(fit["s_min"], fit["e_min"], fit["rms_log_residual"]), results["settings"]
+    fit, ci = chosen["fit"], chosen.get("ci_b_crit")
+    tradeoff = TradeoffFit(fit["s_min"], fit["e_min"], fit["rms_log_residual"])
+    return chosen["target"], tradeoff, None if ci is None else (ci[0], ci[1]), results["settings"]
+
+
+def noise_predictions(run: RunDir) -> tuple[dict[str, RatioInterval], bool]:
+    """The critical rollout sizes a run's noise scale predicts, pooled over the run with their 95 % intervals
+    (:func:`rl_gns.reports.advise.run_advice`), agent steps: the default predictor's where the run measured it,
+    else ``M × B_simple`` of the policy and total losses of its first scheme; and whether it measured the default.
+    """
+    progress, config = run.progress(), run.config()
+    default = run_advice(progress, config, DEFAULT_PREDICTOR)
+    if default is not None:
+        return {DEFAULT_PREDICTOR: default.b_crit}, True
+    tag = SCHEME_TAGS.get(config.measured_schemes[0])
+    names = [f"{tag}_xM_{loss}" for loss in ("policy", "total")] if tag else []
+    advice = {name: run_advice(progress, config, name) for name in names}
+    return {name: a.b_crit for name, a in advice.items() if a is not None and math.isfinite(a.b_crit.point)}, False
 
 
 def report(config: ScalingReportConfig) -> Path:
@@ -111,20 +146,24 @@ def report(config: ScalingReportConfig) -> Path:
     result["model_seconds_per_iteration_K"] = model.seconds_per_iteration(n_K).tolist()
     result["data_parallel"] = data_parallel(model, rows, [r for r in measured if r.get("nproc", 1) > 1])
 
-    marks: dict[str, float] = {}  # label -> n_envs
+    n_steps = settings["n_steps"]
+    marks: dict[str, dict] = {}  # label -> {"n_envs": at the critical size and its 95 % interval's ends, "loss"}
     if config.noise_run is not None:
         run = RunDir(config.noise_run)
-        progress, run_config = run.progress(), run.config()
-        scheme = run_config.measured_schemes[0]
-        averages = {loss: noise_sums(progress, run_config, scheme, loss).b_simple for loss in ("policy", "total")}
-        noise = {loss: b for loss, b in averages.items() if math.isfinite(b)}
-        m_run = run_config.n_minibatches
-        result["noise_scale"] = {"run": relative(config.noise_run, out), "b_simple": noise, "n_minibatches": m_run}
-        for loss, b_simple in noise.items():
-            marks[f"M·B_simple ({loss}) = {m_run * b_simple:,.0f}"] = m_run * b_simple / settings["n_steps"]
+        predictions, default_measured = noise_predictions(run)
+        result["noise_scale"] = {
+            "run": relative(config.noise_run, out),
+            "n_envs": run.config().n_envs,
+            "default_measured": default_measured,
+            "predictions": {name: [b.point, float(b.low), float(b.high)] for name, b in predictions.items()},
+        }
+        for name, b in predictions.items():
+            label = f"B_crit predicted by {predictor_label(name)}: {interval_text(b.point, (b.low, b.high))}"
+            envs = [b.point / n_steps, float(b.low) / n_steps, float(b.high) / n_steps]
+            marks[label] = {"n_envs": envs, "loss": parse_predictor(name)[2], "default": name == DEFAULT_PREDICTOR}
     prediction = None
     if config.sweep is not None:
-        target, fit, sweep_settings = sweep_fit(config.sweep, config.target)
+        target, fit, ci, sweep_settings = sweep_fit(config.sweep, config.target)
         grid = np.unique(np.geomspace(n_K.min(), n_K.max() * 4, 200))
         prediction = {
             "sweep": relative(config.sweep, out),
@@ -137,7 +176,10 @@ def report(config: ScalingReportConfig) -> Path:
         for d in config.devices:
             wall = predicted_wall_s(model, fit, n_K, d)
             prediction[f"wall_s_measured_n_envs_D{d}"] = wall.tolist()
-        marks[f"sweep B_crit = {fit.b_crit:,.0f}"] = fit.b_crit / settings["n_steps"]
+        low, high = ci if ci is not None else (math.nan, math.nan)
+        envs = [fit.b_crit / n_steps, low / n_steps, high / n_steps]
+        label = f"B_crit fitted on the sweep: {interval_text(fit.b_crit, ci)}"
+        marks[label] = {"n_envs": envs, "loss": None, "default": False}
         result["prediction"] = prediction
     result["marks_n_envs"] = marks
     (out / "scaling.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -165,50 +207,89 @@ def data_parallel(model: ThroughputModel, one_process: list[dict], ranks: list[d
     return out
 
 
+def interval_text(point: float, ci: tuple[float, float] | None) -> str:
+    """``26,527 agent steps [10,900, ∞]``: a critical rollout size with its 95 % interval, where it has one."""
+    return f"{number(point)} agent steps" + (f" [{number(ci[0])}, {number(ci[1])}]" if ci is not None else "")
+
+
+#: Colours of the measured curves, apart from the loss colours that the noise-scale marks use.
+CURVE_COLORS = ("tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+
+
+def plot_marks(result: dict, ax: Axes, labelled: bool) -> None:
+    """The ``n_envs`` at each critical rollout size (a line in its loss's colour, black for the sweep's fitted
+    ``B_crit``) with its 95 % interval (a span; hatched to the right edge where it has no upper end), the default
+    predictor's bold, and the noise run's own ``n_envs``; with legend entries where ``labelled``."""
+    for label, mark in result["marks_n_envs"].items():
+        n_mark, low, high = mark["n_envs"]
+        color = LOSS_COLORS[mark["loss"]] if mark["loss"] else "black"
+        ax.axvline(n_mark, color=color, lw=2.4 if mark["default"] else 1.2, ls="-" if mark["default"] else "--",
+                   label=label if labelled else None)  # fmt: skip
+        if math.isfinite(low):
+            interval_span(ax, low, high, color, label="95 % interval" if labelled else None)
+    noise = result.get("noise_scale")
+    if noise is not None:
+        ax.axvline(noise["n_envs"], color="gray", ls=":", lw=1.2,
+                   label=f"n_envs of the noise run ({noise['n_envs']})" if labelled else None)  # fmt: skip
+
+
+def plain_log_axes(ax: Axes) -> None:
+    """Both axes of a log-log panel with plain-number ticks (:func:`plain_log_ticks`)."""
+    plain_log_ticks(ax.xaxis, ax.get_xlim())
+    plain_log_ticks(ax.yaxis, ax.get_ylim())
+
+
 def plot_scaling(result: dict, path: Path) -> None:
-    """Four panels against n_envs: throughput, time split, peak memory, predicted wall time to the target."""
+    """Four panels against n_envs: throughput, time split, peak memory, predicted wall time to the target; the
+    critical rollout sizes (:func:`plot_marks`) on the first and the last."""
     rows = result["measurements"]
     n = np.array([r["n_envs"] for r in rows], dtype=float)
     model = ThroughputModel(**result["model"])
-    fig, axes = plt.subplots(2, 2, figsize=(12, 9))
+    fig, axes = plt.subplots(2, 2, figsize=(13, 12))
+    envs = f"n_envs (rollout size = n_envs × {model.n_steps} agent steps)"
     ax = axes[0, 0]
-    ax.plot(n, [r["env_only_agent_steps_per_s"] for r in rows], "o-", label="env only (random actions)")
-    ax.plot(n, [r["agent_steps_per_s"] for r in rows], "s-", label="PPO end to end (measured)")
+    ax.plot(n, [r["env_only_agent_steps_per_s"] for r in rows], "o-", color=CURVE_COLORS[0], label="env only (random actions)")
+    ax.plot(n, [r["agent_steps_per_s"] for r in rows], "s-", color=CURVE_COLORS[1], label="PPO end to end (measured)")
     grid = np.geomspace(n.min(), n.max(), 100)
-    ax.plot(grid, grid * model.n_steps / model.seconds_per_iteration(grid), "k--", lw=1, label="throughput model")
-    for d in sorted({r["nproc"] for r in result["data_parallel"]}):
+    ax.plot(grid, grid * model.n_steps / model.seconds_per_iteration(grid), "--", color="gray", lw=1, label="throughput model")
+    for d, color in zip(sorted({r["nproc"] for r in result["data_parallel"]}), CURVE_COLORS[2:], strict=False):
         ranks = [r for r in result["data_parallel"] if r["nproc"] == d]
         n_d = np.array([r["n_envs"] for r in ranks], dtype=float)
-        ax.plot(n_d, [r["agent_steps_per_s"] for r in ranks], "^", ms=8, label=f"{d} ranks (measured)")
-        ax.plot(n_d, n_d * model.n_steps / model.seconds_per_iteration(n_d, d), "x", ms=8, label=f"{d} ranks (model, ideal)")
-    ax.set(xscale="log", yscale="log", xlabel="n_envs", ylabel="agent steps / s", title="Throughput")
-    ax.legend()
+        ax.plot(n_d, [r["agent_steps_per_s"] for r in ranks], "^", ms=8, color=color, label=f"{d} ranks (measured)")
+        ax.plot(n_d, n_d * model.n_steps / model.seconds_per_iteration(n_d, d), "x", ms=8, color=color,
+                label=f"{d} ranks (model, ideal)")  # fmt: skip
+    ax.set(xscale="log", yscale="log", xlabel=envs, ylabel="agent steps / s", title="Throughput")
+    plot_marks(result, ax, labelled=True)
     ax = axes[0, 1]
     rollout = np.array([r["rollout_s_per_iteration"] for r in rows])
     update = np.array([r["update_s_per_iteration"] for r in rows])
-    ax.plot(n, rollout / n, "o-", label="rollout")
-    ax.plot(n, update / n, "s-", label="update (incl. noise-scale measurement)")
-    ax.set(xscale="log", yscale="log", xlabel="n_envs", ylabel="seconds per iteration / n_envs")
+    ax.plot(n, rollout / n, "o-", color=CURVE_COLORS[0], label="rollout")
+    ax.plot(n, update / n, "s-", color=CURVE_COLORS[1], label="update (incl. noise-scale measurement)")
+    ax.set(xscale="log", yscale="log", xlabel=envs, ylabel="seconds per iteration / n_envs")
     ax.set_title("Time per iteration per env (flat = linear growth)")
-    ax.legend()
     ax = axes[1, 0]
-    ax.plot(n, [r["peak_rss_mib"] for r in rows], "o-")
-    ax.set(xscale="log", yscale="log", xlabel="n_envs", ylabel="peak resident memory, MiB", title="Peak memory")
+    ax.plot(n, [r["peak_rss_mib"] for r in rows], "o-", color=CURVE_COLORS[0])
+    ax.set(xscale="log", yscale="log", xlabel=envs, ylabel="peak resident memory, MiB", title="Peak memory")
     ax = axes[1, 1]
     prediction = result.get("prediction")
     if prediction:
-        for d, wall in prediction["wall_s"].items():
-            ax.plot(prediction["n_envs"], np.array(wall) / 3600, label=f"{d} device{'s' if d != '1' else ''}")
+        devices = prediction["wall_s"]
+        shades = [plt.get_cmap("Purples")(x) for x in np.linspace(0.5, 1.0, len(devices))]
+        for (d, wall), color in zip(devices.items(), shades, strict=True):
+            ax.plot(prediction["n_envs"], np.array(wall) / 3600, color=color, label=f"{d} device{'s' if d != '1' else ''}")
         ax.set_title(f"Predicted wall time to score {prediction['target']:g}\n(S(B) from {prediction['sweep']})")
-    for (label, n_mark), style in zip(result["marks_n_envs"].items(), ["r:", "m-.", "g--"], strict=False):
-        for a in (axes[0, 0], axes[1, 1]):
-            a.axvline(n_mark, color=style[0], ls=style[1:], lw=1.2, label=f"{label} → n_envs {n_mark:.0f}")
-    ax.set(xscale="log", yscale="log", xlabel="n_envs", ylabel="hours")
-    if ax.get_legend_handles_labels()[0]:  # no prediction without a sweep
-        ax.legend(fontsize=8)
-    axes[0, 0].legend(fontsize=8)
+    ax.set(xscale="log", yscale="log", xlabel=envs, ylabel="hours")
+    plot_marks(result, ax, labelled=False)
+    for ax in axes.flat:
+        plain_log_axes(ax)
+        ax.grid(alpha=0.3, which="major")
+        legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, frameon=False)
     batches = f"M {model.n_minibatches}" if model.minibatch_size is None else f"minibatch {model.minibatch_size}"
-    fig.suptitle(f"{result['config']['env']}: PPO scaling with n_envs (n_steps {model.n_steps}, {batches})")
+    title = f"{result['config']['env']}: PPO scaling with n_envs (n_steps {model.n_steps}, {batches})"
+    noise = result.get("noise_scale")
+    if noise is not None and not noise["default_measured"]:
+        title += f"\nthe noise run did not measure {DEFAULT_WORDS}: M × B_simple of its scheme stands in"
+    fig.suptitle(title)
     save_figure(fig, path)
 
 
@@ -248,10 +329,19 @@ def write_report(result: dict, path: Path) -> None:
     ]
     if "noise_scale" in result:
         noise = result["noise_scale"]
-        values = ", ".join(f"{loss} {value:,.0f}" for loss, value in noise["b_simple"].items()) or "not resolved"
-        lines.append(f"Noise scale from `{noise['run']}` (B_simple pooled over the run, samples per gradient step): {values}.")
-    for label, n_mark in result["marks_n_envs"].items():
-        lines.append(f"- {label} agent steps → n_envs ≈ {n_mark:.0f} at n_steps {model['n_steps']}")
+        lacks = (
+            ""
+            if noise["default_measured"]
+            else f"; it did not measure {DEFAULT_WORDS}, so M × B_simple of its policy and total losses stands in"
+        )
+        lines.append(
+            f"Noise scale from `{noise['run']}` ({noise['n_envs']} envs), pooled over the run as `rl-gns advise` reads it, "
+            f"with 95 % intervals{lacks}."
+        )
+    for label, mark in result["marks_n_envs"].items():
+        n_mark, low, high = mark["n_envs"]
+        interval = f" [{number(low)}, {number(high)}]" if math.isfinite(low) else ""
+        lines.append(f"- {label} → n_envs ≈ {number(n_mark)}{interval} at n_steps {model['n_steps']}")
     if result["data_parallel"]:
         lines += [
             "",

@@ -253,10 +253,16 @@ def unidentified(result: TargetResult) -> str | None:
     return result.not_identified
 
 
+def identified_reach(batch_K: np.ndarray | list[int]) -> tuple[float, float]:
+    """The critical rollout sizes that rollout sizes ``batch_K`` can identify: from :data:`IDENTIFIED_FACTOR` times
+    below the smallest to as many times above the largest, agent steps."""
+    return float(np.min(batch_K)) / IDENTIFIED_FACTOR, float(np.max(batch_K)) * IDENTIFIED_FACTOR
+
+
 def degenerate(fit: TradeoffFit, batch_K: np.ndarray, target: float) -> str | None:
     """Why a fit does not identify B_crit: it lies more than :data:`IDENTIFIED_FACTOR` times beyond the sizes fitted
-    (``S_min`` collapsing to 0 puts it at infinity); ``None`` if it lies within that reach."""
-    low, high = float(batch_K.min()) / IDENTIFIED_FACTOR, float(batch_K.max()) * IDENTIFIED_FACTOR
+    (``S_min`` collapsing to 0 puts it at infinity); ``None`` if it lies within that reach (:func:`identified_reach`)."""
+    low, high = identified_reach(batch_K)
     if low <= fit.b_crit <= high:
         return None
     side = "above" if fit.b_crit > high else "below"

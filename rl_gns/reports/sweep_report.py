@@ -14,20 +14,31 @@ from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import (
+    LOSS_COLORS,
     SCHEME_LABELS,
     Axes,
     colors,
-    error_bar,
     fmt,
     interval_bars,
     legend,
     log_limits,
     noise_label,
+    number,
     plain_log_ticks,
     plt,
+    prediction_marker,
+    predictor_label,
     save_plot,
+    unresolved_entry,
 )
-from rl_gns.reports.sweep_analysis import RunRecord, TargetResult, unidentified
+from rl_gns.reports.sweep_analysis import (
+    IDENTIFIED_FACTOR,
+    Candidate,
+    RunRecord,
+    TargetResult,
+    identified_reach,
+    unidentified,
+)
 
 
 def plot_steps_vs_experience(results: list[TargetResult], ax: Axes | None = None) -> Axes:
@@ -115,44 +126,97 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes) -
     return ax
 
 
+#: The marker of each candidate's scheme and units factor (``× M`` or not); its colour is its loss's.
+CANDIDATE_MARKERS = {("envs", False): "o", ("envs", True): "s", ("minibatch", False): "D", ("minibatch", True): "P"}
+
+
+def swept_sizes(results: list[TargetResult]) -> list[int]:
+    """Every rollout size the sweep ran (reached a target or not), agent steps, in order."""
+    return sorted({size for r in results for size in (*r.rollout_size_K, *r.censored_sizes)})
+
+
+def candidates_limits(results: list[TargetResult]) -> tuple[float, float]:
+    """The y limits of :func:`plot_predicted_vs_fitted`: a factor 2 beyond the rollout sizes swept, every finite
+    candidate and every fitted B_crit within reach of its sizes (:func:`identified_reach`); intervals are clipped to
+    them, as a degenerate one may run off to 1e21."""
+    values = [float(size) for size in swept_sizes(results)]
+    for r in results:
+        values += [c.value for c in r.candidates.values() if math.isfinite(c.value) and c.value > 0]
+        if r.fit is not None and r.rollout_size_K:
+            low, high = identified_reach(r.rollout_size_K)
+            values += [r.fit.b_crit] if low <= r.fit.b_crit <= high else []
+    return (min(values) / 2, max(values) * 2) if values else (1.0, 10.0)
+
+
+def plot_candidate(name: str, candidate: Candidate, x: float, limits: tuple[float, float], ax: Axes) -> None:
+    """One candidate at one target in its loss's colour (:func:`prediction_marker`; faint unless it is the default),
+    with its 95 % interval as a bar (open above where resamples do not resolve ``|G|²``)."""
+    scheme, times_m, loss = parse_predictor(name)
+    default = name == DEFAULT_PREDICTOR
+    prediction_marker(ax, x, candidate.value, limits, CANDIDATE_MARKERS[scheme, times_m], LOSS_COLORS[loss], default, 0.6)
+    if candidate.ci is not None:
+        interval_bars(ax, [x], [candidate.ci[0]], [candidate.ci[1]], LOSS_COLORS[loss], limits,
+                      alpha=(0.6, 0.25) if default else (0.35, 0.12), lw=3.0 if default else 1.5)  # fmt: skip
+
+
+def plot_fitted(result: TargetResult, x: float, limits: tuple[float, float], ax: Axes) -> bool:
+    """A target's fitted B_crit as a black star with its 95 % bootstrap interval (clipped to the panel); one beyond
+    the panel (a degenerate fit, :func:`candidates_limits`) as a triangle at its edge with its value. Return whether
+    it lay beyond."""
+    assert result.fit is not None
+    b_crit = result.fit.b_crit
+    if result.ci_b_crit is not None:
+        interval_bars(ax, [x], [result.ci_b_crit[0]], [result.ci_b_crit[1]], "black", limits, alpha=(0.8, 0.3), lw=1.5)
+    if limits[0] <= b_crit <= limits[1]:
+        ax.plot([x], [b_crit], marker="*", ms=14, color="black", zorder=5)
+        return False
+    above = b_crit > limits[1]
+    edge = limits[1] if above else limits[0]
+    ax.plot([x], [edge], marker="^" if above else "v", ms=9, color="black", clip_on=False, zorder=5)
+    ax.annotate(number(b_crit), (x, edge), textcoords="offset points", xytext=(6, -12 if above else 6), fontsize=7)
+    return True
+
+
 def plot_predicted_vs_fitted(results: list[TargetResult], ax: Axes) -> Axes:
-    """Per target, the fitted B_crit (95 % interval) and every noise-scale candidate (95 % interval), log scale."""
-    names = sorted({name for r in results for name in r.candidates})
-    markers = dict(zip(names, "sDv^<>PXdp*h8", strict=False))
-    palette = dict(zip(names, colors(len(names)), strict=True))
+    """Per target, the fitted B_crit (:func:`plot_fitted`) beside every noise-scale candidate (:func:`plot_candidate`,
+    the default predictor next to it), agent steps on a log scale, over the range of rollout sizes swept (shaded)."""
+    names = sorted({name for r in results for name in r.candidates}, key=lambda name: (name != DEFAULT_PREDICTOR, name))
+    offsets = np.linspace(-0.38, 0.38, len(names) + 1)
+    limits = candidates_limits(results)
+    ax.plot([], [], ls="none", marker="*", ms=12, color="black", label="fitted B_crit (95 % bootstrap interval over seeds)")
+    for name in names:  # one legend entry per candidate, the default's first
+        scheme, times_m, loss = parse_predictor(name)
+        default, color = name == DEFAULT_PREDICTOR, LOSS_COLORS[loss]
+        ax.plot([], [], ls="none", marker=CANDIDATE_MARKERS[scheme, times_m], ms=10 if default else 6, color=color,
+                mec="black" if default else color, label=predictor_label(name))  # fmt: skip
+    sizes = swept_sizes(results)
+    if sizes:
+        ax.axhspan(sizes[0], sizes[-1], color="gray", alpha=0.15,
+                   label=f"rollout sizes swept ({number(sizes[0])}–{number(sizes[-1])})")  # fmt: skip
+    beyond = False
     for i, result in enumerate(results):
-        if result.fit is not None and result.ci_b_crit is not None:
-            ax.errorbar(
-                [i],
-                [result.fit.b_crit],
-                yerr=error_bar(result.fit.b_crit, result.ci_b_crit),
-                fmt="o",
-                color="black",
-                capsize=4,
-                ms=8,
-                label="fitted B_crit",
-            )
-        for j, name in enumerate(names):
-            candidate = result.candidates.get(name)
-            if candidate is None or not math.isfinite(candidate.value):
-                continue
-            x = i + 0.08 * (j + 1)
-            ax.errorbar(
-                [x],
-                [candidate.value],
-                yerr=error_bar(candidate.value, candidate.ci),
-                fmt=markers[name],
-                color=palette[name],
-                capsize=2,
-                ms=5,
-                label=name,
-            )
+        if result.fit is not None:
+            beyond |= plot_fitted(result, i + offsets[0], limits, ax)
+        for name, offset in zip(names, offsets[1:], strict=True):
+            if name in result.candidates:
+                plot_candidate(name, result.candidates[name], i + offset, limits, ax)
+        if i:
+            ax.axvline(i - 0.5, color="gray", lw=0.8, alpha=0.5)
+    interval_bars(ax, [], [], [], "gray", limits)  # the last bars of their labels: the legend's entries in gray
+    unresolved_entry(ax, (c.value for r in results for c in r.candidates.values()))
+    if beyond:
+        ax.plot([], [], ls="none", marker="^", color="black",
+                label=f"fitted B_crit beyond {IDENTIFIED_FACTOR:g}× the sizes (degenerate fit), at the edge")  # fmt: skip
+    if not names and all(r.fit is None for r in results):
+        ax.text(0.5, 0.5, "no fitted B_crit and no prediction at any target", transform=ax.transAxes, ha="center",
+                va="center", color="gray")  # fmt: skip
     ax.set_xticks(range(len(results)), [f"{r.target:g}" for r in results])
-    ax.set_xlabel("target score")
-    ax.set_ylabel("critical rollout size (agent steps)")
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3, which="both")
-    legend(ax, "no fitted B_crit and no finite prediction at any target", fontsize=6, ncol=2)
+    ax.set_xlim(-0.5, len(results) - 0.5)
+    ax.set(xlabel="target score", ylabel="critical rollout size (agent steps)", yscale="log", ylim=limits)
+    plain_log_ticks(ax.yaxis, limits)
+    ax.grid(alpha=0.3, which="major", axis="y")
+    ax.set_title("fitted B_crit and the noise-scale predictions of it, per target", fontsize=10)
+    legend(ax, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return ax
 
 
@@ -185,7 +249,7 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
         "steps_vs_experience": (lambda ax: plot_steps_vs_experience(results, ax), (7, 5.5)),
         "wall_vs_experience": (lambda ax: plot_wall_vs_experience(results, ax), (7, 4.5)),
         "noise_scale_by_size": (lambda ax: plot_noise_scale_by_size(sweep_dir, runs, ax), (8.5, 4.5)),
-        "bcrit_predicted_vs_fitted": (lambda ax: plot_predicted_vs_fitted(results, ax), (7, 5)),
+        "bcrit_predicted_vs_fitted": (lambda ax: plot_predicted_vs_fitted(results, ax), (12, 5.5)),
     }
     figures = {name: save_plot(plot, sweep_dir / f"{name}.png", size).name for name, (plot, size) in plots.items()}
 

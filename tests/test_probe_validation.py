@@ -1,11 +1,12 @@
 """The v2 criterion's arithmetic on hand-built probes: errors, rank correlation, the leave-one-game-out constant and the
 decision."""
 
+import json
 import math
 
 import pytest
 
-from rl_gns.reports.probe_validation import ProbePair, leave_one_game_out, score, verdict
+from rl_gns.reports.probe_validation import ProbePair, leave_one_game_out, retests_apart, score, verdict
 
 
 def pair(game: str, b_crit: float) -> ProbePair:
@@ -39,3 +40,12 @@ def test_verdict_names_a_winner_only_past_both_constants_and_the_tie_margin():
     near = min(c.median_error for c in constants) - 0.01
     close = score("close", [b * 10**near for b in (100.0, 1000.0, 10.0, 10_000.0)], PAIRS)
     assert "tie margin" in verdict([close], constants)
+
+
+def test_a_retest_of_an_agent_already_probed_is_left_out_of_the_pairs(tmp_path):
+    for name, source, steps, first_seed in [("a", "trunk", 100, 0), ("b", "trunk", 100, 3), ("c", "trunk", 200, 0)]:
+        (tmp_path / name).mkdir()
+        record = {"source": source, "env_steps": steps, "first_seed": first_seed}
+        (tmp_path / name / "probe.json").write_text(json.dumps(record))
+    primary, retests = retests_apart([tmp_path / "b", tmp_path / "a", tmp_path / "c"])
+    assert primary == [tmp_path / "a", tmp_path / "c"] and retests == [tmp_path / "b"]

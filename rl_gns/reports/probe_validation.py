@@ -49,6 +49,8 @@ from rl_gns.reports.sweep_analysis import load_sweep
 FIXED_CONSTANT = 746.0
 #: Primary errors within this (log10) tie: no winner is claimed from a smaller difference.
 TIE = 0.05
+#: Games the criterion needs before it ranks (its leave-one-game-out constant needs the others).
+MIN_GAMES = 3
 #: The default predictor of today, evaluated at the branch point.
 DEFAULT = "anchor_env_value"
 #: How far right of its branch point the default prediction is drawn (a factor on the log axis), beside ``B_crit``.
@@ -140,6 +142,17 @@ def probe_dirs(paths: tuple[Path, ...]) -> list[Path]:
         elif path.is_dir():
             found += sorted(p for p in path.iterdir() if (p / "probe.json").exists())
     return found
+
+
+def retests_apart(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
+    """``(primary, retests)``: of several probes of one agent (the same source and agent steps), the one with the lowest
+    ``first_seed`` counts as the pair; the others are its retests."""
+    by_point: dict[tuple[str, int], list[tuple[int, Path]]] = {}
+    for d in dirs:
+        record = read_json(d / "probe.json")
+        by_point.setdefault((record["source"], record["env_steps"]), []).append((int(record.get("first_seed", 0)), d))
+    ordered = [sorted(probes) for probes in by_point.values()]
+    return [probes[0][1] for probes in ordered], [d for probes in ordered for _, d in probes[1:]]
 
 
 def leave_one_game_out(pairs: list[ProbePair]) -> list[float]:
@@ -243,7 +256,14 @@ def plot_stages(pairs: list[ProbePair], ax: Axes) -> Axes:
 
 def validate(config: ProbeValidationConfig) -> Path:
     """Write ``probes.md``, ``probes.json`` and ``b_crit_by_stage.png``; print the verdict."""
-    every = [load_probe(d) for d in probe_dirs(config.probe_dirs)]
+    found = probe_dirs(config.probe_dirs)
+    unfinished = [d for d in found if not (d / "probe_results.json").exists()]
+    primary, retests = retests_apart([d for d in found if d not in unfinished])
+    every = [load_probe(d) for d in primary]
+    if retests:
+        print(f"retests of a probe already counted, left out: {', '.join(map(str, retests))}", flush=True)
+    if unfinished:
+        print(f"not finished, left out: {', '.join(map(str, unfinished))}", flush=True)
     pairs = [p for p in every if p.reason is None]
     names = sorted(set.intersection(*(set(p.candidates) for p in pairs))) if pairs else []
     scores = sorted((score(n, [p.candidates[n][0] for p in pairs], pairs) for n in names), key=lambda s: s.median_error)
@@ -251,7 +271,11 @@ def validate(config: ProbeValidationConfig) -> Path:
         score(f"constant {FIXED_CONSTANT:g}", [FIXED_CONSTANT] * len(pairs), pairs),
         score("leave-one-game-out constant", leave_one_game_out(pairs), pairs),
     ]
-    line = verdict(scores, baselines) if pairs else "No probe identified B_crit: nothing to rank."
+    games = len({p.game for p in pairs})
+    if games < MIN_GAMES:
+        line = f"Not ranked: {len(pairs)} identified pairs from {games} game(s); the criterion needs {MIN_GAMES} games."
+    else:
+        line = verdict(scores, baselines)
     print(line, flush=True)
     config.out.mkdir(parents=True, exist_ok=True)
     save_plot(lambda ax: plot_stages(every, ax), config.out / "b_crit_by_stage.png", (7.5, 6.5))
@@ -273,7 +297,8 @@ def validate(config: ProbeValidationConfig) -> Path:
     text = "\n".join([
         "# Probes against the noise scale (docs/prediction-criterion-v2.md)",
         "",
-        f"{line} {len(pairs)} of {len(every)} probes identified B_crit.",
+        f"{line} {len(pairs)} of {len(every)} finished probes identified B_crit"
+        + (f"; not finished, left out: {', '.join(map(str, unfinished))}." if unfinished else "."),
         "",
         "![B_crit by stage](b_crit_by_stage.png)",
         "",

@@ -83,17 +83,23 @@ def plot_probe(
     if fit is not None and fit.s_min > 0 and len(batch_N):
         grid = np.geomspace(batch_N.min() / 2, batch_N.max() * 2, 100)
         ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:blue", label="fit S = S_min + E_min / B")
-        if fit.identified:
-            ax.axvline(fit.b_crit, color="tab:blue", ls="--", label=f"B_crit {number(fit.b_crit)} agent steps")
-            ax.axvspan(fit.b_crit_low, fit.b_crit_high, color="tab:blue", alpha=0.12, label="95 % interval")
-    if b_simple is not None and math.isfinite(b_simple.point) and b_simple.point > 0:
-        label = f"B_simple ({DEFAULT_PREDICTOR}) at fixed parameters {number(b_simple.point)}"
-        ax.axvline(b_simple.point, color="tab:orange", ls=":", label=label)
-        interval_span(ax, b_simple.low, b_simple.high, "tab:orange")
-    if len(batch_N):  # a log axis needs data on it
+    if len(batch_N):  # a log axis needs data on it; set it before the spans that run to its right edge
         ax.set(xscale="log", yscale="log")
         plain_log_ticks(ax.xaxis, ax.get_xlim())
         plain_log_ticks(ax.yaxis, ax.get_ylim())
+        ax.set_xlim(ax.get_xlim())  # frozen: every open span ends at the same right edge
+    if fit is not None and fit.identified:
+        ax.axvline(fit.b_crit, color="tab:blue", ls="--", label=f"B_crit {number(fit.b_crit)} agent steps")
+        interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:blue", label="its 95 % interval")
+    elif fit is not None and fit.b_crit_low > 0:
+        interval_span(ax, fit.b_crit_low, math.inf, "tab:blue", label=f"B_crit not identified: ≥ {number(fit.b_crit_low)}")
+    if b_simple is not None and b_simple.low > 0:
+        name = f"B_simple ({DEFAULT_PREDICTOR}) at fixed parameters"
+        if math.isfinite(b_simple.point) and b_simple.point > 0:
+            ax.axvline(b_simple.point, color="tab:orange", ls=":", label=f"{name} {number(b_simple.point)}")
+            interval_span(ax, b_simple.low, b_simple.high, "tab:orange")
+        else:
+            interval_span(ax, b_simple.low, b_simple.high, "tab:orange", label=f"{name}: ≥ {number(b_simple.low)}")
     ax.set(xlabel="rollout size B (agent steps per PPO iteration)", ylabel="PPO iterations to the target")
     legend(ax, empty="no branch reached the target", fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     return ax

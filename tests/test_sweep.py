@@ -124,3 +124,4 @@ def test_a_collection_of_runs_says_its_budget_and_a_time_before_it_starts():
     assert "up to about 1.0 h" in workload(ram[:1], n_workers=4)  # one run uses one worker
     pixels = [TrainConfig(backend="ale_vector", total_steps=720_000)]
     assert "up to about 1.0 h" in workload(pixels, n_workers=1)
+    assert "up to about 2 min" in workload([TrainConfig(backend="ram", total_steps=100_000)], n_workers=1)

@@ -202,10 +202,11 @@ def workload(specs: list[TrainConfig], n_workers: int) -> str:
     CPU workers (a run stops earlier at its target; a GPU is faster)."""
     total = sum(spec.total_steps for spec in specs)
     seconds = sum(spec.total_steps / CPU_STEPS_PER_S["ram" if spec.backend == "ram" else "pixels"] for spec in specs)
-    hours = seconds / min(n_workers, len(specs)) / 3600
+    wall_s = seconds / min(n_workers, len(specs))
+    duration = f"{wall_s / 3600:.1f} h" if wall_s >= 3600 else f"{max(1, round(wall_s / 60))} min"
     return (
         f"up to {total:,} agent steps ({len(specs)} runs of up to {max(s.total_steps for s in specs):,}); "
-        f"on {n_workers} CPU worker(s) that is up to about {hours:.1f} h (runs stop at their target; "
+        f"on {n_workers} CPU worker(s) that is up to about {duration} (runs stop at their target; "
         "Ctrl-C stops with checkpoints, the same command resumes)"
     )
 

@@ -199,6 +199,10 @@ class ProbeConfig(ExecutionConfig):
             snapshot_steps=None,
         )
 
+    def recorded(self) -> dict[str, object]:
+        """What ``probe.json`` records of the settings (:data:`RECORDED`), as JSON values."""
+        return {name: value for name, value in to_json(self).items() if name in RECORDED}
+
     def target(self, start: StartScore) -> float:
         """The score every branch must reach: the start score plus ``delta``."""
         delta = self.delta if self.delta is not None else resolvable_improvement(start.sd, self.window, self.delta_noise)
@@ -265,7 +269,7 @@ def check(config: ProbeConfig) -> BranchPoint:
         raise ValueError(f"--at must be >= 0 agent steps, got {config.at}")
     point = branch_point(config.source, config.at)
     directory = config.directory(point)
-    settings = {name: value for name, value in to_json(config).items() if name in RECORDED}
+    settings = config.recorded()
     check_same_settings(directory / PROBE, settings, ())
     plan_run(config.anchor_config(point), EVERY_SETTING)
     recorded = read_json(directory / PROBE).get("target") if (directory / PROBE).exists() else None
@@ -281,7 +285,7 @@ def probe(config: ProbeConfig) -> Path:
     point = check(config)
     directory = config.directory(point)
     directory.mkdir(parents=True, exist_ok=True)
-    settings = {name: value for name, value in to_json(config).items() if name in RECORDED}
+    settings = config.recorded()
     write_json(directory / PROBE, {**settings, "model": str(point.model), "env_steps": point.env_steps})
     anchor = config.anchor_config(point)
     if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor")[ANCHOR] not in ("done", "skipped"):

@@ -5,7 +5,8 @@
 # Usage: bash results/probes/protocol.sh <Game> [extra rl-gns probe flags]
 #   WORKERS (default 2): branches trained at once.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
+cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
+here=results/probes
 game="$1"; shift
 bash "$here/trunks.sh" "$game"
 trunk="$here/trunks/$game"

@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
-# Every probe of docs/prediction-criterion-v2.md: the protocol on BeamRider, SpaceInvaders and Seaquest, and the
-# test-retest of BeamRider at 100k agent steps (seeds 3-5, its own anchor). Resumable: rerun to go on.
-# Ends with the criterion table over every finished probe (unfinished ones are listed and left out).
+# Every probe of docs/prediction-criterion-v2.md on BeamRider, SpaceInvaders and Seaquest, stage by stage so that a
+# criterion table over three games comes as early as possible:
+#   1. each trunk far enough for the stages (its snapshot at or past 150k agent steps);
+#   2. the probes at 50k on every game, then the retest of BeamRider at 100k (seeds 3-5, its own anchor), then 100k
+#      and 150k on every game; the criterion table after each stage;
+#   3. the trunks to their 2M agent steps (the plateau of the RAM runs).
+# Resumable: rerun to go on. WORKERS (default 2): branches trained at once.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-bash "$here/protocol.sh" BeamRider
-rl-gns probe "$here/trunks/BeamRider" --at 100000 --n-envs 2,4,8,16,32,64 --seeds 3 --budget-steps 400000 \
-  --first-seed 3 --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 3 --out "$here/BeamRider/at100k_retest"
-bash "$here/protocol.sh" SpaceInvaders
-bash "$here/protocol.sh" Seaquest
-rl-gns validate-probes "$here"/*/ --out "$here/validation"
+cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
+here=results/probes
+games="BeamRider SpaceInvaders Seaquest"
+stage_snapshot() { ls "$here/trunks/$1/snapshots" 2>/dev/null | awk -v s="$2" '$0 + 0 >= s' | head -1; }
+for game in $games; do
+  until [ -n "$(stage_snapshot "$game" 150000)" ]; do TRUNK_MINUTES=3 bash "$here/trunks.sh" "$game"; done
+done
+probe() {  # probe <game> <agent steps> <out> [extra flags]
+  rl-gns probe "$here/trunks/$1" --at "$2" --n-envs 2,4,8,16,32,64 --seeds 3 --budget-steps 400000 \
+    --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$1/$3" "${@:4}"
+}
+validate() { rl-gns validate-probes "$here"/*/ --out "$here/validation"; }
+for game in $games; do probe "$game" 50000 at50k; done
+validate
+probe BeamRider 100000 at100k_retest --first-seed 3
+for at in 100000 150000; do
+  for game in $games; do probe "$game" "$at" "at$((at / 1000))k"; done
+  validate
+done
+bash "$here/trunks.sh" $games

@@ -265,10 +265,20 @@ class NoiseScalePPO(PPO):
 
     def train(self) -> None:
         """Measure the noise scale (every ``noise_scale.every`` iterations), then run PPO's update."""
+        self.before_update()
+        self._ppo_update()
+        self.after_update()
+
+    def before_update(self) -> None:
+        """What :meth:`train` does before PPO's update: the noise-scale measurement, if this iteration is measured,
+        at the parameters that collected the rollout. (A population trains its members' updates together, between
+        their :meth:`before_update` and :meth:`after_update`.)"""
         if self.noise_scale is not None and self._n_train_calls % self.noise_scale.every == 0:
             self._measure_noise_scale()
         self._n_train_calls += 1
-        self._ppo_update()
+
+    def after_update(self) -> None:
+        """What :meth:`train` does after PPO's update: the pre-clip gradient norms and the iteration's log row."""
         if self._gns_tap is not None:
             norms = self._gns_tap.pop()
             if norms:

@@ -1,0 +1,526 @@
+"""A population of PPO agents trained as one batched network: K Stable-Baselines3 ``PPO`` members of one
+architecture, their forward passes vmapped over stacked parameters, their updates taken together.
+
+Each member stays an ordinary SB3 ``PPO``: its own policy parameters, Adam, learning-rate and clip schedules, rollout
+buffer, logger and seed. What the population shares is the arithmetic: one forward and one backward pass over
+``K × minibatch_size`` samples in place of K, through :func:`torch.func.functional_call` and :func:`torch.func.vmap`
+over the members' own modules. Gradients land in each member's own parameters, so its own optimiser steps them.
+
+Shape glossary: ``K`` members, ``N`` samples per member (``n_envs * n_steps``), ``M`` samples per minibatch,
+``A`` discrete actions, ``*obs`` one observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.preprocessing import preprocess_obs
+from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.utils import explained_variance, obs_as_tensor
+from torch import nn
+from torch.func import functional_call, vmap
+
+from rl_gns.core.ppo import NoiseScalePPO
+
+#: PPO settings every member must share (a population differs only in seeds and learning rates).
+SHARED_SETTINGS = (
+    "n_envs",
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "gamma",
+    "gae_lambda",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "normalize_advantage",
+    "target_kl",
+    "device",
+)
+
+
+class _LogitsAndValues(nn.Module):
+    """An SB3 actor-critic's action logits and values: the part of ``evaluate_actions`` before the distribution, over
+    the policy's own modules, each registered once (SB3 registers a shared features extractor under three names).
+
+    :param policy: an actor-critic with a discrete action space.
+    """
+
+    def __init__(self, policy: ActorCriticPolicy) -> None:
+        super().__init__()
+        self.observation_space = policy.observation_space
+        self.normalize_images = policy.normalize_images
+        self.share_features_extractor = policy.share_features_extractor
+        if self.share_features_extractor:
+            self.features_extractor = policy.features_extractor
+        else:
+            self.pi_features_extractor = policy.pi_features_extractor
+            self.vf_features_extractor = policy.vf_features_extractor
+        self.mlp_extractor = policy.mlp_extractor
+        self.action_net = policy.action_net
+        self.value_net = policy.value_net
+
+    def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        features = preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images)
+        if self.share_features_extractor:
+            latent_pi, latent_vf = self.mlp_extractor(self.features_extractor(features))
+        else:
+            latent_pi = self.mlp_extractor.forward_actor(self.pi_features_extractor(features))
+            latent_vf = self.mlp_extractor.forward_critic(self.vf_features_extractor(features))
+        return self.action_net(latent_pi), self.value_net(latent_vf).flatten()
+
+
+class PopulationPolicy:
+    """K SB3 actor-critics of one architecture evaluated as one network, vmapped over their stacked parameters.
+
+    The parameters are stacked anew at every call (``torch.stack`` is differentiable), so gradients flow to each
+    member's own parameters and its own optimiser steps them.
+
+    :param policies: the members' actor-critics: the same class, parameter names and shapes; a discrete action space.
+    :raises ValueError: if they differ in architecture or the action space is not discrete.
+    """
+
+    def __init__(self, policies: Sequence[ActorCriticPolicy]) -> None:
+        if not policies:
+            raise ValueError("a population needs at least one member")
+        first = policies[0]
+        if not isinstance(first.action_space, spaces.Discrete):
+            raise ValueError(f"the population trainer supports discrete actions (Atari), got {first.action_space}")
+        shapes = [{name: p.shape for name, p in policy.named_parameters()} for policy in policies]
+        if any(type(policy) is not type(first) for policy in policies) or any(s != shapes[0] for s in shapes):
+            raise ValueError("population members must share one policy class and architecture")
+        self.policies = list(policies)
+        heads = [_LogitsAndValues(policy) for policy in policies]
+        if {id(p) for p in first.parameters()} != {id(p) for p in heads[0].parameters()}:
+            raise ValueError(
+                f"{type(first).__name__} has parameters outside its features extractor, mlp_extractor, "
+                "action_net and value_net: the population trainer cannot batch it"
+            )
+        self._heads = heads[0]
+        self._names = [name for name, _ in self._heads.named_parameters()]
+        self._params = [list(member.parameters()) for member in heads]
+        self._batched = vmap(self._one_member)
+
+    def _one_member(self, params: dict[str, th.Tensor], obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        return functional_call(self._heads, params, (obs,))
+
+    @property
+    def size(self) -> int:
+        """K, the number of members."""
+        return len(self.policies)
+
+    def stacked_parameters(self) -> dict[str, th.Tensor]:
+        """``{name: (K, *shape)}``: every member's parameters, stacked (differentiable)."""
+        return {name: th.stack(tensors) for name, tensors in zip(self._names, zip(*self._params, strict=True), strict=True)}
+
+    def logits_and_values(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """Action logits ``(K, N, A)`` and values ``(K, N)`` of each member on its own observations ``(K, N, *obs)``."""
+        return self._batched(self.stacked_parameters(), obs)
+
+    def set_training_mode(self, mode: bool) -> None:
+        """Put every member in training (``True``) or evaluation mode, as SB3's ``set_training_mode``."""
+        for policy in self.policies:
+            policy.set_training_mode(mode)
+
+
+def check_members(members: Sequence[PPO]) -> None:
+    """Check that K SB3 ``PPO`` agents can train as one population: one architecture (:class:`PopulationPolicy`) and
+    the same :data:`SHARED_SETTINGS`; seeds and learning rates may differ.
+
+    :raises ValueError: naming the first setting that differs.
+    """
+    if not members:
+        raise ValueError("a population needs at least one member")
+    first = members[0]
+    for name in SHARED_SETTINGS:
+        values = [getattr(member, name) for member in members]
+        if any(value != values[0] for value in values):
+            raise ValueError(f"population members must share {name}; got {values}")
+    rollout_size = first.n_envs * first.n_steps
+    if rollout_size % first.batch_size:
+        raise ValueError(
+            f"the population trainer needs minibatch_size ({first.batch_size}) to divide the rollout size ({rollout_size})"
+        )
+    if first.clip_range_vf is not None and any(member.clip_range_vf is None for member in members):
+        raise ValueError("population members must all clip the value or all not")
+
+
+def flat_rollout(buffer: RolloutBuffer) -> dict[str, th.Tensor]:
+    """A filled rollout buffer's samples as torch tensors in the order of SB3's ``swap_and_flatten``: flat index
+    ``i`` is step ``i % n_steps`` of env ``i // n_steps``. The buffer itself is not changed.
+
+    :return: ``observations (N, *obs)``, ``actions (N,)`` (long), ``old_values``, ``old_log_prob``, ``advantages`` and
+        ``returns`` ``(N,)``.
+    """
+    if buffer.generator_ready:
+        raise RuntimeError("rollout buffer is already flattened")
+    flat = {
+        name: buffer.swap_and_flatten(getattr(buffer, name))
+        for name in ("observations", "actions", "values", "log_probs", "advantages", "returns")
+    }
+    return {
+        "observations": buffer.to_torch(flat["observations"]),
+        "actions": buffer.to_torch(flat["actions"]).long().flatten(),
+        "old_values": buffer.to_torch(flat["values"]).flatten(),
+        "old_log_prob": buffer.to_torch(flat["log_probs"]).flatten(),
+        "advantages": buffer.to_torch(flat["advantages"]).flatten(),
+        "returns": buffer.to_torch(flat["returns"]).flatten(),
+    }
+
+
+class PPOLosses(NamedTuple):
+    """PPO's losses and diagnostics on one minibatch of each member: each ``(K,)``, a mean over the member's ``M``
+    samples."""
+
+    policy: th.Tensor
+    """Clipped surrogate ``-mean(min(A·r, A·clip(r, 1±ε)))``."""
+    value: th.Tensor
+    """``mean((returns - V)²)``, ``V`` clipped around the old values by ``ε_vf`` where given."""
+    entropy: th.Tensor
+    """``-mean(entropy)``."""
+    total: th.Tensor
+    """``policy + ent_coef · entropy + vf_coef · value``, the loss PPO descends."""
+    clip_fraction: th.Tensor
+    """Fraction of samples with ``|r - 1| > ε``."""
+    approx_kl: th.Tensor
+    """``mean((r - 1) - log r)``, SB3's estimate of the KL divergence from the old policy (no gradient)."""
+
+
+def ppo_losses(
+    logits: th.Tensor,
+    values: th.Tensor,
+    batch: dict[str, th.Tensor],
+    eps: th.Tensor,
+    eps_vf: th.Tensor | None,
+    normalize_advantage: bool,
+    ent_coef: float,
+    vf_coef: float,
+) -> PPOLosses:
+    """SB3's PPO losses of K members on their own minibatches, as ``PPO.train`` computes them for one.
+
+    :param logits: ``(K, M, A)`` action logits at the current parameters.
+    :param values: ``(K, M)`` values at the current parameters.
+    :param batch: ``actions``, ``old_log_prob``, ``advantages``, ``old_values``, ``returns``, each ``(K, M)``.
+    :param eps: ``(K, 1)`` ratio clip ``ε`` of each member.
+    :param eps_vf: ``(K, 1)`` value clip, or ``None`` for none.
+    :param normalize_advantage: normalise advantages per member and minibatch, ``(A - mean) / (std + 1e-8)`` (not for
+        ``M = 1``, as SB3).
+    :param ent_coef: entropy coefficient.
+    :param vf_coef: value coefficient.
+    """
+    distribution = th.distributions.Categorical(logits=logits)
+    log_prob = distribution.log_prob(batch["actions"])
+    advantages = batch["advantages"]
+    if normalize_advantage and advantages.shape[1] > 1:
+        advantages = (advantages - advantages.mean(1, keepdim=True)) / (advantages.std(1, keepdim=True) + 1e-8)
+    log_ratio = log_prob - batch["old_log_prob"]
+    ratio = th.exp(log_ratio)
+    policy = -th.min(advantages * ratio, advantages * th.clamp(ratio, 1 - eps, 1 + eps)).mean(1)
+    if eps_vf is not None:
+        values = batch["old_values"] + th.clamp(values - batch["old_values"], -eps_vf, eps_vf)
+    value = (batch["returns"] - values).square().mean(1)
+    entropy = -distribution.entropy().mean(1)
+    with th.no_grad():
+        clip_fraction = ((ratio - 1).abs() > eps).float().mean(1)
+        approx_kl = ((ratio - 1) - log_ratio).mean(1)
+    return PPOLosses(policy, value, entropy, policy + ent_coef * entropy + vf_coef * value, clip_fraction, approx_kl)
+
+
+class _TrainLog:
+    """One member's ``train/`` diagnostics over an update, as ``PPO.train`` collects them."""
+
+    def __init__(self) -> None:
+        self.policy: list[float] = []
+        self.value: list[float] = []
+        self.entropy: list[float] = []
+        self.clip_fraction: list[float] = []
+        self.approx_kl: list[float] = []  # of the last epoch the member started
+        self.loss = float("nan")
+
+    def add(self, row: np.ndarray) -> float:
+        """Append one minibatch's ``(policy, value, entropy, total, clip_fraction, approx_kl)``; return its KL."""
+        policy, value, entropy, self.loss, clip_fraction, approx_kl = (float(x) for x in row)
+        self.policy.append(policy)
+        self.value.append(value)
+        self.entropy.append(entropy)
+        self.clip_fraction.append(clip_fraction)
+        self.approx_kl.append(approx_kl)
+        return approx_kl
+
+    def record(self, member: PPO, clip_range: float, clip_range_vf: float | None) -> None:
+        """Log what ``PPO.train`` logs, under the same keys."""
+        logger, buffer = member.logger, member.rollout_buffer
+        logger.record("train/entropy_loss", np.mean(self.entropy))
+        logger.record("train/policy_gradient_loss", np.mean(self.policy))
+        logger.record("train/value_loss", np.mean(self.value))
+        logger.record("train/approx_kl", np.mean(self.approx_kl))
+        logger.record("train/clip_fraction", np.mean(self.clip_fraction))
+        logger.record("train/loss", self.loss)
+        logger.record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
+        logger.record("train/n_updates", member._n_updates, exclude="tensorboard")
+        logger.record("train/clip_range", clip_range)
+        if clip_range_vf is not None:
+            logger.record("train/clip_range_vf", clip_range_vf)
+
+
+def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs: Sequence[np.random.RandomState]) -> None:
+    """``stable_baselines3.PPO.train()`` for every member at once: the same epochs, minibatches, advantage
+    normalisation, clipped losses (:func:`ppo_losses`), gradient clipping, Adam step, early stop on ``target_kl`` and
+    ``train/`` logs, with one batched forward and backward pass per minibatch.
+
+    Member ``k`` draws its minibatch permutation of each epoch from ``rngs[k]`` as SB3 draws it from NumPy's global
+    generator (``np.random.permutation``), so a member whose generator is in the state a lone run's global one would
+    be in gets the lone run's minibatches.
+
+    :param members: K agents with filled rollout buffers (:func:`check_members`); their buffers are left unflattened.
+    :param population: their policies, in the same order.
+    :param rngs: one NumPy generator per member (its minibatch permutations).
+    """
+    k_members = len(members)
+    if len(rngs) != k_members or population.size != k_members:
+        raise ValueError(f"{k_members} members, {population.size} policies and {len(rngs)} generators")
+    first = members[0]
+    population.set_training_mode(True)
+    for member in members:
+        member._update_learning_rate(member.policy.optimizer)
+    clip_range = [float(m.clip_range(m._current_progress_remaining)) for m in members]  # type: ignore[operator]
+    clip_range_vf = [
+        float(m.clip_range_vf(m._current_progress_remaining))  # type: ignore[operator]
+        for m in members
+        if m.clip_range_vf is not None
+    ]
+    device = first.device
+    eps = th.tensor(clip_range, device=device)[:, None]
+    eps_vf = th.tensor(clip_range_vf, device=device)[:, None] if clip_range_vf else None
+    rollouts = [flat_rollout(member.rollout_buffer) for member in members]
+    data = {name: th.stack([rollout[name] for rollout in rollouts]) for name in rollouts[0]}  # (K, N, ...)
+    n_samples = data["advantages"].shape[1]
+    rows = th.arange(k_members, device=device)[:, None]
+    active = [True] * k_members
+    logs = [_TrainLog() for _ in members]
+    for _ in range(first.n_epochs):
+        started = [k for k in range(k_members) if active[k]]
+        for k in started:
+            logs[k].approx_kl = []
+        perms = np.stack([rngs[k].permutation(n_samples) if active[k] else np.arange(n_samples) for k in range(k_members)])
+        for start in range(0, n_samples, first.batch_size):
+            idx = th.as_tensor(perms[:, start : start + first.batch_size], device=device)
+            batch = {name: tensor[rows, idx] for name, tensor in data.items()}  # (K, M, ...)
+            logits, values = population.logits_and_values(batch.pop("observations"))
+            losses = ppo_losses(
+                logits, values, batch, eps, eps_vf, first.normalize_advantage, float(first.ent_coef), first.vf_coef
+            )
+            diagnostics = (
+                th.stack([losses.policy, losses.value, losses.entropy, losses.total, losses.clip_fraction, losses.approx_kl])
+                .detach()
+                .cpu()
+                .numpy()
+            )
+            stepping = []
+            for k in (k for k in range(k_members) if active[k]):
+                approx_kl = logs[k].add(diagnostics[:, k])
+                target_kl = members[k].target_kl
+                active[k] = target_kl is None or approx_kl <= 1.5 * target_kl
+                if active[k]:
+                    stepping.append(k)
+            if not stepping:
+                break
+            for k in stepping:
+                members[k].policy.optimizer.zero_grad()
+            losses.total[stepping].sum().backward()
+            for k in stepping:
+                th.nn.utils.clip_grad_norm_(members[k].policy.parameters(), members[k].max_grad_norm)
+                members[k].policy.optimizer.step()
+        for k in started:
+            members[k]._n_updates += 1
+    for k, member in enumerate(members):
+        logs[k].record(member, clip_range[k], clip_range_vf[k] if clip_range_vf else None)
+
+
+def as_tensor(obs: object, device: th.device) -> th.Tensor:
+    """One member's last observations as a tensor (SB3's ``obs_as_tensor``; Atari observations are arrays)."""
+    tensor = obs_as_tensor(obs, device)  # type: ignore[arg-type]
+    if not isinstance(tensor, th.Tensor):
+        raise ValueError("the population trainer takes array observations (Atari), not dict observations")
+    return tensor
+
+
+def collect_population_rollouts(
+    members: Sequence[PPO], population: PopulationPolicy, callbacks: Sequence[BaseCallback], n_rollout_steps: int
+) -> list[bool]:
+    """``stable_baselines3.PPO.collect_rollouts`` for every member at once: one batched forward pass per step for all
+    members, each member's own envs stepped together (``step_async`` for all, then ``step_wait``), each member's
+    callback, episode info, timeout bootstrapping and rollout buffer as SB3 has them.
+
+    Actions are sampled from torch's global generator in one call for all members, as SB3 samples a lone agent's:
+    a population of one draws exactly the actions of a lone run with the same forward pass.
+
+    :param members: K agents, their last observations set (``_setup_learn``).
+    :param population: their policies, in the same order.
+    :param callbacks: each member's callback (as ``_setup_learn`` returns it).
+    :param n_rollout_steps: steps per env (``n_steps``).
+    :return: per member, ``True`` if it collected a full rollout (returns and advantages computed), ``False`` if its
+        callback stopped it (as SB3's ``collect_rollouts`` returns).
+    """
+    device = members[0].device
+    population.set_training_mode(False)
+    for member, callback in zip(members, callbacks, strict=True):
+        member.rollout_buffer.reset()
+        callback.on_rollout_start()
+    going = [True] * len(members)
+    for n_steps in range(n_rollout_steps):
+        with th.no_grad():
+            obs = th.stack([as_tensor(member._last_obs, device) for member in members])
+            logits, values = population.logits_and_values(obs)
+            distribution = th.distributions.Categorical(logits=logits)
+            sampled = distribution.sample()
+            log_probs = distribution.log_prob(sampled)
+        all_actions = sampled.cpu().numpy()
+        live = [k for k, on in enumerate(going) if on]
+        for k in live:
+            members[k].env.step_async(all_actions[k])  # type: ignore[union-attr]
+        for k in live:
+            member, callback, actions = members[k], callbacks[k], all_actions[k]
+            env = member.env
+            assert env is not None
+            new_obs, rewards, dones, infos = env.step_wait()
+            member.num_timesteps += env.num_envs
+            callback.update_locals(
+                {
+                    "self": member,
+                    "env": env,
+                    "callback": callback,
+                    "rollout_buffer": member.rollout_buffer,
+                    "n_rollout_steps": n_rollout_steps,
+                    "n_steps": n_steps,
+                    "actions": actions,
+                    "values": values[k],
+                    "log_probs": log_probs[k],
+                    "new_obs": new_obs,
+                    "rewards": rewards,
+                    "dones": dones,
+                    "infos": infos,
+                }
+            )
+            if not callback.on_step():
+                going[k] = False
+                continue
+            member._update_info_buffer(infos, dones)
+            for idx, done in enumerate(dones):  # bootstrap on time limits, as SB3 does
+                if (
+                    done
+                    and infos[idx].get("terminal_observation") is not None
+                    and infos[idx].get("TimeLimit.truncated", False)
+                ):
+                    terminal_obs = member.policy.obs_to_tensor(infos[idx]["terminal_observation"])[0]
+                    with th.no_grad():
+                        rewards[idx] += member.gamma * member.policy.predict_values(terminal_obs)[0]
+            member.rollout_buffer.add(
+                member._last_obs,  # type: ignore[arg-type]
+                actions.reshape(-1, 1),
+                rewards,
+                member._last_episode_starts,  # type: ignore[arg-type]
+                values[k],
+                log_probs[k],
+            )
+            member._last_obs = new_obs  # type: ignore[assignment]
+            member._last_episode_starts = dones
+    done_members = [k for k, on in enumerate(going) if on]
+    with th.no_grad():
+        obs = th.stack([as_tensor(member._last_obs, device) for member in members])
+        _, last_values = population.logits_and_values(obs)
+    for k in done_members:
+        members[k].rollout_buffer.compute_returns_and_advantage(
+            last_values=last_values[k],
+            dones=members[k]._last_episode_starts,  # type: ignore[arg-type]
+        )
+        callbacks[k].update_locals({"rollout_buffer": members[k].rollout_buffer})
+        callbacks[k].on_rollout_end()
+    return going
+
+
+class Population:
+    """K :class:`~rl_gns.core.ppo.NoiseScalePPO` agents of one architecture and PPO settings (seeds and learning
+    rates may differ) trained in one process: rollouts with one batched forward pass per step
+    (:func:`collect_population_rollouts`), updates with one batched forward and backward pass per minibatch
+    (:func:`population_update`), each member's noise-scale measurement, logs and callbacks its own.
+
+    A member whose callback stops it (a target reached, a deadline) or whose budget is spent leaves the population;
+    the others go on.
+
+    :param members: the agents, each with its own envs (``n_envs`` of them), logger and seed.
+    :param rngs: each member's minibatch-permutation generator; if unset, seeded with the member's seed, the state a
+        lone run's NumPy global generator has when it starts training.
+    :raises ValueError: if the members cannot train together (:func:`check_members`).
+    """
+
+    def __init__(self, members: Sequence[NoiseScalePPO], rngs: Sequence[np.random.RandomState] | None = None) -> None:
+        check_members(members)
+        if any(type(member) is not NoiseScalePPO for member in members):
+            raise ValueError("population members must be NoiseScalePPO agents (data-parallel and adaptive ones train alone)")
+        self.members = list(members)
+        self.rngs = list(rngs) if rngs is not None else [np.random.RandomState(member.seed) for member in members]
+        if len(self.rngs) != len(self.members):
+            raise ValueError(f"{len(self.members)} members and {len(self.rngs)} generators")
+
+    def learn(
+        self,
+        total_timesteps: Sequence[int],
+        callbacks: Sequence[MaybeCallback],
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "PPO",
+    ) -> None:
+        """``PPO.learn`` for every member at once (``log_interval`` 1, no progress bar).
+
+        :param total_timesteps: each member's budget in agent steps (as ``PPO.learn`` takes it).
+        :param callbacks: each member's callback(s).
+        :param reset_num_timesteps: as for ``PPO.learn``.
+        :param tb_log_name: as for ``PPO.learn``.
+        """
+        members = self.members
+        setups = [
+            member._setup_learn(total, callback, reset_num_timesteps, tb_log_name, False)
+            for member, total, callback in zip(members, total_timesteps, callbacks, strict=True)
+        ]
+        totals = [total for total, _ in setups]
+        hooks = [callback for _, callback in setups]
+        for member, total, callback in zip(members, totals, hooks, strict=True):
+            callback.on_training_start({"self": member, "total_timesteps": total, "callback": callback}, {})
+        iterations = [0] * len(members)
+        training = [k for k, member in enumerate(members) if member.num_timesteps < totals[k]]
+        population: PopulationPolicy | None = None
+        batched: tuple[int, ...] = ()
+        while training:
+            if tuple(training) != batched:
+                batched = tuple(training)
+                population = PopulationPolicy([members[k].policy for k in training])
+            assert population is not None
+            going = collect_population_rollouts(
+                [members[k] for k in training], population, [hooks[k] for k in training], members[0].n_steps
+            )
+            if not all(going):
+                training = [k for k, on in zip(training, going, strict=True) if on]
+                if not training:
+                    break
+                batched = tuple(training)
+                population = PopulationPolicy([members[k].policy for k in training])
+            for k in training:
+                iterations[k] += 1
+                members[k]._update_current_progress_remaining(members[k].num_timesteps, totals[k])
+                members[k].dump_logs(iterations[k])
+            for k in training:
+                members[k].before_update()
+            population_update([members[k] for k in training], population, [self.rngs[k] for k in training])
+            for k in training:
+                members[k].after_update()
+            training = [k for k in training if members[k].num_timesteps < totals[k]]
+        for callback in hooks:
+            callback.on_training_end()

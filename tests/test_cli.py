@@ -1,9 +1,12 @@
 """The real ``rl-gns`` CLI in a subprocess, on real ALE with a tiny budget."""
 
+import dataclasses
 import json
 import subprocess
 import sys
+import typing
 
+import docstring_parser
 import numpy as np
 import pytest
 import torch
@@ -82,6 +85,42 @@ def test_help_documents_units():
     assert result.returncode == 0
     for phrase in ("--total-steps", "agent steps", "--n-envs", "--gns-b-small", "samples", "--device"):
         assert phrase in result.stdout
+
+
+def config_dataclasses(cls: type) -> set[type]:
+    """``cls`` and every dataclass it inherits from or holds as a field (in ``X | None``, ``tuple[X, ...]`` too)."""
+    found: set[type] = set()
+    todo = [cls]
+    while todo:
+        current = todo.pop()
+        for base in current.__mro__:
+            if base in found or not dataclasses.is_dataclass(base):
+                continue
+            found.add(base)
+            for hint in typing.get_type_hints(base, include_extras=True).values():
+                stack = [hint]
+                while stack:
+                    tp = stack.pop()
+                    stack.extend(typing.get_args(tp))
+                    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+                        todo.append(tp)
+    return found
+
+
+def test_every_flag_help_is_one_line():
+    # tyro keeps a docstring's line break before a line that does not start with a letter (and its indentation):
+    # a field docstring over two lines shows a hard break mid-sentence in --help
+    from rl_gns.cli import COMMANDS
+
+    classes = set().union(*(config_dataclasses(cls) for cls, _ in COMMANDS.values()))
+    assert {"TrainConfig", "EnvSettings", "MeasureSettings", "ExecutionConfig", "ProbeConfig"} <= {c.__name__ for c in classes}
+    multi_line = [
+        f"{cls.__module__}.{cls.__qualname__}.{param.arg_name}"
+        for cls in classes
+        for param in docstring_parser.parse_from_object(cls).params  # what tyro reads
+        if param.description and "\n" in param.description
+    ]
+    assert not multi_line, f"field docstrings over more than one line: {sorted(multi_line)}"
 
 
 @pytest.mark.parametrize(

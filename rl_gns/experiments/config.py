@@ -28,13 +28,17 @@ _ZOO = RL_ZOO3_ATARI_PPO
 
 @dataclass
 class EnvSettings:
-    """Which Atari game, and how the agent observes it."""
+    """Which Atari game, and how the agent observes it.
+
+    Backends: ``ale_vector``, ale-py's native multithreaded vector env; ``sb3``, Stable-Baselines3's ``make_atari_env``
+    with a ``DummyVecEnv`` (the reference); ``ram``, the 128 RAM bytes as observation with an MLP policy, cheap on a
+    CPU, with the same game protocol and raw scores as the pixel backends.
+    """
 
     env: str = "BeamRider"
     """Atari game: BeamRider, ALE/BeamRider-v5, BeamRiderNoFrameskip-v4 or beam_rider."""
     backend: Literal["ale_vector", "sb3", "ram"] = "ale_vector"
-    """ale_vector: ale-py's native multithreaded vector env; sb3: make_atari_env + DummyVecEnv (reference);
-    ram: the 128 RAM bytes with an MLP policy (cheap on a CPU; same game protocol and raw scores)."""
+    """ale_vector: ale-py's vector env; sb3: make_atari_env + DummyVecEnv (reference); ram: the 128 RAM bytes, MLP policy."""
     sticky_actions: float = 0.0
     """Repeat-action probability (0: the DeepMind/NoFrameskip-v4 protocol of the published PPO scores; ALE v5: 0.25)."""
 
@@ -63,14 +67,18 @@ class PPOSettings:
 
 @dataclass
 class MeasureSettings:
-    """How the gradient noise scale is measured (see :class:`rl_gns.NoiseScaleConfig`)."""
+    """How the gradient noise scale is measured (see :class:`rl_gns.NoiseScaleConfig`).
+
+    Schemes (``--gns-scheme``, one or more, each logged under ``gns/<scheme>/``; ``docs/measurement.md``): ``envs``,
+    the default, takes the whole rollout as the big batch, split into groups of whole env trajectories, and is
+    unbiased on RL data; ``minibatch`` takes one random minibatch as the big batch, split into small batches, and its
+    ``|G|²`` is biased upwards on RL data.
+    """
 
     gns: bool = True
     """Measure the gradient noise scale (--no-gns trains the same agent without measuring)."""
     gns_scheme: tuple[Literal["minibatch", "envs"], ...] = NoiseScaleConfig.schemes
-    """One or more schemes, each logged under gns/<scheme>/. envs (default; unbiased on RL data): the big batch is the
-    whole rollout, split into groups of whole env trajectories; minibatch: the big batch is one random minibatch, split
-    into small batches (its |G|² is biased upwards on RL data)."""
+    """envs (whole env trajectories; unbiased on RL data) and/or minibatch (biased upwards on RL data); docs/measurement.md."""
     gns_losses: tuple[Literal["policy", "value", "total"], ...] = NoiseScaleConfig.losses
     """Losses whose noise scale is measured."""
     gns_every: int = NoiseScaleConfig.every
@@ -103,9 +111,7 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     n_envs: int = _ZOO["n_envs"]
     """Parallel environments; a rollout is n_envs * n_steps agent steps."""
     nproc: int = 1
-    """Data-parallel processes (ranks) on this machine, each stepping n_envs / nproc envs; gradients are averaged
-    over the ranks before every optimiser step, so they train as one process (docs/data-parallel.md). Under
-    torchrun, the ranks torchrun starts (WORLD_SIZE) on every machine together."""
+    """Data-parallel ranks (n_envs / nproc envs each) training as one; under torchrun, all ranks (docs/data-parallel.md)."""
     total_steps: int = 1_000_000
     """Training budget in agent steps (1 agent step = 4 emulator frames); rounded up to whole rollouts."""
     out: Path | None = None
@@ -115,28 +121,22 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     seed: int = 0
     """Seed of the agent, the environments (env i gets seed + i) and the noise-scale sampler."""
     init_from: Path | None = None
-    """Start from the policy and Adam state of this saved agent (a model.zip) instead of a new one: a branch of
-    rl-gns probe. If unset: a new agent."""
+    """Start from the policy and Adam state of this saved agent (model.zip), as probe's branches do; if unset, a new agent."""
     device: str = "cpu"
     """Torch device: cpu (fastest for this small CNN on few envs), cuda, or auto."""
     minibatch_size: int = _ZOO["batch_size"]
     """Samples per gradient step (SB3's batch_size); must divide the rollout size."""
     learning_rate: float = _ZOO["learning_rate"]
-    """Adam step size; decayed linearly to 0 over training unless --no-anneal. 0 holds the policy fixed (with
-    --init-from: play and measure the noise scale at fixed parameters)."""
+    """Adam step size, decayed linearly to 0 unless --no-anneal; 0 holds the policy fixed (it plays and measures only)."""
     anneal: bool = True
-    """Decay learning rate and clip range linearly over total_steps (rl-zoo3). A decaying learning rate raises the
-    noise scale late in training (B_simple ∝ 1/temperature): use --no-anneal to compare runs."""
+    """Decay learning rate and clip range linearly (rl-zoo3); it inflates the late noise scale: compare with --no-anneal."""
 
     adaptive_r: float | None = None
-    """Grow n_envs during training to rollout_size = sqrt(r · B_noise) (power-of-2 envs, never shrinking), B_noise the
-    critical rollout size --adaptive-predictor predicts, r in agent steps per PPO iteration (McCandlish et al. App. D).
-    Needs --no-anneal. If unset: fixed n_envs."""
+    """Grow the rollout to sqrt(r · B_noise), r in agent steps per PPO iteration; needs --no-anneal. If unset: fixed n_envs."""
     max_n_envs: int = AdaptiveConfig.max_n_envs
-    """Largest env count of an adaptive run."""
+    """Largest env count of an adaptive run (it grows in powers of 2, never shrinking)."""
     adaptive_predictor: str = AdaptiveConfig.predictor
-    """Noise-scale candidate whose predicted critical rollout size drives an adaptive run (its scheme and loss must be
-    measured): <mb|env>[_xM]_<policy|value|total>."""
+    """Noise-scale candidate <mb|env>[_xM]_<policy|value|total> whose prediction is B_noise (its scheme and loss measured)."""
     adaptive_min_measurements: int = AdaptiveConfig.min_measurements
     """Noise-scale measurements before an adaptive run first grows."""
 
@@ -152,19 +152,15 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     """Print SB3's table of every logged value each iteration, instead of one line (progress.csv holds them all)."""
 
     resume: Path | None = None
-    """Continue the unfinished run in this directory from its last checkpoint, with the settings of its config.json
-    (flags that contradict them are refused; the run-control flags below, --device, --torch-threads and --progress-bar
-    may change, and keep the run's values unless given)."""
+    """Continue the unfinished run in this directory from its last checkpoint; training flags must match its config.json."""
     checkpoint_minutes: float | None = 10.0
-    """Write a checkpoint (under <out>/checkpoints/) after the PPO iteration that passes this many wall-clock minutes
-    since the last one; 0: after every iteration; None (--checkpoint-minutes None): no time trigger."""
+    """Checkpoint after the iteration that passes this many wall-clock minutes since the last; 0: every one; None: no timer."""
     checkpoint_steps: int | None = None
     """Also write a checkpoint every this many agent steps; if unset, time trigger only."""
     max_wall_minutes: float | None = None
     """Stop cleanly, with a checkpoint, before this many wall-clock minutes of training (resume with --resume DIR)."""
     snapshot_steps: int | None = None
-    """Keep the agent every this many agent steps, as <out>/snapshots/<agent steps>.zip (never pruned; the points
-    `rl-gns probe --at` branches from). If unset: none."""
+    """Keep the agent every this many agent steps, as <out>/snapshots/<steps>.zip for probe --at; if unset, none."""
 
     @property
     def rollout_size(self) -> int:

@@ -126,14 +126,11 @@ class ProbeConfig(ExecutionConfig):
     source: tyro.conf.Positional[Path]
     """The run directory to probe."""
     at: int | None = None
-    """Branch from the run's first snapshot at or past this many agent steps (train --snapshot-steps). If unset: its
-    final agent (model.zip), or its newest checkpoint if unfinished."""
+    """Branch from the run's first snapshot at or past this many agent steps; if unset, its model.zip or newest checkpoint."""
     anchor_steps: int = 100_000
-    """Agent steps the agent plays at fixed parameters (learning rate 0) at the source's env count: its games give the
-    start score, its measurements the noise scale there. It must finish at least --window games."""
+    """Agent steps the anchor plays at fixed parameters for the start score and noise scale; must finish --window games."""
     delta: float | None = None
-    """Improvement of the running score over the start score that a branch must reach (raw score). If unset:
-    --delta-noise standard errors of the running score."""
+    """Raw-score improvement over the start score that a branch must reach; if unset, --delta-noise standard errors."""
     delta_noise: float = 3.0
     """Without --delta: the improvement in standard errors of the running score, sd(game score) / sqrt(window)."""
     n_envs: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
@@ -141,8 +138,7 @@ class ProbeConfig(ExecutionConfig):
     seeds: int = 3
     """Seeds per (env count, learning rate)."""
     first_seed: int = 0
-    """The first seed: a retest of the same branch point with disjoint seeds starts past the first probe's (its anchor
-    plays other games too)."""
+    """First seed of the branches and the anchor; a retest of the same point starts past the first probe's seeds."""
     lr_rule: Literal["sqrt", "linear", "constant"] = "sqrt"
     """Learning rate at each size: the source's, scaled by (n_envs / source n_envs)^p, p = 0.5, 1 or 0."""
     lr_points: int = 1

@@ -49,16 +49,13 @@ class ExecutionConfig:
     threads_per_run: int = 1
     """Torch threads (and Ray CPUs) per run."""
     ray_address: str | None = None
-    """Address of a running Ray cluster (e.g. ray://head:10001 or auto); if unset, start a local Ray instance.
-    --out must be at the same path on every node (a shared filesystem)."""
+    """Address of a running Ray cluster (ray://head:10001 or auto; --out on a shared filesystem); if unset, a local Ray."""
     device: str = "cpu"
     """Torch device of every run."""
     checkpoint_minutes: float | None = 10.0
-    """Each run writes a checkpoint after the PPO iteration that passes this many wall-clock minutes since its last one
-    (0: every iteration); rerunning the command resumes the runs in flight from their checkpoints."""
+    """Each run checkpoints after the PPO iteration that passes this many wall-clock minutes since its last (0: every one)."""
     max_wall_minutes: float | None = None
-    """Stop the whole command cleanly before this many wall-clock minutes: runs in flight stop with a checkpoint, runs
-    not started wait; rerunning it goes on (a job time limit, a GPU lent in 10-minute commands)."""
+    """Stop before this many wall-clock minutes (a job time limit): runs in flight checkpoint, others wait; rerun to go on."""
 
     def check_execution(self) -> None:
         """Validate how the runs execute (raises ``ValueError`` with the reason)."""

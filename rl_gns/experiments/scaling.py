@@ -36,15 +36,19 @@ from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, read_measurements
 
 @dataclass
 class ScalingConfig:
-    """Measure PPO throughput against n_envs on this machine."""
+    """Measure PPO throughput against n_envs on this machine.
+
+    With ``--nproc``, each rank steps ``n_envs / nproc`` envs with its share of the cores as torch threads; the
+    throughput model is fitted on the one-process measurements (nproc 1). The default 4 timed iterations include one
+    default noise-scale measurement (every 4th iteration), so the update time includes its amortised cost.
+    """
 
     env: str = "BeamRider"
     """Atari game."""
     n_envs: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128, 256])
     """Env counts to measure, smallest first."""
     nproc: list[int] = field(default_factory=lambda: [1])
-    """Data-parallel ranks to measure at each n_envs (each rank steps n_envs / nproc envs, its torch threads a share
-    of the cores); a count that does not divide n_envs is skipped. The throughput model is fitted on nproc 1."""
+    """Data-parallel ranks at each n_envs (n_envs / nproc envs each; skipped if not dividing); the model uses nproc 1."""
     out: Path = Path("runs/scaling")
     """Directory for settings.json and measurements.jsonl (then scaling.json, report.md, scaling.png)."""
     n_steps: int = RL_ZOO3_ATARI_PPO["n_steps"]
@@ -56,8 +60,7 @@ class ScalingConfig:
     n_epochs: int = RL_ZOO3_ATARI_PPO["n_epochs"]
     """Passes over each rollout (fixed)."""
     iterations: int = 4
-    """Timed PPO iterations per n_envs, after one untimed warm-up iteration (4: one default noise-scale
-    measurement among them, so the update time includes its amortised cost)."""
+    """Timed PPO iterations per n_envs, after an untimed warm-up (the default 4 include one noise-scale measurement)."""
     env_agent_steps: int = 16384
     """Agent steps of the env-only measurement per n_envs (at least 32 vector steps)."""
     device: str = "cpu"

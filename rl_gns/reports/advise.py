@@ -25,13 +25,13 @@ class NotMeasuredError(ValueError):
 
 @dataclass
 class AdviseConfig:
-    """Print the critical rollout size a run's measured noise scale predicts, with its 95 % interval."""
+    """Print the critical rollout size a run's measured noise scale predicts, with its 95 % interval (the predictors:
+    docs/prediction-criterion.md)."""
 
     run_dir: tyro.conf.Positional[Path]
     """A run directory written by rl-gns train (finished or not)."""
     predictor: str = DEFAULT_PREDICTOR
-    """Noise-scale candidate: <mb|env>[_xM]_<policy|value|total> (mb: minibatch scheme, env: whole trajectories,
-    _xM: times the minibatches per epoch); see docs/prediction-criterion.md."""
+    """Noise-scale candidate <mb|env>[_xM]_<policy|value|total>: mb/env the scheme, _xM × minibatches per epoch, the loss."""
 
 
 def check(config: AdviseConfig) -> None:

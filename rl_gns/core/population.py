@@ -121,9 +121,13 @@ class PopulationPolicy:
         """``{name: (K, *shape)}``: every member's parameters, stacked (differentiable)."""
         return {name: th.stack(tensors) for name, tensors in zip(self._names, zip(*self._params, strict=True), strict=True)}
 
-    def logits_and_values(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        """Action logits ``(K, N, A)`` and values ``(K, N)`` of each member on its own observations ``(K, N, *obs)``."""
-        return self._batched(self.stacked_parameters(), obs)
+    def logits_and_values(self, obs: th.Tensor, params: dict[str, th.Tensor] | None = None) -> tuple[th.Tensor, th.Tensor]:
+        """Action logits ``(K, N, A)`` and values ``(K, N)`` of each member on its own observations ``(K, N, *obs)``.
+
+        :param params: the members' parameters as :meth:`stacked_parameters` gives them (stacked once for many calls
+            at the same parameters, as during a rollout); if unset, stacked now.
+        """
+        return self._batched(self.stacked_parameters() if params is None else params, obs)
 
     def set_training_mode(self, mode: bool) -> None:
         """Put every member in training (``True``) or evaluation mode, as SB3's ``set_training_mode``."""
@@ -376,10 +380,12 @@ def collect_population_rollouts(
         member.rollout_buffer.reset()
         callback.on_rollout_start()
     going = [True] * len(members)
+    with th.no_grad():
+        params = population.stacked_parameters()  # fixed during the rollout
     for n_steps in range(n_rollout_steps):
         with th.no_grad():
             obs = th.stack([as_tensor(member._last_obs, device) for member in members])
-            logits, values = population.logits_and_values(obs)
+            logits, values = population.logits_and_values(obs, params)
             distribution = th.distributions.Categorical(logits=logits)
             sampled = distribution.sample()
             log_probs = distribution.log_prob(sampled)
@@ -436,7 +442,7 @@ def collect_population_rollouts(
     done_members = [k for k, on in enumerate(going) if on]
     with th.no_grad():
         obs = th.stack([as_tensor(member._last_obs, device) for member in members])
-        _, last_values = population.logits_and_values(obs)
+        _, last_values = population.logits_and_values(obs, params)
     for k in done_members:
         members[k].rollout_buffer.compute_returns_and_advantage(
             last_values=last_values[k],

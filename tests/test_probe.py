@@ -110,6 +110,9 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     # the same command again does nothing new; another delta is refused before anything is written
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "1 finished before" in again.stdout and "4 finished before" in again.stdout, again.stdout
+    relative = [*command[:4], source.name, *command[5:]]  # the source spelled relative to where the command runs
+    spelled = subprocess.run(relative, capture_output=True, text=True, timeout=600, cwd=source.parent)
+    assert spelled.returncode == 0 and "4 finished before" in spelled.stdout, spelled.stdout + spelled.stderr[-2000:]
     other = subprocess.run([*command, "--delta", "50"], capture_output=True, text=True, timeout=600)
     assert other.returncode == 2 and "other settings (delta)" in other.stderr
     assert json.loads((out / "probe.json").read_text()) == record

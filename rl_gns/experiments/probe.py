@@ -247,11 +247,26 @@ SHARED = (
 RECORDED = ("source", "at", "anchor_steps", "delta", "delta_noise", "window", "first_seed")
 
 
+def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
+    """``config`` with its source spelled as its probe directory records it, where both spellings name the same
+    directory: a probe given its source relative in one call and absolute in the next is one probe, and its anchor
+    and branches keep the paths they were started with."""
+    try:
+        record = config.directory(branch_point(config.source, config.at)) / PROBE
+    except ValueError:
+        return config  # check() says why
+    recorded = read_json(record).get("source") if record.exists() else None
+    if recorded is None or Path(recorded) == config.source or Path(recorded).resolve() != config.source.resolve():
+        return config
+    return replace(config, source=Path(recorded))
+
+
 def check(config: ProbeConfig) -> BranchPoint:
     """Check the probe without writing anything; return its branch point.
 
     :raises ValueError: with the reason.
     """
+    config = spelled_as_recorded(config)
     if config.delta is not None and (not math.isfinite(config.delta) or config.delta <= 0):
         raise ValueError(f"--delta must be a finite improvement > 0, got {config.delta}")
     if not math.isfinite(config.delta_noise) or config.delta_noise <= 0:
@@ -278,6 +293,7 @@ def probe(config: ProbeConfig) -> Path:
 
     :raises RunsFailedError: if the anchor or a branch failed.
     """
+    config = spelled_as_recorded(config)
     point = check(config)
     directory = config.directory(point)
     directory.mkdir(parents=True, exist_ok=True)

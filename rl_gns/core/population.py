@@ -112,6 +112,10 @@ class PopulationPolicy:
     def _one_member(self, params: dict[str, th.Tensor], obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         return functional_call(self._heads, params, (obs,))
 
+    def parameters(self, k: int) -> list[nn.Parameter]:
+        """Member ``k``'s parameters (every parameter of its policy), listed once."""
+        return self._params[k]
+
     @property
     def size(self) -> int:
         """K, the number of members."""
@@ -341,7 +345,7 @@ def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs
                 members[k].policy.optimizer.zero_grad()
             losses.total[stepping].sum().backward()
             for k in stepping:
-                th.nn.utils.clip_grad_norm_(members[k].policy.parameters(), members[k].max_grad_norm)
+                th.nn.utils.clip_grad_norm_(population.parameters(k), members[k].max_grad_norm)
                 members[k].policy.optimizer.step()
         for k in started:
             members[k]._n_updates += 1

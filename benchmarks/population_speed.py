@@ -1,21 +1,24 @@
 """Sweep throughput of the population trainer against one agent at a time, beside the emulator ceiling.
 
-The sweep protocol (RAM, MLP; ``n_steps`` 32, 4 minibatches per epoch, 4 epochs, the default noise-scale measurement),
-at each env count ``n_envs``, for ``seeds × learning rates`` agents:
+The sweep protocol (RAM and the MLP by default, or pixels and the Nature CNN with ``--backend ale_vector``; ``n_steps``
+32, 4 minibatches per epoch, 4 epochs, the default noise-scale measurement), at each env count ``n_envs``, for
+``seeds × learning rates`` agents:
 
 - ``lone``: each agent trains alone (``NoiseScalePPO.learn``), one after the other, as one sweep worker trains its runs
   (process start and imports, about 3 s per run, are not counted);
 - ``population``: the same agents train together (:class:`rl_gns.core.population.Population`);
-- ``ceiling``: the same ``agents × n_envs`` RAM envs stepped with uniformly random actions, no policy
-  (``emulator_ceiling.py``): the rate neither can exceed on this core.
+- ``ceiling``: the same ``agents × n_envs`` envs stepped with uniformly random actions, no policy
+  (``emulator_ceiling.py``): the rate neither can exceed on this machine.
 
 Every env is reset once before the clock starts: its first reset loads the ROM (ale-py, about 0.05 s per env), a
 cost per run that both engines pay alike and that would swamp a short timing at large env counts. SciPy's statistics,
 which the first noise-scale interval imports (about a second), are imported before any timing too.
 
-One process, one torch thread: run it on an idle machine. Rows are written after each ``n_envs``.
+One process, ``--torch-threads`` torch threads (1 by default): run it on an idle machine. Rows are written after each
+``n_envs``.
 
     python benchmarks/population_speed.py --out results/benchmarks/population_speed_cpu.json
+    python benchmarks/population_speed.py --backend ale_vector --device cuda --n-envs 8 32 --out population_gpu.json
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import scipy.stats  # noqa: F401  # imported once here, not inside the first timed engine
 import torch as th
@@ -42,7 +46,13 @@ class Args:
     """Agent steps/s of a sweep slice trained one agent at a time and as one population."""
 
     env: str = "BeamRider"
-    """Atari game (RAM observations)."""
+    """Atari game."""
+    backend: Literal["ram", "ale_vector"] = "ram"
+    """ram: RAM observations and SB3's MLP; ale_vector: pixels (ale-py's vector env) and the Nature CNN."""
+    device: str = "cpu"
+    """Torch device of every agent."""
+    torch_threads: int = 1
+    """Torch threads of the process."""
     n_envs: list[int] = field(default_factory=lambda: [2, 4, 8, 16, 32])
     """Env counts (rollout size n_envs * n_steps)."""
     seeds: int = 3
@@ -68,14 +78,14 @@ def agents(args: Args, n_envs: int) -> list[NoiseScalePPO]:
     rollout_size = n_envs * args.n_steps
     built = [
         NoiseScalePPO(
-            "MlpPolicy",
-            make_atari_vec_env(args.env, n_envs, seed, backend="ram"),
+            "MlpPolicy" if args.backend == "ram" else "CnnPolicy",
+            make_atari_vec_env(args.env, n_envs, seed, backend=args.backend),
             n_steps=args.n_steps,
             batch_size=rollout_size // args.n_minibatches,
             n_epochs=args.n_epochs,
             learning_rate=lr,
             seed=seed,
-            device="cpu",
+            device=args.device,
         )
         for lr in args.learning_rates
         for seed in range(args.seeds)
@@ -86,7 +96,7 @@ def agents(args: Args, n_envs: int) -> list[NoiseScalePPO]:
 
 
 def main(args: Args) -> None:
-    th.set_num_threads(1)
+    th.set_num_threads(args.torch_threads)
     rows = []
     for n_envs in args.n_envs:
         lone_agents = agents(args, n_envs)
@@ -100,7 +110,7 @@ def main(args: Args) -> None:
         population_s = time.perf_counter() - start
         total = args.agent_steps * len(members)
         assert all(agent.num_timesteps == args.agent_steps for agent in [*lone_agents, *members])
-        ceiling_rate = ceiling(args.env, n_envs * len(members), "ram", 0, args.ceiling_seconds, 0)
+        ceiling_rate = ceiling(args.env, n_envs * len(members), args.backend, 0, args.ceiling_seconds, 0)
         row = {
             "n_envs": n_envs,
             "agents": len(members),
@@ -124,6 +134,7 @@ def main(args: Args) -> None:
                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
                 "machine": {"platform": platform.platform(), "processor": platform.processor(), "cores": os.cpu_count()},
                 "torch": th.__version__,
+                "device": th.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu",
                 "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(args).items()},
                 "rows": rows,
                 "slice_speedup": lone_total / population_total,

@@ -62,3 +62,10 @@ def test_ranks_stage_measures_data_parallel_ranks(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = (tmp_path / "out" / "scaling_nproc" / "report.md").read_text()
     assert "| 2 | 2 |" in report  # 2 envs on 2 ranks, against 1 process
+
+
+def test_population_stage_times_pixel_agents_alone_and_together(tmp_path):
+    result = session("population", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (row,) = json.loads((tmp_path / "out" / "population.json").read_text())["rows"]
+    assert row["agents"] == 2 and row["lone_steps_per_s"] > 0 and row["population_steps_per_s"] > 0

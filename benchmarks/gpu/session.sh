@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu/session.sh ceiling # the emulator ceiling: envs alone with random actions
 #   bash benchmarks/gpu/session.sh sweep   # one slice of the pixel Beam Rider sweep; rerun to go on
 #   bash benchmarks/gpu/session.sh ranks   # data-parallel ranks (--nproc 1,2,4, gloo) on the machine's CPU cores
+#   bash benchmarks/gpu/session.sh population # pixel agents one at a time against one population sharing the GPU
 #
 # On the device: carry .whl (benchmarks/gpu/prepare_wheels.sh makes it here) and run from the repository root;
 # results go to $OUT (what comes back): JSON records, logs, and the sweep's small files as one tarball. The sweep
@@ -14,7 +15,7 @@
 #
 # CPU dry run (tests/test_gpu_session.py): DEVICE=cpu TINY=1 OUT=... SWEEP_DIR=... bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
-stage="${1:?usage: session.sh check|speed|ceiling|sweep|ranks}"
+stage="${1:?usage: session.sh check|speed|ceiling|sweep|ranks|population}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 DEVICE="${DEVICE:-cuda}"
@@ -80,8 +81,19 @@ case "$stage" in
     python3 -m rl_gns scaling --env BeamRider "${settings[@]}" --device cpu --devices 1,2,4 --out "$OUT/scaling_nproc" \
       2>&1 | grep -v torchelastic | tee "$OUT/ranks.log"
     ;;
+  population)
+    # 4 pixel agents (2 seeds x 2 learning rates) per env count, trained one at a time and as one population
+    if [ "$TINY" = 1 ]; then
+      settings=(--n-envs 2 --seeds 1 --agent-steps 128 --ceiling-seconds 1)
+    else
+      read -ra sizes <<<"${SIZES:-8 32 128}"
+      settings=(--n-envs "${sizes[@]}" --seeds 2 --agent-steps 4096 --torch-threads 4)
+    fi
+    python3 benchmarks/population_speed.py --backend ale_vector --device "$DEVICE" "${settings[@]}" \
+      --out "$OUT/population.json" 2>&1 | tee "$OUT/population.log"
+    ;;
   *)
-    echo "unknown stage $stage: use check, speed, ceiling, sweep or ranks" >&2
+    echo "unknown stage $stage: use check, speed, ceiling, sweep, ranks or population" >&2
     exit 2
     ;;
 esac

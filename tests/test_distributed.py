@@ -179,6 +179,7 @@ def rank_pids(launcher: int) -> list[int]:
     return [int(line.split()[0]) for line in children.splitlines() if "spawn_main" in line]
 
 
+@pytest.mark.slow
 @pytest.mark.atari
 def test_cli_trains_on_two_ranks_and_a_killed_rank_is_reported_and_resumable(tmp_path):
     run, total = tmp_path / "run", 24 * 128

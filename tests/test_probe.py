@@ -69,6 +69,7 @@ def test_a_branch_starts_from_the_source_agent(source, tmp_path):
     assert branch.num_timesteps == 0 and branch.n_envs == 4  # its own budget and rollout size
 
 
+@pytest.mark.slow
 def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     out = tmp_path / "probe"
     command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "2", "--n-envs", "2,4",

@@ -60,6 +60,7 @@ def assert_contiguous(run: Path, total_steps: int) -> None:
     assert np.all(np.diff(steps) >= 0) and np.all(steps <= total_steps)
 
 
+@pytest.mark.slow
 def test_killed_at_random_points_resumes_to_the_same_end(tmp_path):
     """SIGKILL three times at random moments after a checkpoint, resume each time: the run ends at its budget with
     contiguous logs, and the noise-scale averages and pooled history went on across the kills."""
@@ -97,6 +98,7 @@ def test_killed_at_random_points_resumes_to_the_same_end(tmp_path):
     np.testing.assert_array_equal(g2_history, read_csv(run / "progress.csv")["gns/envs/g2_value_raw"])
 
 
+@pytest.mark.slow
 def test_checkpoint_holds_the_uninterrupted_runs_parameters(tmp_path):
     """Stopping at a deadline writes a checkpoint whose agent (policy and optimizer) is bit-identical to an
     uninterrupted run's at the same step; resuming then goes on to the budget."""
@@ -164,6 +166,7 @@ def forge_state(checkpoint: Path, state: dict) -> None:
     (checkpoint / MANIFEST).write_text(json.dumps(manifest))
 
 
+@pytest.mark.slow
 def test_resume_refuses_another_version_other_settings_or_a_finished_run(tmp_path):
     run = tmp_path / "run"
     assert run_cli("train", *TINY, "--total-steps", "256", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
@@ -190,6 +193,7 @@ def test_resume_refuses_another_version_other_settings_or_a_finished_run(tmp_pat
     assert finished.returncode == 2 and "finished" in finished.stderr
 
 
+@pytest.mark.slow
 def test_sweep_resumes_runs_in_flight_from_their_checkpoints(tmp_path):
     """Kill a whole sweep (its process group) while its runs are in flight; rerunning resumes them."""
     out = tmp_path / "sweep"
@@ -232,6 +236,7 @@ def test_csv_rows_survive_a_torn_write_and_columns_can_grow(tmp_path):
     assert read_rows(path)[1] == [["1.5", "64", ""], ["9.0", "128", ""]]
 
 
+@pytest.mark.slow
 def test_sweep_stops_before_its_deadline_and_goes_on_when_rerun(tmp_path, monkeypatch, capsys):
     """A sweep given --max-wall-minutes pauses its run in flight with a checkpoint and leaves the next one waiting;
     the same command again resumes the first and starts the second."""

@@ -56,6 +56,7 @@ def one_line(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_two_writers_are_refused_and_sigterm_stops_with_a_checkpoint(tmp_path):
     run = tmp_path / "my run"  # a space: the resume command must quote it
     live = start("train", *TINY, "--total-steps", "1000000", "--out", str(run))

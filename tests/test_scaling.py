@@ -49,6 +49,7 @@ def test_predicted_wall_time_is_steps_times_seconds_per_iteration():
     assert 0 < np.argmin(wall) < len(wall) - 1
 
 
+@pytest.mark.slow
 @pytest.mark.atari
 def test_scaling_cli_tiny(tmp_path):
     """Two env counts on real Beam Rider, the second also on 2 data-parallel ranks, then the report stage again from

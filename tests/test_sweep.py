@@ -75,6 +75,7 @@ def _wait_for(predicate, timeout: float) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_sweep_resumes_after_a_worker_is_killed(tmp_path):
     """Kill one run mid-way: the sweep reports it and goes on; rerunning restarts only that run."""
     out = tmp_path / "sweep"

@@ -62,9 +62,11 @@ def test_tiny_sweep_and_analyze_end_to_end(tmp_path):
     # every reached size has S, E = S x rollout size
     for size, steps, experience in zip(first["rollout_size_K"], first["steps_K"], first["experience_K"], strict=True):
         assert experience == pytest.approx(size * steps)
-    # rerunning skips finished runs
-    again = subprocess.run(sweep.args, capture_output=True, text=True, timeout=120)
+    # rerunning skips finished runs, and with other workers leaves the sweep's record as it was
+    record = (out / "sweep.json").read_text()
+    again = subprocess.run([*sweep.args, "--workers", "3"], capture_output=True, text=True, timeout=120)
     assert "2 finished before, 0 to resume from checkpoints, 0 to run from the start" in again.stdout
+    assert (out / "sweep.json").read_text() == record
 
 
 def _wait_for(predicate, timeout: float) -> None:

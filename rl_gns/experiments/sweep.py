@@ -122,5 +122,6 @@ def sweep(config: SweepConfig) -> dict[str, str]:
     check(config)
     specs = config.runs()
     (config.out / "runs").mkdir(parents=True, exist_ok=True)
-    write_json(config.out / "sweep.json", {**to_json(config), "runs": sorted(specs)})
+    if not (config.out / "sweep.json").exists():  # a rerun (its settings checked equal) leaves the record as it was
+        write_json(config.out / "sweep.json", {**to_json(config), "runs": sorted(specs)})
     return run_all(config.out, specs, config, label="sweep")

@@ -44,6 +44,11 @@ def test_advise_scales_by_m_and_states_where_the_run_stands():
     assert "not decided" in "\n".join(inside.lines()) and "burn" not in "\n".join(inside.lines())  # 128 in [23, 293]
     unresolved = Advice("mb_xM_policy", RatioInterval(math.nan, 5_000.0, math.inf), n_envs=8, n_steps=128, n_measurements=50)
     assert "B* > 5,000" in unresolved.lines()[0]
+    nothing = Advice("env_value", RatioInterval(53.0, 0.0, math.inf), n_envs=2, n_steps=32, n_measurements=16)
+    assert nothing.lines() == [
+        "critical rollout size (env_value): not resolved: after 16 noise-scale measurements its 95 % interval still "
+        "runs from 0 to infinity (train longer, or measure more often with --gns-every)"
+    ]
     few = advise("env_value", g2_T[:3], trace_T[:3], n_envs=2, n_steps=32, n_minibatches=4)
     assert few.lines() == [
         "critical rollout size (env_value): not enough data: 3 noise-scale measurements, 8 needed "

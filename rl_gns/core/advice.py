@@ -96,6 +96,12 @@ class Advice:
         if not math.isfinite(b.point) or b.point <= 0:
             low = f"; the data say only B* > {b.low:,.0f} agent steps" if b.low > 0 else ""
             return [f"critical rollout size ({self.predictor}): not resolved{low} (measure longer or more often)"]
+        if not b.resolved and b.low <= 0:  # the interval is [0, inf]: the point says nothing
+            return [
+                f"critical rollout size ({self.predictor}): not resolved: after {self.n_measurements} noise-scale "
+                f"measurements its 95 % interval still runs from 0 to infinity (train longer, or measure more often "
+                "with --gns-every)"
+            ]
         envs, envs_low, envs_high = self.n_envs_critical
         if b.resolved:
             size_text = f"{b.point:,.0f} agent steps [95 % interval {b.low:,.0f}, {b.high:,.0f}]"

@@ -74,6 +74,8 @@ class ProbePair:
     :param candidates: name -> (prediction, 95 % interval or None); +inf where not resolved.
     :param reason: why ``B_crit`` is not identified (``None`` when it is).
     :param rollout_sizes: the rollout sizes the probe branched at.
+    :param b_crit_low: where ``B_crit`` is not identified but bounded below (a fit without an upper end), that 95 %
+        lower end; NaN otherwise.
     """
 
     game: str
@@ -83,6 +85,7 @@ class ProbePair:
     candidates: dict[str, tuple[float, tuple[float, float] | None]]
     reason: str | None
     rollout_sizes: list[int] = field(default_factory=list)
+    b_crit_low: float = math.nan
 
 
 def path_noise(probe_dir: Path, target: float, n_envs: int) -> dict[str, float]:
@@ -130,6 +133,7 @@ def load_probe(probe_dir: Path) -> ProbePair:
         candidates=candidates,
         reason=None if identified else results["verdict"],
         rollout_sizes=[n_envs * settings["n_steps"] for n_envs in settings["n_envs"]],
+        b_crit_low=fit["b_crit_low"] if fit and not identified and fit["b_crit_low"] > 0 else math.nan,
     )
 
 
@@ -200,17 +204,20 @@ def verdict(scores: list[Score], baselines: list[Score]) -> str:
 
 
 def stages_limits(pairs: list[ProbePair]) -> tuple[float, float]:
-    """The y limits of :func:`plot_stages`: a factor 2 beyond every identified ``B_crit`` and its interval, every
-    resolved default prediction, the rollout sizes branched at and :data:`FIXED_CONSTANT`."""
+    """The y limits of :func:`plot_stages`: a factor 2 beyond every identified ``B_crit`` and its interval, every lower
+    end of one not identified, every resolved default prediction, the rollout sizes branched at and
+    :data:`FIXED_CONSTANT`."""
     values = [FIXED_CONSTANT, *(size for p in pairs for size in p.rollout_sizes)]
     values += [v for p in pairs if p.reason is None for v in (p.b_crit, *p.b_crit_ci)]
+    values += [p.b_crit_low for p in pairs]
     values += [p.candidates[DEFAULT][0] for p in pairs if DEFAULT in p.candidates]
     finite = [v for v in values if math.isfinite(v) and v > 0]
     return min(finite) / 2, max(finite) * 2
 
 
 def plot_stages(pairs: list[ProbePair], ax: Axes) -> Axes:
-    """``B_crit`` (circles, with its 95 % interval) and the default predictor at the branch point (:data:`DEFAULT`,
+    """``B_crit`` (circles, with its 95 % interval; an upward triangle at the lower end of one not identified) and the
+    default predictor at the branch point (:data:`DEFAULT`,
     :func:`prediction_marker`, a little to the right, with its 95 % interval: open above and fainter where
     ``|G|²`` is not resolved) against the agent steps of the branch point, one colour per game, log-log, over the
     rollout sizes the probes branched at (shaded) and the constant :data:`FIXED_CONSTANT`."""
@@ -226,6 +233,12 @@ def plot_stages(pairs: list[ProbePair], ax: Axes) -> Axes:
             x, y = [p.env_steps for p in known], [p.b_crit for p in known]
             ax.errorbar(x, y, yerr=yerr, fmt="o-", color=color, capsize=3)
             ax.plot([], [], "o-", color=color, label=f"{game}: B_crit (probe, 95 % interval)")  # its legend entry first
+        bounded = [p for p in mine if p.reason is not None and math.isfinite(p.b_crit_low)]
+        if bounded:
+            x, y = [p.env_steps for p in bounded], [p.b_crit_low for p in bounded]
+            up = np.array([np.zeros(len(y)), 0.5 * np.array(y)])  # an arrow from the lower end upwards
+            ax.errorbar(x, y, yerr=up, lolims=True, fmt="_", color=color, ms=14, mew=2.5, capsize=5, ls="none",
+                        label=f"{game}: B_crit not identified, at least its 95 % lower end")  # fmt: skip
         predicted = [p for p in mine if DEFAULT in p.candidates]
         for p in predicted:
             value, ci = p.candidates[DEFAULT]

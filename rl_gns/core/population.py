@@ -19,7 +19,6 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3 import PPO
-from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
@@ -28,6 +27,7 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 from torch import nn
 from torch.func import functional_call, vmap
 
+from rl_gns.core.measure import rollout_samples
 from rl_gns.core.ppo import NoiseScalePPO
 
 #: PPO settings every member must share (a population differs only in seeds and learning rates).
@@ -161,29 +161,6 @@ def check_members(members: Sequence[PPO]) -> None:
         raise ValueError("population members must all clip the value or all not")
 
 
-def flat_rollout(buffer: RolloutBuffer) -> dict[str, th.Tensor]:
-    """A filled rollout buffer's samples as torch tensors in the order of SB3's ``swap_and_flatten``: flat index
-    ``i`` is step ``i % n_steps`` of env ``i // n_steps``. The buffer itself is not changed.
-
-    :return: ``observations (N, *obs)``, ``actions (N,)`` (long), ``old_values``, ``old_log_prob``, ``advantages`` and
-        ``returns`` ``(N,)``.
-    """
-    if buffer.generator_ready:
-        raise RuntimeError("rollout buffer is already flattened")
-    flat = {
-        name: buffer.swap_and_flatten(getattr(buffer, name))
-        for name in ("observations", "actions", "values", "log_probs", "advantages", "returns")
-    }
-    return {
-        "observations": buffer.to_torch(flat["observations"]),
-        "actions": buffer.to_torch(flat["actions"]).long().flatten(),
-        "old_values": buffer.to_torch(flat["values"]).flatten(),
-        "old_log_prob": buffer.to_torch(flat["log_probs"]).flatten(),
-        "advantages": buffer.to_torch(flat["advantages"]).flatten(),
-        "returns": buffer.to_torch(flat["returns"]).flatten(),
-    }
-
-
 class PPOLosses(NamedTuple):
     """PPO's losses and diagnostics on one minibatch of each member: each ``(K,)``, a mean over the member's ``M``
     samples."""
@@ -308,9 +285,10 @@ def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs
     device = first.device
     eps = th.tensor(clip_range, device=device)[:, None]
     eps_vf = th.tensor(clip_range_vf, device=device)[:, None] if clip_range_vf else None
-    rollouts = [flat_rollout(member.rollout_buffer) for member in members]
+    n_samples = first.n_envs * first.n_steps
+    rollouts = [rollout_samples(member.rollout_buffer, np.arange(n_samples))._asdict() for member in members]
     data = {name: th.stack([rollout[name] for rollout in rollouts]) for name in rollouts[0]}  # (K, N, ...)
-    n_samples = data["advantages"].shape[1]
+    data["actions"] = data["actions"].long().flatten(1)
     rows = th.arange(k_members, device=device)[:, None]
     active = [True] * k_members
     logs = [_TrainLog() for _ in members]

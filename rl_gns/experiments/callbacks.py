@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, ProgressBarCallback
@@ -79,17 +80,12 @@ class EpisodeLogger(BaseCallback):
                 self.reached_at = env_steps
 
 
-class Checkpointer(BaseCallback):
-    """Writes checkpoints between PPO iterations and stops training cleanly before a wall-clock deadline or when asked.
+class CheckpointClock:
+    """When a run writes a checkpoint and when it stops, decided at PPO iteration boundaries: a checkpoint is due when
+    ``every_s`` seconds or ``every_steps`` agent steps have passed since the last one, when the next iteration might
+    not finish before ``deadline_s``, or when ``stop_requested`` says so (a signal); in those two cases the run stops
+    after writing it.
 
-    At the start of each rollout (the previous update and its log row are done, nothing of the next iteration
-    has happened) it calls ``save`` when ``every_s`` seconds or ``every_steps`` agent steps have passed since the
-    last checkpoint, when the next iteration might not finish before ``deadline_s``, or when ``stop_requested``
-    says so (a signal); in those two cases it also stops training at the next env step (SB3's ``on_step`` seam),
-    whose step the checkpoint does not hold. In a data-parallel run, rank 0 decides for every rank
-    (:func:`~rl_gns.core.distributed.agree`).
-
-    :param save: writes a checkpoint of the model as it is now.
     :param every_s: wall seconds between checkpoints; ``0``: after every iteration; ``None``: no time trigger.
     :param every_steps: agent steps between checkpoints; ``None``: no step trigger.
     :param deadline_s: stop before this many wall seconds from the start of training; ``None``: no deadline.
@@ -98,52 +94,90 @@ class Checkpointer(BaseCallback):
 
     def __init__(
         self,
-        save: Callable[[], None],
         every_s: float | None,
         every_steps: int | None,
         deadline_s: float | None,
         stop_requested: Callable[[], bool] = lambda: False,
     ) -> None:
-        super().__init__()
-        self.save = save
         self.every_s, self.every_steps, self.deadline_s = every_s, every_steps, deadline_s
         self.stop_requested = stop_requested
         self.stopped = False
         self.n_saved = 0
         self.save_s = 0.0  # wall seconds spent writing checkpoints
 
-    def _on_training_start(self) -> None:
+    def start(self, steps: int) -> None:
+        """Training starts at ``steps`` agent steps."""
         self._start = self._last_save = time.perf_counter()
-        self._last_rollout: float | None = None
-        self._last_steps = self.num_timesteps
+        self._last_boundary: float | None = None
+        self._last_steps = steps
         self._iteration_s = self._save_s = 0.0  # the longest iteration so far; the last checkpoint's cost
 
-    def _on_rollout_start(self) -> None:
-        now = time.perf_counter()
-        if self._last_rollout is not None:
-            self._iteration_s = max(self._iteration_s, now - self._last_rollout)
-        self._last_rollout = now
-        if self.num_timesteps == self._last_steps:
-            return  # nothing trained since the start or the last checkpoint
-        due_time = self.every_s is not None and now - self._last_save >= self.every_s
-        due_steps = self.every_steps is not None and self.num_timesteps - self._last_steps >= self.every_steps
-        late = self.deadline_s is not None and now - self._start + 1.5 * self._iteration_s + self._save_s >= self.deadline_s
-        due_time, late = agree(due_time, late or self.stop_requested())  # rank 0 decides for every rank
-        if due_time or due_steps or late:
-            self.save()
-            self.n_saved += 1
-            self._save_s = time.perf_counter() - now
-            self.save_s += self._save_s
-            self._last_save, self._last_steps = time.perf_counter(), self.num_timesteps
-        self.stopped = late
+    def due(self, steps: int, agree: Callable[[bool, bool], tuple[bool, ...]] = lambda *flags: flags) -> bool:
+        """At an iteration boundary, ``steps`` agent steps in: whether to write a checkpoint now (sets
+        :attr:`stopped` when the run must stop after it).
 
-    def _on_step(self) -> bool:
-        return not self.stopped
+        :param agree: makes the clock's own decisions (time due, late) common to several processes.
+        """
+        now = time.perf_counter()
+        if self._last_boundary is not None:
+            self._iteration_s = max(self._iteration_s, now - self._last_boundary)
+        self._last_boundary = now
+        if steps == self._last_steps:
+            return False  # nothing trained since the start or the last checkpoint
+        due_time = self.every_s is not None and now - self._last_save >= self.every_s
+        due_steps = self.every_steps is not None and steps - self._last_steps >= self.every_steps
+        late = self.deadline_s is not None and now - self._start + 1.5 * self._iteration_s + self._save_s >= self.deadline_s
+        due_time, late = agree(due_time, late or self.stop_requested())
+        self.stopped = late
+        return due_time or due_steps or late
+
+    def saved(self, steps: int, began: float) -> None:
+        """A checkpoint at ``steps`` agent steps was written, begun at ``began`` (``time.perf_counter()``)."""
+        self.n_saved += 1
+        self._save_s = time.perf_counter() - began
+        self.save_s += self._save_s
+        self._last_save, self._last_steps = time.perf_counter(), steps
 
     @property
     def saved_at(self) -> int:
         """Agent steps of the last checkpoint written (or of the start of training, before the first)."""
         return self._last_steps
+
+    def lifecycle(self) -> dict[str, Any]:
+        """What a run's summary records of its checkpoints: how many, and their mean cost in seconds."""
+        return {
+            "checkpoints_written": self.n_saved,
+            "checkpoint_s_mean": round(self.save_s / self.n_saved, 3) if self.n_saved else None,
+        }
+
+
+class Checkpointer(BaseCallback):
+    """Writes checkpoints between PPO iterations and stops training cleanly before a wall-clock deadline or when asked,
+    as its :class:`CheckpointClock` decides at the start of each rollout (the previous update and its log row are
+    done, nothing of the next iteration has happened). Once the clock says stop, training stops at the next env step
+    (SB3's ``on_step`` seam), whose step the checkpoint does not hold. In a data-parallel run, rank 0 decides for
+    every rank (:func:`~rl_gns.core.distributed.agree`).
+
+    :param save: writes a checkpoint of the model as it is now.
+    :param clock: when to write one and when to stop.
+    """
+
+    def __init__(self, save: Callable[[], None], clock: CheckpointClock) -> None:
+        super().__init__()
+        self.save = save
+        self.clock = clock
+
+    def _on_training_start(self) -> None:
+        self.clock.start(self.num_timesteps)
+
+    def _on_rollout_start(self) -> None:
+        if self.clock.due(self.num_timesteps, agree):
+            began = time.perf_counter()
+            self.save()
+            self.clock.saved(self.num_timesteps, began)
+
+    def _on_step(self) -> bool:
+        return not self.clock.stopped
 
 
 class Snapshots(BaseCallback):

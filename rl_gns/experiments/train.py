@@ -30,8 +30,8 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Collection
-from dataclasses import asdict
+from collections.abc import Callable, Collection
+from dataclasses import asdict, dataclass
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import stable_baselines3
 import torch as th
-from stable_baselines3.common.logger import HumanOutputFormat, Logger, TensorBoardOutputFormat
+from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger, TensorBoardOutputFormat
 from stable_baselines3.common.vec_env import VecEnv
 from torch.distributed.elastic.multiprocessing.errors import record
 
@@ -51,7 +51,7 @@ from rl_gns.core.defaults import schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
 from rl_gns.core.names import tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
-from rl_gns.experiments.callbacks import Checkpointer, EpisodeLogger, RanksProgressBar, Snapshots
+from rl_gns.experiments.callbacks import CheckpointClock, Checkpointer, EpisodeLogger, RanksProgressBar, Snapshots
 from rl_gns.experiments.config import TrainConfig, to_json, training_settings
 from rl_gns.experiments.console import ConsoleLine
 from rl_gns.experiments.launch import RankFailedError, join, launch, under_torchrun
@@ -153,17 +153,28 @@ def train_rank(plan: RunPlan) -> Path:
         return run_training(plan)
 
 
-def run_training(plan: RunPlan) -> Path:
-    """The run itself: envs, agent, learning with checkpoints, then the model, summary and advice (rank 0)."""
-    rank, n_ranks = rank_and_size()
+@dataclass
+class OpenRun:
+    """A run between its start and its end, as rank 0 holds it: the directory, the agent, what its checkpoints and
+    summary record, and the logger of its games."""
+
+    plan: RunPlan
+    run: RunDir
+    model: NoiseScalePPO
+    state: dict[str, Any]
+    """``env_steps``, ``wall_s`` (seconds of the earlier slices), ``games_dropped`` and ``resumes``."""
+    episodes: EpisodeLogger
+
+
+def open_run(plan: RunPlan, console: KVWriter | None, rank: int = 0) -> OpenRun:
+    """Start or resume the planned run on this rank: its envs and agent, then (rank 0) ``config.json`` for a new run
+    and the logger. Nothing is written before the envs and agent exist: a run that cannot start leaves no run behind.
+
+    :param console: what rank 0 prints per iteration; ``None``: nothing (the member of a population).
+    :param rank: this process's rank (ranks other than 0 log nothing).
+    """
     config, checkpoint = plan.config, plan.checkpoint
     run = RunDir(plan.out)
-    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if under_torchrun() else 1
-    threads = config.torch_threads or (max(1, (os.cpu_count() or 1) // local_ranks) if local_ranks > 1 else None)
-    if threads is not None:
-        th.set_num_threads(threads)
-
-    # --- environments and agent (before config.json: a run that cannot start leaves no run behind)
     make_env = partial(make_atari_vec_env, plan.game, backend=config.backend, repeat_action_probability=config.sticky_actions)
     env = make_env(plan.n_envs_per_rank, plan.env_seed(rank))
     if checkpoint is None:
@@ -171,77 +182,45 @@ def run_training(plan: RunPlan) -> Path:
         state = {"env_steps": 0, "wall_s": 0.0, "games_dropped": 0, "resumes": 0}
         if rank == 0:
             run.write_config(run_record(plan))
-            batching = plan.batching
-            print(
-                f"training {plan.game} into {run.path}: {batching.n_envs} envs x {batching.n_steps} steps = "
-                f"{batching.rollout_size:,} agent steps per iteration, budget {config.total_steps:,}",
-                flush=True,
-            )
     else:
         model = resumed_model(plan, env, make_env)
         state = {**checkpoint.state, "games_dropped": checkpoint.state["games_dropped"] + checkpoint.state["n_envs"]}
         state["resumes"] += 1
-        if rank == 0:
-            print(f"resuming {run.path} at {checkpoint.env_steps:,} agent steps ({checkpoint.path.name})", flush=True)
     if rank == 0:
-        console = HumanOutputFormat(sys.stdout) if config.verbose else ConsoleLine(config.total_steps)
         resume_step = None if checkpoint is None else checkpoint.env_steps
         model.set_logger(run_logger(run.path, run.file(PROGRESS), console, resume_step))
     else:
         model.set_logger(Logger(None, []))
-
-    # --- train, with checkpoints; SIGINT or SIGTERM stop after the iteration in progress, with one
-    show_bar = rank == 0 and (sys.stderr.isatty() if config.progress_bar is None else config.progress_bar)
-    start = time.perf_counter()
-
-    def save_checkpoint() -> None:
-        rng_states = gather_objects(global_rng_state())
-        if rank != 0:
-            return
-        wall_s = state["wall_s"] + time.perf_counter() - start
-        log_rows = {name: len(read_rows(run.file(name))[1]) for name in (PROGRESS, EPISODES)}
-        record = {**state, "env_steps": model.num_timesteps, "iterations": model.iterations, "n_envs": model.n_envs * n_ranks}
-        provenance = {"rl_gns": version("rl-gns"), "settings": training_settings(config)}
-        write_checkpoint(run.path, model.save, {**record, "wall_s": wall_s, "log_rows": log_rows, **provenance}, rng_states)
-
     episodes = EpisodeLogger(
         run.file(EPISODES), stop_score=config.stop_score, window=config.score_window, wall_offset_s=state["wall_s"]
     )
-    with StopOnSignal() as signals:
-        checkpoints = Checkpointer(
-            save_checkpoint,
-            every_s=None if config.checkpoint_minutes is None else 60 * config.checkpoint_minutes,
-            every_steps=config.checkpoint_steps,
-            deadline_s=None if config.max_wall_minutes is None else 60 * config.max_wall_minutes,
-            stop_requested=signals.requested,
-        )
-        model.learn(
-            total_timesteps=config.total_steps - model.num_timesteps,
-            callback=[
-                episodes,
-                checkpoints,
-                *([Snapshots(run.path, config.snapshot_steps)] if rank == 0 and config.snapshot_steps else []),
-                *([RanksProgressBar(n_ranks)] if show_bar and n_ranks > 1 else []),
-            ],
-            reset_num_timesteps=False,
-            progress_bar=show_bar and n_ranks == 1,
-        )
-    wall_s = state["wall_s"] + time.perf_counter() - start
-    trained_env = model.get_env()  # an adaptive run may have replaced env
-    assert trained_env is not None
-    trained_env.close()
-    if rank != 0:
-        return run.path
-    if checkpoints.stopped:
-        model.logger.close()  # flushes TensorBoard
-        where = f"at {checkpoints.saved_at:,} agent steps of {config.total_steps:,}; go on with: {resume_command(run.path)}"
-        if signals.signum is not None:
-            raise Interrupted(signals.signum, f"stopped by {signal.Signals(signals.signum).name} with a checkpoint {where}")
-        print(f"stopped before --max-wall-minutes {config.max_wall_minutes} {where}", flush=True)
-        return run.path
-    model.save(run.file(MODEL))
+    return OpenRun(plan, run, model, state, episodes)
 
-    # --- the advice, then summary.json last: it marks the run finished
+
+def write_run_checkpoint(opened: OpenRun, wall_s: float, rng_states: list[dict[str, Any]]) -> None:
+    """Write a checkpoint of an open run as its agent is now (rank 0).
+
+    :param wall_s: seconds of training of this slice so far.
+    :param rng_states: the global RNG states the agent draws from, one per rank.
+    """
+    run, model, config = opened.run, opened.model, opened.plan.config
+    log_rows = {name: len(read_rows(run.file(name))[1]) for name in (PROGRESS, EPISODES)}
+    n_envs = model.n_envs * opened.plan.batching.nproc
+    record = {**opened.state, "env_steps": model.num_timesteps, "iterations": model.iterations, "n_envs": n_envs}
+    provenance = {"rl_gns": version("rl-gns"), "settings": training_settings(config)}
+    wall_s += opened.state["wall_s"]
+    write_checkpoint(run.path, model.save, {**record, "wall_s": wall_s, "log_rows": log_rows, **provenance}, rng_states)
+
+
+def close_run(opened: OpenRun, wall_s: float, lifecycle: dict[str, Any]) -> Path:
+    """Finish an open run that trained to its end (rank 0): ``model.zip``, the advice (printed and logged), then
+    ``summary.json`` last, which marks the run finished, and its checkpoints removed.
+
+    :param wall_s: seconds of training of this slice.
+    :param lifecycle: checkpoints written and their mean cost, and what else the summary's values add.
+    """
+    plan, run, model = opened.plan, opened.run, opened.model
+    model.save(run.file(MODEL))
     advice = final_advice(model, plan)
     lines = advice.lines() if advice else [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
     print("\n".join(lines), flush=True)
@@ -250,15 +229,87 @@ def run_training(plan: RunPlan) -> Path:
         if isinstance(output, TensorBoardOutputFormat):
             output.write({key: "  \n".join(lines)}, {key: None}, model.num_timesteps)  # type: ignore[dict-item]
     model.logger.close()
-    lifecycle = {
-        "resumes": state["resumes"],
-        "games_dropped": state["games_dropped"],
-        "checkpoints_written": checkpoints.n_saved,
-        "checkpoint_s_mean": round(checkpoints.save_s / checkpoints.n_saved, 3) if checkpoints.n_saved else None,
-    }
-    run.write_summary(summary(plan, model, wall_s, episodes.reached_at, lifecycle, advice_record(advice, lines)))
+    lifecycle = {"resumes": opened.state["resumes"], "games_dropped": opened.state["games_dropped"], **lifecycle}
+    wall_s += opened.state["wall_s"]
+    reached_at = opened.episodes.reached_at
+    run.write_summary(summary(plan, model, wall_s, reached_at, lifecycle, advice_record(advice, lines)))
     remove_checkpoints(run.path)
     return run.path
+
+
+def run_training(plan: RunPlan) -> Path:
+    """The run itself: envs, agent, learning with checkpoints, then the model, summary and advice (rank 0)."""
+    rank, n_ranks = rank_and_size()
+    config = plan.config
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if under_torchrun() else 1
+    threads = config.torch_threads or (max(1, (os.cpu_count() or 1) // local_ranks) if local_ranks > 1 else None)
+    if threads is not None:
+        th.set_num_threads(threads)
+
+    # --- environments and agent, config.json, the logger
+    console = HumanOutputFormat(sys.stdout) if config.verbose else ConsoleLine(config.total_steps)
+    opened = open_run(plan, console if rank == 0 else None, rank)
+    model, run = opened.model, opened.run
+    if rank == 0:
+        if plan.checkpoint is None:
+            batching = plan.batching
+            print(
+                f"training {plan.game} into {run.path}: {batching.n_envs} envs x {batching.n_steps} steps = "
+                f"{batching.rollout_size:,} agent steps per iteration, budget {config.total_steps:,}",
+                flush=True,
+            )
+        else:
+            checkpoint = plan.checkpoint
+            print(f"resuming {run.path} at {checkpoint.env_steps:,} agent steps ({checkpoint.path.name})", flush=True)
+
+    # --- train, with checkpoints; SIGINT or SIGTERM stop after the iteration in progress, with one
+    show_bar = rank == 0 and (sys.stderr.isatty() if config.progress_bar is None else config.progress_bar)
+    start = time.perf_counter()
+
+    def save_checkpoint() -> None:
+        rng_states = gather_objects(global_rng_state())
+        if rank == 0:
+            write_run_checkpoint(opened, time.perf_counter() - start, rng_states)
+
+    with StopOnSignal() as signals:
+        checkpoints = Checkpointer(save_checkpoint, checkpoint_clock(config, signals.requested))
+        model.learn(
+            total_timesteps=config.total_steps - model.num_timesteps,
+            callback=[
+                opened.episodes,
+                checkpoints,
+                *([Snapshots(run.path, config.snapshot_steps)] if rank == 0 and config.snapshot_steps else []),
+                *([RanksProgressBar(n_ranks)] if show_bar and n_ranks > 1 else []),
+            ],
+            reset_num_timesteps=False,
+            progress_bar=show_bar and n_ranks == 1,
+        )
+    wall_s = time.perf_counter() - start
+    trained_env = model.get_env()  # an adaptive run may have replaced env
+    assert trained_env is not None
+    trained_env.close()
+    if rank != 0:
+        return run.path
+    clock = checkpoints.clock
+    if clock.stopped:
+        model.logger.close()  # flushes TensorBoard
+        where = f"at {clock.saved_at:,} agent steps of {config.total_steps:,}; go on with: {resume_command(run.path)}"
+        if signals.signum is not None:
+            raise Interrupted(signals.signum, f"stopped by {signal.Signals(signals.signum).name} with a checkpoint {where}")
+        print(f"stopped before --max-wall-minutes {config.max_wall_minutes} {where}", flush=True)
+        return run.path
+    return close_run(opened, wall_s, clock.lifecycle())
+
+
+def checkpoint_clock(config: TrainConfig, stop_requested: Callable[[], bool]) -> CheckpointClock:
+    """When a run of ``config`` writes checkpoints and stops: ``--checkpoint-minutes``, ``--checkpoint-steps`` and
+    ``--max-wall-minutes``, or when ``stop_requested`` says so (a signal)."""
+    return CheckpointClock(
+        every_s=None if config.checkpoint_minutes is None else 60 * config.checkpoint_minutes,
+        every_steps=config.checkpoint_steps,
+        deadline_s=None if config.max_wall_minutes is None else 60 * config.max_wall_minutes,
+        stop_requested=stop_requested,
+    )
 
 
 def claim(plan: RunPlan) -> RunLock:

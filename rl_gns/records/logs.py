@@ -144,12 +144,12 @@ class ResumedTensorBoardOutputFormat(TensorBoardOutputFormat):
         self._is_closed = False
 
 
-def run_logger(folder: Path, progress_csv: Path, console: KVWriter, resume_step: int | None = None) -> Logger:
+def run_logger(folder: Path, progress_csv: Path, console: KVWriter | None, resume_step: int | None = None) -> Logger:
     """The SB3 logger of a run: the console, ``progress_csv`` (:class:`AppendingCSVOutputFormat`) and TensorBoard.
 
     :param folder: the run directory (TensorBoard event files go there).
     :param progress_csv: the CSV file of the rows.
-    :param console: what is printed per iteration (SB3's ``HumanOutputFormat``, or a shorter line).
+    :param console: what is printed per iteration (SB3's ``HumanOutputFormat``, or a shorter line); ``None``: nothing.
     :param resume_step: the checkpoint's env step when resuming (rows after it must already be truncated).
     """
     tensorboard = (
@@ -157,4 +157,5 @@ def run_logger(folder: Path, progress_csv: Path, console: KVWriter, resume_step:
         if resume_step is None
         else ResumedTensorBoardOutputFormat(str(folder), purge_step=resume_step + 1)
     )
-    return Logger(str(folder), [console, AppendingCSVOutputFormat(progress_csv), tensorboard])
+    files: list[KVWriter] = [AppendingCSVOutputFormat(progress_csv), tensorboard]
+    return Logger(str(folder), files if console is None else [console, *files])

@@ -1,13 +1,17 @@
 """The population trainer against Stable-Baselines3's own ``PPO.train()``, on real Beam Rider rollouts (tiny budgets)."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch as th
 from stable_baselines3 import PPO
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.core.measure import measure_rollout, measurement_indices
 from rl_gns.core.policies import ChannelsLastCnnPolicy
 from rl_gns.core.population import Population, PopulationPolicy, check_members, population_update
+from rl_gns.core.population_measure import measure_population
 
 pytestmark = pytest.mark.atari
 
@@ -135,3 +139,39 @@ def test_only_plain_noise_scale_agents_join_a_population():
     env = make_atari_vec_env("BeamRider", 2, seed=3, backend="ram")
     with pytest.raises(ValueError, match="NoiseScalePPO"):
         Population([PPO("MlpPolicy", env, seed=3, **SHARED)])
+
+
+@pytest.mark.parametrize("clip_range_vf", [None, 0.1], ids=["default", "value-clip"])
+def test_population_measurement_equals_measure_rollout_for_every_member(clip_range_vf):
+    """Three members measuring both schemes and the three losses together: each member's squared norms equal those of
+    ``measure_rollout`` on the same batches (drawn from a copy of its measurement generator), to float rounding, and
+    measuring left its parameters, gradients and generators for training as they were."""
+    config = NoiseScaleConfig(schemes=("minibatch", "envs"), every=1)
+    members = []
+    for seed, learning_rate in zip(SEEDS, LEARNING_RATES, strict=True):
+        model = NoiseScalePPO(
+            "MlpPolicy", make_atari_vec_env("BeamRider", 2, seed=seed, backend="ram"), seed=seed,
+            learning_rate=learning_rate, noise_scale=config, clip_range_vf=clip_range_vf, **SHARED,
+        )  # fmt: skip
+        _, callback = model._setup_learn(model.n_steps * model.n_envs, callback=None)
+        callback.on_training_start(locals(), globals())
+        assert model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
+        members.append(model)
+    copies = [copy.deepcopy(m._gns_rng) for m in members]
+    torch_state = th.get_rng_state()
+    measured, seconds = measure_population(members, PopulationPolicy([m.policy for m in members]))
+    assert seconds > 0 and th.equal(th.get_rng_state(), torch_state)
+    for member, rng, together in zip(members, copies, measured, strict=True):
+        assert all(p.grad is None for p in member.policy.parameters())
+        for scheme, (_, indices) in member.measurement_batches().items():  # the generator moved on: one draw each
+            assert len(indices) == member.gns_sizes[scheme][1]
+        for scheme in config.schemes:
+            b_small, b_big = member.gns_sizes[scheme]
+            alone = measure_rollout(
+                member.policy, member.rollout_buffer, measurement_indices(scheme, 2, 32, b_big, rng), b_big // b_small,
+                config.losses, normalize_advantage=True, clip_range=0.2, clip_range_vf=clip_range_vf, ent_coef=0.01,
+                vf_coef=0.5,
+            )  # fmt: skip
+            for loss in config.losses:
+                for got, want in zip(together[scheme][loss], alone[loss], strict=True):
+                    assert got == pytest.approx(want, rel=1e-5, abs=1e-12), (scheme, loss)

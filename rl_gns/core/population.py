@@ -12,23 +12,21 @@ Shape glossary: ``K`` members, ``N`` samples per member (``n_envs * n_steps``), 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.utils import explained_variance, obs_as_tensor
-from torch import nn
-from torch.func import functional_call, vmap
 
 from rl_gns.core.measure import rollout_samples
+from rl_gns.core.population_measure import measure_due
+from rl_gns.core.population_policy import PopulationPolicy, ppo_losses
 from rl_gns.core.ppo import NoiseScalePPO
+
+__all__ = ["Population", "PopulationPolicy", "check_members", "collect_population_rollouts", "population_update"]
 
 #: PPO settings every member must share (a population differs only in seeds and learning rates).
 SHARED_SETTINGS = (
@@ -45,98 +43,6 @@ SHARED_SETTINGS = (
     "target_kl",
     "device",
 )
-
-
-class _LogitsAndValues(nn.Module):
-    """An SB3 actor-critic's action logits and values: the part of ``evaluate_actions`` before the distribution, over
-    the policy's own modules, each registered once (SB3 registers a shared features extractor under three names).
-
-    :param policy: an actor-critic with a discrete action space.
-    """
-
-    def __init__(self, policy: ActorCriticPolicy) -> None:
-        super().__init__()
-        self.observation_space = policy.observation_space
-        self.normalize_images = policy.normalize_images
-        self.share_features_extractor = policy.share_features_extractor
-        if self.share_features_extractor:
-            self.features_extractor = policy.features_extractor
-        else:
-            self.pi_features_extractor = policy.pi_features_extractor
-            self.vf_features_extractor = policy.vf_features_extractor
-        self.mlp_extractor = policy.mlp_extractor
-        self.action_net = policy.action_net
-        self.value_net = policy.value_net
-
-    def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        features = preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images)
-        if self.share_features_extractor:
-            latent_pi, latent_vf = self.mlp_extractor(self.features_extractor(features))
-        else:
-            latent_pi = self.mlp_extractor.forward_actor(self.pi_features_extractor(features))
-            latent_vf = self.mlp_extractor.forward_critic(self.vf_features_extractor(features))
-        return self.action_net(latent_pi), self.value_net(latent_vf).flatten()
-
-
-class PopulationPolicy:
-    """K SB3 actor-critics of one architecture evaluated as one network, vmapped over their stacked parameters.
-
-    The parameters are stacked anew at every call (``torch.stack`` is differentiable), so gradients flow to each
-    member's own parameters and its own optimiser steps them.
-
-    :param policies: the members' actor-critics: the same class, parameter names and shapes; a discrete action space.
-    :raises ValueError: if they differ in architecture or the action space is not discrete.
-    """
-
-    def __init__(self, policies: Sequence[ActorCriticPolicy]) -> None:
-        if not policies:
-            raise ValueError("a population needs at least one member")
-        first = policies[0]
-        if not isinstance(first.action_space, spaces.Discrete):
-            raise ValueError(f"the population trainer supports discrete actions (Atari), got {first.action_space}")
-        shapes = [{name: p.shape for name, p in policy.named_parameters()} for policy in policies]
-        if any(type(policy) is not type(first) for policy in policies) or any(s != shapes[0] for s in shapes):
-            raise ValueError("population members must share one policy class and architecture")
-        self.policies = list(policies)
-        heads = [_LogitsAndValues(policy) for policy in policies]
-        if {id(p) for p in first.parameters()} != {id(p) for p in heads[0].parameters()}:
-            raise ValueError(
-                f"{type(first).__name__} has parameters outside its features extractor, mlp_extractor, "
-                "action_net and value_net: the population trainer cannot batch it"
-            )
-        self._heads = heads[0]
-        self._names = [name for name, _ in self._heads.named_parameters()]
-        self._params = [list(member.parameters()) for member in heads]
-        self._batched = vmap(self._one_member)
-
-    def _one_member(self, params: dict[str, th.Tensor], obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        return functional_call(self._heads, params, (obs,))
-
-    def parameters(self, k: int) -> list[nn.Parameter]:
-        """Member ``k``'s parameters (every parameter of its policy), listed once."""
-        return self._params[k]
-
-    @property
-    def size(self) -> int:
-        """K, the number of members."""
-        return len(self.policies)
-
-    def stacked_parameters(self) -> dict[str, th.Tensor]:
-        """``{name: (K, *shape)}``: every member's parameters, stacked (differentiable)."""
-        return {name: th.stack(tensors) for name, tensors in zip(self._names, zip(*self._params, strict=True), strict=True)}
-
-    def logits_and_values(self, obs: th.Tensor, params: dict[str, th.Tensor] | None = None) -> tuple[th.Tensor, th.Tensor]:
-        """Action logits ``(K, N, A)`` and values ``(K, N)`` of each member on its own observations ``(K, N, *obs)``.
-
-        :param params: the members' parameters as :meth:`stacked_parameters` gives them (stacked once for many calls
-            at the same parameters, as during a rollout); if unset, stacked now.
-        """
-        return self._batched(self.stacked_parameters() if params is None else params, obs)
-
-    def set_training_mode(self, mode: bool) -> None:
-        """Put every member in training (``True``) or evaluation mode, as SB3's ``set_training_mode``."""
-        for policy in self.policies:
-            policy.set_training_mode(mode)
 
 
 def check_members(members: Sequence[PPO]) -> None:
@@ -159,64 +65,6 @@ def check_members(members: Sequence[PPO]) -> None:
         )
     if first.clip_range_vf is not None and any(member.clip_range_vf is None for member in members):
         raise ValueError("population members must all clip the value or all not")
-
-
-class PPOLosses(NamedTuple):
-    """PPO's losses and diagnostics on one minibatch of each member: each ``(K,)``, a mean over the member's ``M``
-    samples."""
-
-    policy: th.Tensor
-    """Clipped surrogate ``-mean(min(A·r, A·clip(r, 1±ε)))``."""
-    value: th.Tensor
-    """``mean((returns - V)²)``, ``V`` clipped around the old values by ``ε_vf`` where given."""
-    entropy: th.Tensor
-    """``-mean(entropy)``."""
-    total: th.Tensor
-    """``policy + ent_coef · entropy + vf_coef · value``, the loss PPO descends."""
-    clip_fraction: th.Tensor
-    """Fraction of samples with ``|r - 1| > ε``."""
-    approx_kl: th.Tensor
-    """``mean((r - 1) - log r)``, SB3's estimate of the KL divergence from the old policy (no gradient)."""
-
-
-def ppo_losses(
-    logits: th.Tensor,
-    values: th.Tensor,
-    batch: dict[str, th.Tensor],
-    eps: th.Tensor,
-    eps_vf: th.Tensor | None,
-    normalize_advantage: bool,
-    ent_coef: float,
-    vf_coef: float,
-) -> PPOLosses:
-    """SB3's PPO losses of K members on their own minibatches, as ``PPO.train`` computes them for one.
-
-    :param logits: ``(K, M, A)`` action logits at the current parameters.
-    :param values: ``(K, M)`` values at the current parameters.
-    :param batch: ``actions``, ``old_log_prob``, ``advantages``, ``old_values``, ``returns``, each ``(K, M)``.
-    :param eps: ``(K, 1)`` ratio clip ``ε`` of each member.
-    :param eps_vf: ``(K, 1)`` value clip, or ``None`` for none.
-    :param normalize_advantage: normalise advantages per member and minibatch, ``(A - mean) / (std + 1e-8)`` (not for
-        ``M = 1``, as SB3).
-    :param ent_coef: entropy coefficient.
-    :param vf_coef: value coefficient.
-    """
-    distribution = th.distributions.Categorical(logits=logits)
-    log_prob = distribution.log_prob(batch["actions"])
-    advantages = batch["advantages"]
-    if normalize_advantage and advantages.shape[1] > 1:
-        advantages = (advantages - advantages.mean(1, keepdim=True)) / (advantages.std(1, keepdim=True) + 1e-8)
-    log_ratio = log_prob - batch["old_log_prob"]
-    ratio = th.exp(log_ratio)
-    policy = -th.min(advantages * ratio, advantages * th.clamp(ratio, 1 - eps, 1 + eps)).mean(1)
-    if eps_vf is not None:
-        values = batch["old_values"] + th.clamp(values - batch["old_values"], -eps_vf, eps_vf)
-    value = (batch["returns"] - values).square().mean(1)
-    entropy = -distribution.entropy().mean(1)
-    with th.no_grad():
-        clip_fraction = ((ratio - 1).abs() > eps).float().mean(1)
-        approx_kl = ((ratio - 1) - log_ratio).mean(1)
-    return PPOLosses(policy, value, entropy, policy + ent_coef * entropy + vf_coef * value, clip_fraction, approx_kl)
 
 
 class _TrainLog:
@@ -439,7 +287,8 @@ class Population:
     """K :class:`~rl_gns.core.ppo.NoiseScalePPO` agents of one architecture and PPO settings (seeds and learning
     rates may differ) trained in one process: rollouts with one batched forward pass per step
     (:func:`collect_population_rollouts`), updates with one batched forward and backward pass per minibatch
-    (:func:`population_update`), each member's noise-scale measurement, logs and callbacks its own.
+    (:func:`population_update`), the noise-scale measurements with one batched pass per small batch
+    (:func:`~rl_gns.core.population_measure.measure_due`), each member's logs and callbacks its own.
 
     A member whose callback stops it (a target reached, a deadline) or whose budget is spent leaves the population;
     the others go on.
@@ -465,13 +314,19 @@ class Population:
         callbacks: Sequence[MaybeCallback],
         reset_num_timesteps: bool = True,
         tb_log_name: str = "PPO",
-    ) -> None:
+        at_boundary: Callable[[Sequence[int]], bool] = lambda training: True,
+        on_leave: Callable[[int], None] = lambda k: None,
+    ) -> bool:
         """``PPO.learn`` for every member at once (``log_interval`` 1, no progress bar).
 
         :param total_timesteps: each member's budget in agent steps (as ``PPO.learn`` takes it).
         :param callbacks: each member's callback(s).
         :param reset_num_timesteps: as for ``PPO.learn``.
         :param tb_log_name: as for ``PPO.learn``.
+        :param at_boundary: called before every iteration with the members still training (the previous update and
+            its log rows done, nothing of the next iteration begun); ``False`` stops the whole population there.
+        :param on_leave: called with a member's index when it leaves: its budget spent, or its callback stopped it.
+        :return: ``True`` if every member left, ``False`` if ``at_boundary`` stopped the population.
         """
         members = self.members
         setups = [
@@ -484,9 +339,14 @@ class Population:
             callback.on_training_start({"self": member, "total_timesteps": total, "callback": callback}, {})
         iterations = [0] * len(members)
         training = [k for k, member in enumerate(members) if member.num_timesteps < totals[k]]
+        for k in (k for k in range(len(members)) if k not in training):  # its budget spent before it began
+            hooks[k].on_training_end()
+            on_leave(k)
         population: PopulationPolicy | None = None
         batched: tuple[int, ...] = ()
         while training:
+            if not at_boundary(training):
+                break
             if tuple(training) != batched:
                 batched = tuple(training)
                 population = PopulationPolicy([members[k].policy for k in training])
@@ -494,21 +354,29 @@ class Population:
             going = collect_population_rollouts(
                 [members[k] for k in training], population, [hooks[k] for k in training], members[0].n_steps
             )
-            if not all(going):
-                training = [k for k, on in zip(training, going, strict=True) if on]
-                if not training:
-                    break
+            for k in (k for k, on in zip(training, going, strict=True) if not on):
+                hooks[k].on_training_end()
+                on_leave(k)
+            training = [k for k, on in zip(training, going, strict=True) if on]
+            if not training:
+                break
+            if tuple(training) != batched:
                 batched = tuple(training)
                 population = PopulationPolicy([members[k].policy for k in training])
             for k in training:
                 iterations[k] += 1
                 members[k]._update_current_progress_remaining(members[k].num_timesteps, totals[k])
                 members[k].dump_logs(iterations[k])
-            for k in training:
-                members[k].before_update()
+            measured = measure_due([members[k] for k in training], population)
+            for i, k in enumerate(training):
+                members[k].before_update(*measured.get(i, (None, None)))
             population_update([members[k] for k in training], population, [self.rngs[k] for k in training])
             for k in training:
                 members[k].after_update()
+            for k in (k for k in training if members[k].num_timesteps >= totals[k]):
+                hooks[k].on_training_end()
+                on_leave(k)
             training = [k for k in training if members[k].num_timesteps < totals[k]]
-        for callback in hooks:
-            callback.on_training_end()
+        for k in training:  # stopped at a boundary
+            hooks[k].on_training_end()
+        return not training

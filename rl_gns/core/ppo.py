@@ -15,10 +15,13 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import get_device
 
-from rl_gns.core.measure import GradNormTap, SumOverRanks, measure_rollout, measurement_indices
+from rl_gns.core.measure import GradNorms, GradNormTap, SumOverRanks, measure_rollout, measurement_indices
 from rl_gns.core.names import LOSSES, SCHEMES, Loss, Scheme, gns_key, size_key, tracker_key
 from rl_gns.core.noise_scale import NoiseScaleTracker, g2_and_trace
 from rl_gns.core.policies import ChannelsLastCnnPolicy
+
+#: A measurement's squared gradient norms, per scheme and loss (:func:`~rl_gns.core.measure.measure_rollout` per scheme).
+Measured = dict[Scheme, dict[str, GradNorms]]
 
 
 @dataclass(frozen=True)
@@ -269,13 +272,36 @@ class NoiseScalePPO(PPO):
         self._ppo_update()
         self.after_update()
 
-    def before_update(self) -> None:
-        """What :meth:`train` does before PPO's update: the noise-scale measurement, if this iteration is measured,
-        at the parameters that collected the rollout. (A population trains its members' updates together, between
-        their :meth:`before_update` and :meth:`after_update`.)"""
-        if self.noise_scale is not None and self._n_train_calls % self.noise_scale.every == 0:
-            self._measure_noise_scale()
+    def before_update(self, measured: Measured | None = None, measured_s: float | None = None) -> None:
+        """What :meth:`train` does before PPO's update: the noise-scale measurement, if this iteration is measured
+        (:meth:`measurement_due`), at the parameters that collected the rollout. (A population trains its members'
+        updates together, between their :meth:`before_update` and :meth:`after_update`.)
+
+        :param measured: the measurement of this iteration taken elsewhere, on :meth:`measurement_batches`
+            (a population measures its members together); ``None``: measure here.
+        :param measured_s: this agent's share of the seconds that measurement took.
+        """
+        if self.measurement_due():
+            self._measure_noise_scale(measured, measured_s)
         self._n_train_calls += 1
+
+    def measurement_due(self) -> bool:
+        """Whether the update about to run measures the noise scale (every ``noise_scale.every`` iterations)."""
+        return self.noise_scale is not None and self._n_train_calls % self.noise_scale.every == 0
+
+    def measurement_batches(self) -> dict[Scheme, tuple[int, np.ndarray]]:
+        """Each scheme's small batches and the big batch of the measurement due now: ``{scheme: (n_small, (b_part,)
+        flat rollout indices)}``, drawn from the measurement's own generator (this process's part of the big batch)."""
+        assert self.noise_scale is not None and self._gns_rng is not None
+        batches = {}
+        for scheme in self.noise_scale.schemes:
+            b_small, b_big = self.gns_sizes[scheme]
+            b_part = b_big // self._measuring_ranks
+            batches[scheme] = (
+                b_part // b_small,
+                measurement_indices(scheme, self.n_envs, self.n_steps, b_part, self._gns_rng),
+            )
+        return batches
 
     def after_update(self) -> None:
         """What :meth:`train` does after PPO's update: the pre-clip gradient norms and the iteration's log row."""
@@ -290,34 +316,37 @@ class NoiseScalePPO(PPO):
             for key, value in update.items():  # as with PPO, the last update's values stay readable after learn()
                 self.logger.record(key, value)
 
-    def _measure_noise_scale(self) -> None:
-        assert self.noise_scale is not None and self._gns_rng is not None
+    def _measure_noise_scale(self, measured: Measured | None, measured_s: float | None) -> None:
+        assert self.noise_scale is not None
         start = time.perf_counter()
-        self.policy.set_training_mode(True)  # as PPO.train does first: same forward pass
-        progress = self._current_progress_remaining
-        for scheme in self.noise_scale.schemes:
+        if measured is None:
+            self.policy.set_training_mode(True)  # as PPO.train does first: same forward pass
+            progress = self._current_progress_remaining
+            measured = {
+                scheme: measure_rollout(
+                    self.policy,
+                    self.rollout_buffer,
+                    indices,
+                    n_small,
+                    self.noise_scale.losses,
+                    normalize_advantage=self.normalize_advantage,
+                    clip_range=self.clip_range(progress),  # type: ignore[operator]
+                    clip_range_vf=None if self.clip_range_vf is None else self.clip_range_vf(progress),  # type: ignore[operator]
+                    ent_coef=float(self.ent_coef),
+                    vf_coef=float(self.vf_coef),
+                    sum_over_ranks=self._sum_over_ranks,
+                )
+                for scheme, (n_small, indices) in self.measurement_batches().items()
+            }
+        for scheme, norms in measured.items():
             b_small, b_big = self.gns_sizes[scheme]
-            b_part = b_big // self._measuring_ranks  # this process's part of the big batch
-            norms = measure_rollout(
-                self.policy,
-                self.rollout_buffer,
-                measurement_indices(scheme, self.n_envs, self.n_steps, b_part, self._gns_rng),
-                b_part // b_small,
-                self.noise_scale.losses,
-                normalize_advantage=self.normalize_advantage,
-                clip_range=self.clip_range(progress),  # type: ignore[operator]
-                clip_range_vf=None if self.clip_range_vf is None else self.clip_range_vf(progress),  # type: ignore[operator]
-                ent_coef=float(self.ent_coef),
-                vf_coef=float(self.vf_coef),
-                sum_over_ranks=self._sum_over_ranks,
-            )
             for name, loss_norms in norms.items():
                 estimate = g2_and_trace(loss_norms.g2_small, loss_norms.g2_big, b_small, b_big)
                 self._record_estimate(scheme, name, *estimate)
             self.logger.record(size_key(scheme, "b_small"), b_small)
             self.logger.record(size_key(scheme, "b_big"), b_big)
         self.logger.record("gns/n_skipped", self.gns_n_skipped)
-        self.logger.record("gns/time_s", time.perf_counter() - start)
+        self.logger.record("gns/time_s", time.perf_counter() - start if measured_s is None else measured_s)
 
     def _ppo_update(self) -> None:
         """PPO's update (``stable_baselines3.PPO.train``)."""

@@ -21,7 +21,7 @@ import tyro
 
 from rl_gns import commands
 from rl_gns.core.distributed import rank_and_size
-from rl_gns.experiments import bench, probe, scaling, sweep, train
+from rl_gns.experiments import bench, population_train, probe, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, under_torchrun
 from rl_gns.experiments.plan import EVERY_SETTING
@@ -83,22 +83,27 @@ def train_and_plot(start: Callable[[], Path]) -> Path:
 
 @dataclass
 class RunSpecConfig:
-    """Run one training run from a spec file written by rl-gns sweep or bench (what their worker processes do)."""
+    """Run training runs from spec files written by rl-gns sweep, probe or bench (what their worker processes do)."""
 
-    spec: tyro.conf.Positional[Path]
-    """specs/<run>.json of a sweep or benchmark directory."""
+    specs: tyro.conf.Positional[tuple[Path, ...]]
+    """specs/<run>.json of a sweep or benchmark directory; several train together as one population."""
     max_wall_minutes: float | None = None
     """Stop cleanly, with a checkpoint, before this many wall-clock minutes of training (the command's deadline)."""
 
-    def train_config(self) -> TrainConfig:
-        return replace(train_config_from_json(read_json(self.spec)), max_wall_minutes=self.max_wall_minutes)
+    def train_configs(self) -> list[TrainConfig]:
+        return [replace(train_config_from_json(read_json(s)), max_wall_minutes=self.max_wall_minutes) for s in self.specs]
 
 
-def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], Path]:
-    """A spec names every setting of its run; a worker of a sweep ends with the sweep."""
+def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], object]:
+    """A spec names every setting of its run; several specs are one population; a worker of a sweep ends with the
+    sweep."""
     if os.environ.get("RL_GNS_WORKER"):
         die_with_parent()
-    return partial(train.train, train.plan_run(config.train_config(), EVERY_SETTING))
+    plans = [train.plan_run(spec, EVERY_SETTING) for spec in config.train_configs()]
+    if len(plans) == 1:
+        return partial(train.train, plans[0])
+    population_train.check_population(plans)
+    return partial(population_train.train_population, plans)
 
 
 def probe_and_report(config: probe.ProbeConfig) -> Path:

@@ -195,6 +195,18 @@ def training_settings(config: TrainConfig) -> dict[str, Any]:
     return {key: value for key, value in to_json(config).items() if key not in RUN_CONTROL}
 
 
+#: The settings in which the runs of one population (:mod:`rl_gns.experiments.population_train`) may differ.
+MEMBER_SETTINGS = ("seed", "learning_rate", "out", "resume")
+
+
+def population_settings(config: TrainConfig) -> dict[str, Any] | None:
+    """What a run shares with the other members of a population, as JSON values (every field but
+    :data:`MEMBER_SETTINGS`); ``None`` for a run that trains alone (adaptive, data-parallel)."""
+    if config.adaptive_r is not None or config.nproc != 1:
+        return None
+    return {key: value for key, value in to_json(config).items() if key not in MEMBER_SETTINGS}
+
+
 def base_train_config(settings: object, **overrides: Any) -> TrainConfig:
     """A :class:`TrainConfig` taking every field that ``settings`` shares with it (its :class:`EnvSettings`,
     :class:`PPOSettings` and :class:`MeasureSettings` groups), then ``overrides``.

@@ -1,7 +1,10 @@
-"""Running many training runs: one process per run, on a local pool or as Ray tasks, resumable.
+"""Running many training runs: one process per run, or per population of runs, on a local pool or as Ray tasks,
+resumable.
 
-Shared by ``rl-gns sweep`` and ``rl-gns bench``. Each run is a ``rl-gns train`` run directory; its settings
-are written to ``<out>/specs/<run>.json`` and a child process runs ``python -m rl_gns run <spec>``.
+Shared by ``rl-gns sweep``, ``rl-gns probe`` and ``rl-gns bench``. Each run is a ``rl-gns train`` run directory; its
+settings are written to ``<out>/specs/<run>.json`` and a child process runs ``python -m rl_gns run <spec>``. With
+``--engine population``, the runs that differ only in seed and learning rate are one job: a child process runs
+``python -m rl_gns run <spec> <spec> ...``, which trains them together (:mod:`rl_gns.experiments.population_train`).
 Finished runs (``summary.json``) are skipped, unfinished ones resume from their last checkpoint (or restart
 where they have none that this rl-gns can resume), and a failing run leaves ``error.txt`` in its directory
 without stopping the others.
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +34,7 @@ from typing import Literal
 
 from tqdm import tqdm
 
-from rl_gns.experiments.config import TrainConfig, to_json
+from rl_gns.experiments.config import TrainConfig, population_settings, to_json
 from rl_gns.experiments.plan import EVERY_SETTING, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS
@@ -52,6 +56,8 @@ class ExecutionConfig:
     """Address of a running Ray cluster (ray://head:10001 or auto; --out on a shared filesystem); if unset, a local Ray."""
     device: str = "cpu"
     """Torch device of every run."""
+    engine: Literal["process", "population"] = "process"
+    """process: one process per run; population: runs that differ only in seed and learning rate train in one process."""
     checkpoint_minutes: float | None = 10.0
     """Each run checkpoints after the PPO iteration that passes this many wall-clock minutes since its last (0: every one)."""
     max_wall_minutes: float | None = None
@@ -154,17 +160,17 @@ class Workers:
 
 
 def run_spec(
-    spec_path: str | Path, log_path: str | Path, deadline: float | None = None, workers: Workers | None = None
+    spec_paths: Sequence[str | Path], log_path: str | Path, deadline: float | None = None, workers: Workers | None = None
 ) -> int | None:
-    """Run one spec in a child process (``python -m rl_gns run``), output appended to ``log_path``; return its exit
-    status, or ``None`` without starting it when less than :data:`MIN_SLICE_S` would remain before ``deadline``, or
-    when the command is stopping.
+    """Run specs in a child process (``python -m rl_gns run``: one spec alone, several as one population), output
+    appended to ``log_path``; return its exit status, or ``None`` without starting it when less than
+    :data:`MIN_SLICE_S` would remain before ``deadline``, or when the command is stopping.
 
     :param deadline: ``time.time()`` by which the run must have stopped (it gets ``--max-wall-minutes`` up to it,
         less :data:`START_STOP_S`); ``None``: no deadline.
     :param workers: the command's workers (local executor); ``None``: a Ray task's own.
     """
-    command = [sys.executable, "-m", "rl_gns", "run", str(spec_path)]
+    command = [sys.executable, "-m", "rl_gns", "run", *map(str, spec_paths)]
     if deadline is not None:
         slice_s = deadline - time.time() - START_STOP_S
         if slice_s < MIN_SLICE_S:
@@ -180,7 +186,7 @@ PAUSED_STATUSES = (0, 128 + signal.SIGINT, 128 + signal.SIGTERM)
 def _record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
     if returncode is None:
         return "waiting"
-    if returncode == 0 and run.status() == "done":
+    if run.status() == "done":  # summary.json marks a run finished (a population's member, before the others)
         return "done"
     if returncode in PAUSED_STATUSES and (run.path / CHECKPOINTS).is_dir():
         return "paused"  # stopped at the deadline or on a signal, with a checkpoint
@@ -206,6 +212,17 @@ def workload(specs: list[TrainConfig], n_workers: int) -> str:
         f"on {n_workers} CPU worker(s) that is up to about {duration} (runs stop at their target; "
         "Ctrl-C stops with checkpoints, the same command resumes)"
     )
+
+
+def population_jobs(names: list[str], specs: dict[str, TrainConfig]) -> list[list[str]]:
+    """The runs ``names`` grouped into populations: runs with the same
+    :func:`~rl_gns.experiments.config.population_settings` train together; a run that trains alone is a job of one."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        shared = population_settings(specs[name])
+        key = name if shared is None else json.dumps(shared, sort_keys=True)
+        groups.setdefault(key, []).append(name)
+    return list(groups.values())
 
 
 def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:
@@ -243,37 +260,45 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     if todo:
         print(f"  {workload([specs[name] for name in todo], n_workers)}", flush=True)
 
-    def paths(name: str) -> tuple[Path, Path]:
-        return out / "specs" / f"{name}.json", run_dirs[name].path / "log.txt"
+    jobs = population_jobs(todo, specs) if execution.engine == "population" else [[name] for name in todo]
+
+    def paths(job: list[str]) -> tuple[list[Path], Path]:
+        """A job's spec files and its log: a run's ``log.txt``, a population's ``specs/<first run>.population.log``."""
+        log = run_dirs[job[0]].path / "log.txt" if len(job) == 1 else out / "specs" / f"{job[0]}.population.log"
+        return [out / "specs" / f"{name}.json" for name in job], log
 
     bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not todo)
 
     deadline = None if execution.max_wall_minutes is None else time.time() + 60 * execution.max_wall_minutes
 
-    def finish(name: str, returncode: int | None) -> None:
-        outcome[name] = _record_outcome(run_dirs[name], returncode, paths(name)[1])
-        bar.set_postfix_str(f"{name}: {outcome[name]}")
-        bar.update()
+    def finish(job: list[str], returncode: int | None) -> None:
+        for name in job:
+            outcome[name] = _record_outcome(run_dirs[name], returncode, paths(job)[1])
+            bar.set_postfix_str(f"{name}: {outcome[name]}")
+            bar.update()
 
     signum = None
     if execution.executor == "local":
         workers = Workers()
         stopping = "stopping the runs in flight, each with a checkpoint"
         with StopOnSignal(f"rl-gns {label}", stopping, workers.stop) as signals, ThreadPoolExecutor(n_workers) as pool:
-            futures = {pool.submit(run_spec, *paths(name), deadline, workers): name for name in todo}
+            futures = {pool.submit(run_spec, *paths(job), deadline, workers): i for i, job in enumerate(jobs)}
             for future in as_completed(futures):
-                finish(futures[future], future.result())
+                finish(jobs[futures[future]], future.result())
         signum = signals.signum
     else:
         import ray
 
         ray.init(address=execution.ray_address, ignore_reinit_error=True, log_to_driver=False)
         remote_run = ray.remote(num_cpus=execution.threads_per_run)(run_spec)
-        refs = {remote_run.remote(*map(str, paths(name)), deadline): name for name in todo}  # type: ignore[call-arg]
+        refs = {}
+        for i, job in enumerate(jobs):
+            spec_paths, log = paths(job)
+            refs[remote_run.remote([str(p) for p in spec_paths], str(log), deadline)] = i  # type: ignore[call-arg]
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
-            finish(refs[ready[0]], ray.get(ready[0]))
+            finish(jobs[refs[ready[0]]], ray.get(ready[0]))
         ray.shutdown()  # disconnect now (and stop a local instance) rather than in an exit hook
     bar.close()
     failed = sorted(name for name, status in outcome.items() if status == "failed")

@@ -1,0 +1,163 @@
+"""Several planned runs trained as one population in one process (:class:`rl_gns.core.population.Population`), each
+member writing its own ordinary run directory, as ``rl-gns train`` would.
+
+Reads top to bottom like :mod:`rl_gns.experiments.train`, whose pieces it uses: the plans, checked to be one
+population (:func:`check_population`) -> every member's lock -> envs and agents (new or from checkpoints),
+``config.json`` -> learn together, writing checkpoints -> each member's model and ``summary.json`` as it leaves.
+
+A population differs only in seeds and learning rates (``MEMBER_SETTINGS`` of :mod:`rl_gns.experiments.config`):
+one rollout size of a sweep is the natural unit. Checkpoints are taken at the same iteration boundary for every member
+still training, and a signal or deadline stops them all there. A member's checkpoint holds the population's torch
+generator (the actions of all members are drawn from it at once) and the member's own NumPy generator (its minibatch
+permutations), so a population resumed from checkpoints of one boundary goes on exactly as it would have; each is also
+an ordinary checkpoint that ``rl-gns train --resume`` can go on from alone.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+
+import numpy as np
+import torch as th
+
+from rl_gns.core.population import Population
+from rl_gns.experiments.callbacks import Snapshots
+from rl_gns.experiments.config import TrainConfig, population_settings
+from rl_gns.experiments.plan import RunPlan
+from rl_gns.experiments.signals import Interrupted, StopOnSignal
+from rl_gns.experiments.train import (
+    checkpoint_clock,
+    claim,
+    close_run,
+    open_run,
+    write_run_checkpoint,
+)
+from rl_gns.records.checkpoint import load_rng_states
+
+#: Wall seconds between the population's progress lines.
+PROGRESS_EVERY_S = 60.0
+
+
+def check_population(plans: Sequence[RunPlan]) -> None:
+    """Check, before anything is written, that planned runs can train as one population.
+
+    :raises ValueError: naming the first setting in which two runs differ, or why a run trains alone.
+    """
+    if not plans:
+        raise ValueError("a population needs at least one run")
+    shared = population_settings(plans[0].config)
+    for plan in plans:
+        other = population_settings(plan.config)
+        if shared is None or other is None:
+            raise ValueError(f"{plan.out}: adaptive and data-parallel runs train alone, not in a population")
+        differ = [name for name in shared if shared[name] != other[name]]
+        if differ:
+            raise ValueError(f"{plan.out} differs from {plans[0].out} in {', '.join(differ)}: not one population")
+    if len({plan.out.resolve() for plan in plans}) < len(plans):
+        raise ValueError("two runs of a population write one run directory")
+
+
+def train_population(plans: Sequence[RunPlan]) -> list[Path]:
+    """Train planned runs (new or resumed) as one population and return their directories; a member is finished
+    (``summary.json``) when it leaves at its target or budget. A population stopped at ``max_wall_minutes`` returns
+    with checkpoints for the members still training.
+
+    :raises ValueError: if the runs cannot train together (:func:`check_population`).
+    :raises rl_gns.experiments.signals.Interrupted: after SIGINT or SIGTERM, with a checkpoint of every member still
+        training.
+    :raises rl_gns.records.lock.RunLockedError: if another process holds one of the run directories.
+    """
+    check_population(plans)
+    config = plans[0].config
+    if config.torch_threads is not None:
+        th.set_num_threads(config.torch_threads)
+    with ExitStack() as locks:
+        for plan in plans:
+            locks.enter_context(claim(plan))
+        return _train(plans, config)
+
+
+def _train(plans: Sequence[RunPlan], config: TrainConfig) -> list[Path]:
+    # --- every member's envs and agent, config.json, logger; then the generators the population draws from
+    opened = [open_run(plan, console=None) for plan in plans]
+    members = [run.model for run in opened]
+    rngs = [np.random.RandomState(member.seed) for member in members]
+    resumed = [k for k, plan in enumerate(plans) if plan.checkpoint is not None]
+    for k in resumed:
+        checkpoint = plans[k].checkpoint
+        assert checkpoint is not None
+        rngs[k].set_state(load_rng_states(checkpoint)[0]["numpy"])
+    if resumed:  # every member checkpointed at one boundary holds the same torch state
+        checkpoint = plans[resumed[0]].checkpoint
+        assert checkpoint is not None
+        th.set_rng_state(load_rng_states(checkpoint)[0]["torch"])
+    population = Population(members, rngs)
+    print(
+        f"population of {len(plans)} runs, {plans[0].batching.rollout_size:,} agent steps per iteration each, "
+        f"budget {config.total_steps:,}: {len(resumed)} resumed, {len(plans) - len(resumed)} new",
+        flush=True,
+    )
+
+    # --- learn together; checkpoints at the same boundary for every member; each member closes as it leaves
+    start = time.perf_counter()
+    first_steps = sum(member.num_timesteps for member in members)
+    left: list[int] = []
+
+    said = start
+
+    def at_boundary(training: Sequence[int]) -> bool:
+        nonlocal said
+        steps = max(member.num_timesteps for member in members)
+        if time.perf_counter() - said >= PROGRESS_EVERY_S:
+            said = time.perf_counter()
+            rate = sum(member.num_timesteps for member in members) - first_steps
+            print(
+                f"[{steps:,}/{config.total_steps:,} agent steps] {len(training)} training, {len(left)} finished, "
+                f"{rate / (said - start):,.0f} agent steps/s in all",
+                flush=True,
+            )
+        if clock.due(steps):
+            began = time.perf_counter()
+            shared = th.get_rng_state()
+            for k in training:
+                rng_state = {"torch": shared, "numpy": rngs[k].get_state(), "random": random.getstate()}
+                write_run_checkpoint(opened[k], time.perf_counter() - start, [rng_state])
+            clock.saved(steps, began)
+        return not clock.stopped
+
+    def on_leave(k: int) -> None:
+        env = members[k].get_env()
+        assert env is not None
+        env.close()
+        print(f"{opened[k].run.path}: finished at {members[k].num_timesteps:,} agent steps", flush=True)
+        close_run(opened[k], time.perf_counter() - start, {**clock.lifecycle(), "population_size": len(plans)})
+        left.append(k)
+
+    with StopOnSignal() as signals:
+        clock = checkpoint_clock(config, signals.requested)
+        clock.start(max(member.num_timesteps for member in members))
+        population.learn(
+            [config.total_steps - member.num_timesteps for member in members],
+            [
+                [run.episodes, *([Snapshots(run.run.path, config.snapshot_steps)] if config.snapshot_steps else [])]
+                for run in opened
+            ],
+            reset_num_timesteps=False,
+            at_boundary=at_boundary,
+            on_leave=on_leave,
+        )
+    paused = [k for k in range(len(plans)) if k not in left]
+    for k in paused:
+        opened[k].model.logger.close()  # flushes TensorBoard
+    if paused:
+        where = f"at {clock.saved_at:,} agent steps; the command that started them goes on from there"
+        if signals.signum is not None:
+            name = signal.Signals(signals.signum).name
+            raise Interrupted(signals.signum, f"stopped {len(paused)} runs by {name} with checkpoints {where}")
+        print(f"stopped {len(paused)} runs before --max-wall-minutes {config.max_wall_minutes} {where}", flush=True)
+    return [run.run.path for run in opened]

@@ -14,6 +14,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
+from stable_baselines3.common.torch_layers import FlattenExtractor
 from torch import nn
 from torch.func import functional_call, vmap
 
@@ -49,8 +50,66 @@ class _LogitsAndValues(nn.Module):
         return self.action_net(latent_pi), self.value_net(latent_vf).flatten()
 
 
+#: Activations that act on each element alone, so that they apply to ``(K, N, features)`` as to ``(N, features)``.
+ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.ELU, nn.LeakyReLU, nn.SiLU, nn.GELU, nn.Sigmoid, nn.Identity)
+
+
+#: One step of a stacked MLP: a linear layer's parameter names (weight, bias), or an elementwise activation module.
+MlpStep = tuple[str, str] | nn.Module
+
+
+def mlp_steps(heads: _LogitsAndValues) -> tuple[list[MlpStep], list[MlpStep]] | None:
+    """The actor's and the critic's steps from a flat observation to the logits and the value, where the actor-critic
+    is SB3's MLP (a flatten extractor, ``nn.Sequential`` nets of ``nn.Linear`` and elementwise activations, linear
+    heads); ``None`` for any other (a CNN), which :class:`PopulationPolicy` vmaps instead."""
+    if len(heads.observation_space.shape or ()) != 1:
+        return None
+    extractors = (
+        [heads.features_extractor]
+        if heads.share_features_extractor
+        else [heads.pi_features_extractor, heads.vf_features_extractor]
+    )
+    if any(type(extractor) is not FlattenExtractor for extractor in extractors):
+        return None
+    names = {id(module): name for name, module in heads.named_modules()}
+
+    def steps(net: nn.Module, head: nn.Module) -> list[MlpStep] | None:
+        out: list[MlpStep] = []
+        for module in [*(net if isinstance(net, nn.Sequential) else [net]), head]:
+            if type(module) is nn.Linear and module.bias is not None:
+                out.append((f"{names[id(module)]}.weight", f"{names[id(module)]}.bias"))
+            elif type(module) in ELEMENTWISE:
+                out.append(module)
+            else:
+                return None
+        return out
+
+    actor = steps(heads.mlp_extractor.policy_net, heads.action_net)
+    critic = steps(heads.mlp_extractor.value_net, heads.value_net)
+    return None if actor is None or critic is None else (actor, critic)
+
+
+def stacked_mlp(x: th.Tensor, steps: Sequence[MlpStep], params: dict[str, th.Tensor]) -> th.Tensor:
+    """``K`` MLPs on their own inputs: ``x_{l+1}[k] = x_l[k] W_l[k]ᵀ + b_l[k]`` (one ``baddbmm`` per layer) with the
+    activations between.
+
+    :param x: ``(K, N, in)`` inputs.
+    :param steps: :func:`mlp_steps`' actor or critic.
+    :param params: ``{name: (K, *shape)}`` stacked parameters.
+    :return: ``(K, N, out)``.
+    """
+    for step in steps:
+        if isinstance(step, tuple):
+            weight, bias = params[step[0]], params[step[1]]
+            x = th.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+        else:
+            x = step(x)
+    return x
+
+
 class PopulationPolicy:
-    """K SB3 actor-critics of one architecture evaluated as one network, vmapped over their stacked parameters.
+    """K SB3 actor-critics of one architecture evaluated as one network over their stacked parameters: SB3's MLP as
+    batched matrix products (:func:`stacked_mlp`), any other network vmapped (``functional_call`` + ``vmap``).
 
     The parameters are stacked anew at every call (``torch.stack`` is differentiable), so gradients flow to each
     member's own parameters and its own optimiser steps them.
@@ -79,6 +138,7 @@ class PopulationPolicy:
         self._names = [name for name, _ in self._heads.named_parameters()]
         self._params = [list(member.parameters()) for member in heads]
         self._batched = vmap(self._one_member)
+        self._mlp = mlp_steps(self._heads)
 
     def _one_member(self, params: dict[str, th.Tensor], obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         return functional_call(self._heads, params, (obs,))
@@ -102,7 +162,13 @@ class PopulationPolicy:
         :param params: the members' parameters as :meth:`stacked_parameters` gives them (stacked once for many calls
             at the same parameters, as during a rollout); if unset, stacked now.
         """
-        return self._batched(self.stacked_parameters() if params is None else params, obs)
+        params = self.stacked_parameters() if params is None else params
+        if self._mlp is None:
+            return self._batched(params, obs)
+        features = preprocess_obs(obs, self._heads.observation_space, normalize_images=self._heads.normalize_images)
+        assert isinstance(features, th.Tensor)
+        actor, critic = self._mlp
+        return stacked_mlp(features, actor, params), stacked_mlp(features, critic, params).squeeze(-1)
 
     def set_training_mode(self, mode: bool) -> None:
         """Put every member in training (``True``) or evaluation mode, as SB3's ``set_training_mode``."""

@@ -315,7 +315,7 @@ class Population:
         reset_num_timesteps: bool = True,
         tb_log_name: str = "PPO",
         at_boundary: Callable[[Sequence[int]], bool] = lambda training: True,
-        on_leave: Callable[[int], None] = lambda k: None,
+        on_leave: Callable[[list[int]], None] = lambda leaving: None,
     ) -> bool:
         """``PPO.learn`` for every member at once (``log_interval`` 1, no progress bar).
 
@@ -325,7 +325,8 @@ class Population:
         :param tb_log_name: as for ``PPO.learn``.
         :param at_boundary: called before every iteration with the members still training (the previous update and
             its log rows done, nothing of the next iteration begun); ``False`` stops the whole population there.
-        :param on_leave: called with a member's index when it leaves: its budget spent, or its callback stopped it.
+        :param on_leave: called with the indices of the members that leave together: their budgets spent, or their
+            callbacks stopped them.
         :return: ``True`` if every member left, ``False`` if ``at_boundary`` stopped the population.
         """
         members = self.members
@@ -339,9 +340,7 @@ class Population:
             callback.on_training_start({"self": member, "total_timesteps": total, "callback": callback}, {})
         iterations = [0] * len(members)
         training = [k for k, member in enumerate(members) if member.num_timesteps < totals[k]]
-        for k in (k for k in range(len(members)) if k not in training):  # its budget spent before it began
-            hooks[k].on_training_end()
-            on_leave(k)
+        self._leave([k for k in range(len(members)) if k not in training], hooks, on_leave)  # budgets spent before
         population: PopulationPolicy | None = None
         batched: tuple[int, ...] = ()
         while training:
@@ -354,9 +353,7 @@ class Population:
             going = collect_population_rollouts(
                 [members[k] for k in training], population, [hooks[k] for k in training], members[0].n_steps
             )
-            for k in (k for k, on in zip(training, going, strict=True) if not on):
-                hooks[k].on_training_end()
-                on_leave(k)
+            self._leave([k for k, on in zip(training, going, strict=True) if not on], hooks, on_leave)
             training = [k for k, on in zip(training, going, strict=True) if on]
             if not training:
                 break
@@ -373,10 +370,17 @@ class Population:
             population_update([members[k] for k in training], population, [self.rngs[k] for k in training])
             for k in training:
                 members[k].after_update()
-            for k in (k for k in training if members[k].num_timesteps >= totals[k]):
-                hooks[k].on_training_end()
-                on_leave(k)
+            self._leave([k for k in training if members[k].num_timesteps >= totals[k]], hooks, on_leave)
             training = [k for k in training if members[k].num_timesteps < totals[k]]
         for k in training:  # stopped at a boundary
             hooks[k].on_training_end()
         return not training
+
+    @staticmethod
+    def _leave(leaving: list[int], hooks: Sequence[BaseCallback], on_leave: Callable[[list[int]], None]) -> None:
+        """End the training of the members ``leaving`` (their callbacks' ``on_training_end``), then tell ``on_leave``."""
+        if not leaving:
+            return
+        for k in leaving:
+            hooks[k].on_training_end()
+        on_leave(leaving)

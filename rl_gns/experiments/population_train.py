@@ -130,13 +130,15 @@ def _train(plans: Sequence[RunPlan], config: TrainConfig) -> list[Path]:
             clock.saved(steps, began)
         return not clock.stopped
 
-    def on_leave(k: int) -> None:
-        env = members[k].get_env()
-        assert env is not None
-        env.close()
-        print(f"{opened[k].run.path}: finished at {members[k].num_timesteps:,} agent steps", flush=True)
-        close_run(opened[k], time.perf_counter() - start, {**clock.lifecycle(), "population_size": len(plans)})
-        left.append(k)
+    def on_leave(leaving: list[int]) -> None:
+        wall_s = time.perf_counter() - start  # the same for all that leave now, however long closing them takes
+        for k in leaving:
+            env = members[k].get_env()
+            assert env is not None
+            env.close()
+            print(f"{opened[k].run.path}: finished at {members[k].num_timesteps:,} agent steps", flush=True)
+            close_run(opened[k], wall_s, {**clock.lifecycle(), "population_size": len(plans)})
+            left.append(k)
 
     with StopOnSignal() as signals:
         clock = checkpoint_clock(config, signals.requested)

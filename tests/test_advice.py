@@ -42,8 +42,15 @@ def test_advise_scales_by_m_and_states_where_the_run_stands():
     assert "mostly burn experience" in "\n".join(above.lines())  # 512 > 120 / 0.41
     inside = Advice("env_total", RatioInterval(100.0, 80.0, 120.0), n_envs=4, n_steps=32, n_measurements=50)
     assert "not decided" in "\n".join(inside.lines()) and "burn" not in "\n".join(inside.lines())  # 128 in [23, 293]
-    unresolved = Advice("mb_xM_policy", RatioInterval(math.nan, 5_000.0, math.inf), n_envs=8, n_steps=128, n_measurements=50)
-    assert "B* > 5,000" in unresolved.lines()[0]
+    for point in (math.nan, 4_000.0):  # |G|² not resolved: a lower bound only, whatever the ratio of sums is
+        unresolved = Advice("mb_xM_policy", RatioInterval(point, 5_000.0, math.inf), n_envs=8, n_steps=128, n_measurements=50)
+        text = "\n".join(unresolved.lines())
+        assert unresolved.lines()[0].endswith("at least 5,000 agent steps at 95 % (|G|² not resolved: no upper bound and "
+                                              "no point estimate)")  # fmt: skip
+        assert "4,000" not in text and "at least 39 envs" in text and "B_crit at least 1,429 agent steps" in text
+        cut, extra = unresolved.doubling(5_000.0)
+        assert f"by at least {cut:.0%} for at most {extra:.0%} more experience" in text
+        assert "mostly save iterations" in text  # 1,024 agent steps < 5,000 / 3.5
     nothing = Advice("env_value", RatioInterval(53.0, 0.0, math.inf), n_envs=2, n_steps=32, n_measurements=16)
     assert nothing.lines() == [
         "critical rollout size (env_value): not resolved: after 16 noise-scale measurements its 95 % interval still "

@@ -93,36 +93,40 @@ class Advice:
                 f"critical rollout size ({self.predictor}): not enough data: {self.n_measurements} noise-scale "
                 f"measurements, {MIN_MEASUREMENTS} needed (train longer, or measure more often with --gns-every)"
             ]
-        if not math.isfinite(b.point) or b.point <= 0:
-            low = f"; the data say only B* > {b.low:,.0f} agent steps" if b.low > 0 else ""
-            return [f"critical rollout size ({self.predictor}): not resolved{low} (measure longer or more often)"]
-        if not b.resolved and b.low <= 0:  # the interval is [0, inf]: the point says nothing
+        if b.resolved and not (math.isfinite(b.point) and b.point > 0):  # |G|² resolved, tr(Σ) not positive
+            return [f"critical rollout size ({self.predictor}): not resolved (measure longer or more often)"]
+        if not b.resolved and not b.low > 0:  # the interval is [0, inf]: the point says nothing
             return [
                 f"critical rollout size ({self.predictor}): not resolved: after {self.n_measurements} noise-scale "
                 f"measurements its 95 % interval still runs from 0 to infinity (train longer, or measure more often "
                 "with --gns-every)"
             ]
         envs, envs_low, envs_high = self.n_envs_critical
-        if b.resolved:
-            size_text = f"{b.point:,.0f} agent steps [95 % interval {b.low:,.0f}, {b.high:,.0f}]"
-            envs_text = f"{envs:,.0f} envs [{envs_low:,.0f}, {envs_high:,.0f}]"
-        else:
-            size_text = f"{b.point:,.0f} agent steps, at least {b.low:,.0f} at 95 % (|G|² not resolved: no upper bound)"
-            envs_text = f"{envs:,.0f} envs (at least {envs_low:,.0f})"
-        lines = [
-            f"critical rollout size ({self.predictor}): {size_text}",
-            f"  = {envs_text} at n_steps {self.n_steps}; this run: {self.n_envs} envs ({size:,} agent steps per rollout)",
-        ]
         error_low, error_high = self.with_predictor_error()
-        lines.append(
-            f"  with the predictor's error where it was checked ({PREDICTOR_ERROR[0]}-{PREDICTOR_ERROR[1]}x): B_crit in "
-            f"[{error_low:,.0f}, {error_high:,.0f}] agent steps ({VALIDATED_REGIME}; rl-gns probe measures it directly)"
-        )
-        cut, extra = self.doubling(b.point)
-        lines.append(
-            f"  if B_crit = {b.point:,.0f}: doubling the envs cuts the PPO iterations to a target by about {cut:.0%} "
-            f"for {extra:.0%} more experience (S = S_min(1 + B*/B), E = E_min(1 + B/B*))"
-        )
+        checked = f"the predictor's error where it was checked ({PREDICTOR_ERROR[0]}-{PREDICTOR_ERROR[1]}x)"
+        regime = f"({VALIDATED_REGIME}; rl-gns probe measures it directly)"
+        if b.resolved:
+            cut, extra = self.doubling(b.point)
+            lines = [
+                f"critical rollout size ({self.predictor}): {b.point:,.0f} agent steps [95 % interval {b.low:,.0f}, "
+                f"{b.high:,.0f}]",
+                f"  = {envs:,.0f} envs [{envs_low:,.0f}, {envs_high:,.0f}] at n_steps {self.n_steps}; "
+                f"this run: {self.n_envs} envs ({size:,} agent steps per rollout)",
+                f"  with {checked}: B_crit in [{error_low:,.0f}, {error_high:,.0f}] agent steps {regime}",
+                f"  if B_crit = {b.point:,.0f}: doubling the envs cuts the PPO iterations to a target by about {cut:.0%} "
+                f"for {extra:.0%} more experience (S = S_min(1 + B*/B), E = E_min(1 + B/B*))",
+            ]
+        else:  # |G|² not resolved: a lower bound only, and the ratio of sums is no estimate
+            cut, extra = self.doubling(b.low)
+            lines = [
+                f"critical rollout size ({self.predictor}): at least {b.low:,.0f} agent steps at 95 % (|G|² not "
+                "resolved: no upper bound and no point estimate)",
+                f"  = at least {envs_low:,.0f} envs at n_steps {self.n_steps}; "
+                f"this run: {self.n_envs} envs ({size:,} agent steps per rollout)",
+                f"  with {checked}: B_crit at least {error_low:,.0f} agent steps {regime}",
+                f"  if B_crit is at least {b.low:,.0f}: doubling the envs cuts the PPO iterations to a target by at "
+                f"least {cut:.0%} for at most {extra:.0%} more experience (S = S_min(1 + B*/B), E = E_min(1 + B/B*))",
+            ]
         if size > error_high:
             lines.append(
                 "  this run is past the critical size even at the interval's upper end: more envs mostly burn experience"

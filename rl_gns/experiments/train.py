@@ -441,7 +441,7 @@ def advice_record(advice: Advice | None, lines: list[str]) -> dict:
     if advice is None:
         return {"predictor": DEFAULT_PREDICTOR, "text": lines}
     b, enough = advice.b_crit, advice.n_measurements >= MIN_MEASUREMENTS
-    identified = enough and math.isfinite(b.point)
+    identified = enough and b.resolved and math.isfinite(b.point) and b.point > 0  # else a lower bound at most
     error_low, error_high = advice.with_predictor_error()
     return {
         "predictor": advice.predictor,

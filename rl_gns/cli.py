@@ -213,8 +213,17 @@ def split_number_lists(argv: list[str]) -> list[str]:
 
 
 #: What the work of a command raises for bad input found only once it runs: a run file that cannot be read, a run
-#: another process took, a checkpoint that cannot be resumed, a run that measured nothing to advise on.
-INPUT_ERRORS = (RunFileError, RunLockedError, CheckpointError, FileExistsError, FileNotFoundError, advise.NotMeasuredError)
+#: another process took, a checkpoint that cannot be resumed, a run that measured nothing to advise on, a probe's
+#: anchor that played too few games.
+INPUT_ERRORS = (
+    RunFileError,
+    RunLockedError,
+    CheckpointError,
+    FileExistsError,
+    FileNotFoundError,
+    advise.NotMeasuredError,
+    probe.TooFewGamesError,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -125,3 +125,8 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
     with pytest.raises(ValueError, match="--delta-noise must be a finite number > 0"):
         check(ProbeConfig(source=source, delta_noise=float("nan"), out=tmp_path / "p"))
     assert not (tmp_path / "p").exists()
+    # an anchor that finishes too few games is found only once it has played: one line, exit status 2
+    short = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "64", "--n-envs", "2", "4", "--out",
+                            str(tmp_path / "q")], capture_output=True, text=True)  # fmt: skip
+    assert short.returncode == 2 and "Traceback" not in short.stderr
+    assert short.stderr.strip().endswith("the anchor finished 0 games, fewer than --window 20; raise --anchor-steps")

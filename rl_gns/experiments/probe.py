@@ -103,15 +103,19 @@ class StartScore:
     games: int
 
 
+class TooFewGamesError(ValueError):
+    """The anchor played too few games at fixed parameters to set a target (bad input: ``--anchor-steps``)."""
+
+
 def start_score(anchor: Path, window: int) -> StartScore:
     """The anchor's games as a :class:`StartScore`.
 
-    :raises ValueError: if it finished fewer than ``window`` games (too few to set a target the branches' running
-        score can be compared with).
+    :raises TooFewGamesError: if it finished fewer than ``window`` games (too few to set a target the branches'
+        running score can be compared with).
     """
     scores = RunDir(anchor).episodes()["score"]
     if len(scores) < max(window, 2):
-        raise ValueError(
+        raise TooFewGamesError(
             f"{anchor}: the anchor finished {len(scores)} games, fewer than --window {window}; raise --anchor-steps"
         )
     return StartScore(float(np.mean(scores)), float(np.std(scores, ddof=1)), len(scores))

@@ -49,3 +49,22 @@ def test_a_retest_of_an_agent_already_probed_is_left_out_of_the_pairs(tmp_path):
         (tmp_path / name / "probe.json").write_text(json.dumps(record))
     primary, retests = retests_apart([tmp_path / "b", tmp_path / "a", tmp_path / "c"])
     assert primary == [tmp_path / "a", tmp_path / "c"] and retests == [tmp_path / "b"]
+
+
+def test_a_probe_verdict_states_only_what_its_fit_bounds():
+    import numpy as np
+
+    from rl_gns.core.tradeoff import LocalTradeoffFit
+    from rl_gns.reports import probe_report
+
+    sizes = np.array([128.0, 256.0, 256.0, 1024.0, 1024.0])
+    both = LocalTradeoffFit(s_min=20.0, e_min=20_000.0, b_crit_low=400.0, b_crit_high=3_000.0, level=0.95, n_points=5)
+    assert (
+        probe_report.verdict(both, sizes, 18) == "B_crit 1e+03 agent steps, 95 % interval [400, 3e+03] (5 branches at 3 sizes)"
+    )
+    below = LocalTradeoffFit(s_min=-5.0, e_min=20_000.0, b_crit_low=300.0, b_crit_high=math.inf, level=0.95, n_points=5)
+    assert probe_report.verdict(below, sizes, 18).startswith("B_crit not identified: at least 300 agent steps")
+    neither = LocalTradeoffFit(s_min=-155.0, e_min=275_848.0, b_crit_low=0.0, b_crit_high=math.inf, level=0.95, n_points=5)
+    assert probe_report.verdict(neither, sizes, 18) == (
+        "B_crit not identified: the data bound it on neither side (5 of 18 branches at 3 sizes reached the target)"
+    )

@@ -69,6 +69,9 @@ def verdict(fit: LocalTradeoffFit | None, batch_N: np.ndarray, n_branches: int) 
     if fit is None:
         return f"B_crit not identified: {len(batch_N)} of {n_branches} branches at {sizes} sizes reached the target"
     interval = f"[{fmt(fit.b_crit_low)}, {fmt(fit.b_crit_high)}]"
+    if not fit.identified and not fit.b_crit_low > 0:  # [0, inf]: the data bound it on neither side
+        reached = f"{len(batch_N)} of {n_branches} branches at {sizes} sizes reached the target"
+        return f"B_crit not identified: the data bound it on neither side ({reached})"
     if not fit.identified:
         return f"B_crit not identified: at least {fmt(fit.b_crit_low)} agent steps (95 % lower end; the data set no upper end)"
     return f"B_crit {fmt(fit.b_crit)} agent steps, 95 % interval {interval} ({fit.n_points} branches at {sizes} sizes)"

@@ -60,8 +60,9 @@ def population_grad_norms(
     k_members = population.size
     grad_sums = {name: [th.zeros_like(p) for p in leaves] for name in losses}
     g2_small_sums = {name: th.zeros(k_members, device=leaves[0].device) for name in losses}
+    parts = {name: tensor.tensor_split(n_small, dim=1) for name, tensor in big_batches.items()}
     for part in range(n_small):
-        small = {name: tensor.tensor_split(n_small, dim=1)[part] for name, tensor in big_batches.items()}
+        small = {name: split[part] for name, split in parts.items()}
         logits, values = population.logits_and_values(small.pop("observations"), params)
         terms = ppo_losses(logits, values, small, eps, eps_vf, False, ent_coef, vf_coef)
         for i, name in enumerate(losses):

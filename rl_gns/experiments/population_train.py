@@ -87,15 +87,12 @@ def _train(plans: Sequence[RunPlan], config: TrainConfig) -> list[Path]:
     opened = [open_run(plan, console=None) for plan in plans]
     members = [run.model for run in opened]
     rngs = [np.random.RandomState(member.seed) for member in members]
-    resumed = [k for k, plan in enumerate(plans) if plan.checkpoint is not None]
-    for k in resumed:
-        checkpoint = plans[k].checkpoint
-        assert checkpoint is not None
-        rngs[k].set_state(load_rng_states(checkpoint)[0]["numpy"])
-    if resumed:  # every member checkpointed at one boundary holds the same torch state
-        checkpoint = plans[resumed[0]].checkpoint
-        assert checkpoint is not None
-        th.set_rng_state(load_rng_states(checkpoint)[0]["torch"])
+    saved = {k: load_rng_states(plan.checkpoint)[0] for k, plan in enumerate(plans) if plan.checkpoint is not None}
+    resumed = list(saved)
+    for k, state in saved.items():
+        rngs[k].set_state(state["numpy"])
+    if saved:  # every member checkpointed at one boundary holds the same torch state
+        th.set_rng_state(saved[resumed[0]]["torch"])
     population = Population(members, rngs)
     print(
         f"population of {len(plans)} runs, {plans[0].batching.rollout_size:,} agent steps per iteration each, "

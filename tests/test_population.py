@@ -36,10 +36,12 @@ def member_with_rollout(policy: str, backend: str, seed: int, learning_rate: flo
     return model
 
 
-def trained_apart_and_together(policy: str, backend: str, k: int, **overrides) -> tuple[list[PPO], list[PPO]]:
+def trained_apart_and_together(
+    policy: str, backend: str, k: int, learning_rates: tuple[float, ...] = LEARNING_RATES, **overrides
+) -> tuple[list[PPO], list[PPO]]:
     """K members trained one by one with ``PPO.train()``, and the same K (same rollouts) with one population update."""
     apart, together = [], []
-    for seed, learning_rate in zip(SEEDS[:k], LEARNING_RATES[:k], strict=True):
+    for seed, learning_rate in zip(SEEDS[:k], learning_rates[:k], strict=True):
         apart.append(member_with_rollout(policy, backend, seed, learning_rate, **overrides))
         together.append(member_with_rollout(policy, backend, seed, learning_rate, **overrides))
         assert np.array_equal(apart[-1].rollout_buffer.observations, together[-1].rollout_buffer.observations)
@@ -52,23 +54,35 @@ def trained_apart_and_together(policy: str, backend: str, k: int, **overrides) -
 
 
 def max_difference(a: PPO, b: PPO) -> float:
-    """Largest absolute difference between two agents' parameters and Adam moments."""
-    diffs = [(p - q).abs().max().item() for p, q in zip(a.policy.parameters(), b.policy.parameters(), strict=True)]
-    for state_a, state_b in zip(a.policy.optimizer.state.values(), b.policy.optimizer.state.values(), strict=True):
+    """Largest absolute difference between two agents' parameters and Adam moments (their Adam step counts equal)."""
+    diffs = []
+    for p, q in zip(a.policy.parameters(), b.policy.parameters(), strict=True):
+        state_a, state_b = a.policy.optimizer.state[p], b.policy.optimizer.state[q]
+        assert th.equal(state_a["step"], state_b["step"])
+        diffs += [(p - q).abs().max().item()]
         diffs += [(state_a[key] - state_b[key]).abs().max().item() for key in ("exp_avg", "exp_avg_sq")]
     return max(diffs)
 
 
 @pytest.mark.parametrize(
-    "overrides",
-    [{}, {"clip_range_vf": 0.1, "normalize_advantage": False}, {"target_kl": 0.002}],
-    ids=["default", "value-clip", "target-kl"],
+    ("overrides", "learning_rates"),
+    [
+        ({}, LEARNING_RATES),
+        ({"clip_range_vf": 0.1, "normalize_advantage": False}, LEARNING_RATES),
+        ({"target_kl": 0.002}, LEARNING_RATES),
+        ({}, (1e-3, 1e-3, 1e-3)),
+        ({"target_kl": 0.001}, (1e-3, 1e-3, 1e-3)),
+        ({}, (1e-3, 4e-3, 1e-3)),
+    ],
+    ids=["default", "value-clip", "target-kl", "one-lr", "one-lr-target-kl", "two-lrs"],
 )
-def test_one_population_update_equals_ppo_train_for_every_member(overrides):
-    """Three members (seeds 3-5, learning rates 2.5e-4 to 4e-3), MLP on RAM: after a full update (3 epochs, clipping,
-    advantage normalisation or none, value clipping, early stop on the KL) every member's parameters, Adam moments and
-    ``train/`` logs equal those of its own ``PPO.train()`` to float rounding."""
-    apart, together = trained_apart_and_together("MlpPolicy", "ram", 3, **overrides)
+def test_one_population_update_equals_ppo_train_for_every_member(overrides, learning_rates):
+    """Three members (seeds 3-5; three learning rates, one, or two with one shared by members 0 and 2), MLP on RAM:
+    after a full update (3 epochs, clipping, advantage normalisation or none, value clipping, early stop on the KL)
+    every member's parameters, Adam moments and steps, and ``train/`` logs equal those of its own ``PPO.train()`` to
+    float rounding. Members of one learning rate take one optimiser step together; one that stops early on the KL
+    keeps the state it stopped with."""
+    apart, together = trained_apart_and_together("MlpPolicy", "ram", 3, learning_rates, **overrides)
     for a, b in zip(apart, together, strict=True):
         initial = member_with_rollout("MlpPolicy", "ram", a.seed, a.learning_rate, **overrides)
         assert any(not th.equal(p, q) for p, q in zip(a.policy.parameters(), initial.policy.parameters(), strict=True))
@@ -77,8 +91,9 @@ def test_one_population_update_equals_ppo_train_for_every_member(overrides):
         for key, value in a.logger.name_to_value.items():
             if key.startswith("train/"):
                 assert b.logger.name_to_value[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
-    if "target_kl" in overrides:  # the early stop did trigger, for some member
+    if "target_kl" in overrides:  # the early stop did trigger, for some member and not for all at once
         assert min(a._n_updates for a in apart) < SHARED["n_epochs"]
+        assert len({a._n_updates for a in apart}) > 1
 
 
 def test_population_of_one_nature_cnn_on_pixels():
@@ -117,7 +132,7 @@ def test_population_of_one_learns_as_a_lone_run():
     assert np.array_equal(flat_actions, lone.rollout_buffer.actions)  # the lone run's buffer was flattened by train()
     difference = max_difference(lone, member)
     assert difference < 1e-5, difference
-    for key in ("gns/b_simple_value", "gns/g2_value_raw", "train/value_loss"):
+    for key in ("gns/b_simple_value", "gns/g2_value_raw", "gns/grad_norm_preclip", "train/value_loss"):
         assert member.logger.name_to_value[key] == pytest.approx(lone.logger.name_to_value[key], rel=1e-3), key
 
 

@@ -270,6 +270,11 @@ class GradNormTap:
             self._norms.append(self._sq_norm.sqrt())
         self._sq_norm = 0.0
 
+    def add(self, norm: th.Tensor) -> None:
+        """A pre-clip norm of one optimiser step taken outside this tap's optimiser (a population clips and steps its
+        members' gradients together)."""
+        self._norms.append(norm)
+
     def pop(self) -> list[float]:
         """Pre-clip norms of the gradients applied since the last call, in order."""
         norms = th.stack(self._norms).tolist() if self._norms else []

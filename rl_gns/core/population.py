@@ -4,7 +4,9 @@ architecture, their forward passes vmapped over stacked parameters, their update
 Each member stays an ordinary SB3 ``PPO``: its own policy parameters, Adam, learning-rate and clip schedules, rollout
 buffer, logger and seed. What the population shares is the arithmetic: one forward and one backward pass over
 ``K × minibatch_size`` samples in place of K, through :func:`torch.func.functional_call` and :func:`torch.func.vmap`
-over the members' own modules. Gradients land in each member's own parameters, so its own optimiser steps them.
+over the members' own modules, and one optimiser step over their stacked parameters per group of members with equal
+optimiser settings (:class:`~rl_gns.core.population_optim.StackedOptimizers`), written back to each member's own
+parameters and optimiser when its update ends.
 
 Shape glossary: ``K`` members, ``N`` samples per member (``n_envs * n_steps``), ``M`` samples per minibatch,
 ``A`` discrete actions, ``*obs`` one observation.
@@ -23,6 +25,7 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 
 from rl_gns.core.measure import rollout_samples
 from rl_gns.core.population_measure import measure_due
+from rl_gns.core.population_optim import StackedOptimizers
 from rl_gns.core.population_policy import PopulationPolicy, ppo_losses
 from rl_gns.core.ppo import NoiseScalePPO
 
@@ -138,6 +141,9 @@ def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs
     data = {name: th.stack([rollout[name] for rollout in rollouts]) for name in rollouts[0]}  # (K, N, ...)
     data["actions"] = data["actions"].long().flatten(1)
     rows = th.arange(k_members, device=device)[:, None]
+    optimizers = StackedOptimizers(
+        population.names, [population.parameters(k) for k in range(k_members)], [m.policy.optimizer for m in members]
+    )
     active = [True] * k_members
     logs = [_TrainLog() for _ in members]
     for _ in range(first.n_epochs):
@@ -148,7 +154,7 @@ def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs
         for start in range(0, n_samples, first.batch_size):
             idx = th.as_tensor(perms[:, start : start + first.batch_size], device=device)
             batch = {name: tensor[rows, idx] for name, tensor in data.items()}  # (K, M, ...)
-            logits, values = population.logits_and_values(batch.pop("observations"))
+            logits, values = population.logits_and_values(batch.pop("observations"), optimizers.parameters())
             losses = ppo_losses(
                 logits, values, batch, eps, eps_vf, first.normalize_advantage, float(first.ent_coef), first.vf_coef
             )
@@ -165,16 +171,20 @@ def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs
                 active[k] = target_kl is None or approx_kl <= 1.5 * target_kl
                 if active[k]:
                     stepping.append(k)
+                else:  # its update ends here, as PPO.train's loop breaks
+                    optimizers.write_back(k)
             if not stepping:
                 break
-            for k in stepping:
-                members[k].policy.optimizer.zero_grad()
+            optimizers.zero_grad()
             losses.total[stepping].sum().backward()
-            for k in stepping:
-                th.nn.utils.clip_grad_norm_(population.parameters(k), members[k].max_grad_norm)
-                members[k].policy.optimizer.step()
+            for k, norm in optimizers.clip_and_step(stepping, first.max_grad_norm).items():
+                member = members[k]
+                if isinstance(member, NoiseScalePPO) and member._gns_tap is not None:
+                    member._gns_tap.add(norm)
         for k in started:
             members[k]._n_updates += 1
+    for k in (k for k in range(k_members) if active[k]):
+        optimizers.write_back(k)
     for k, member in enumerate(members):
         logs[k].record(member, clip_range[k], clip_range_vf[k] if clip_range_vf else None)
 
@@ -216,7 +226,8 @@ def collect_population_rollouts(
         with th.no_grad():
             obs = th.stack([as_tensor(member._last_obs, device) for member in members])
             logits, values = population.logits_and_values(obs, params)
-            distribution = th.distributions.Categorical(logits=logits)
+            # SB3's distribution validates its arguments; unchecked, the draw from torch's generator is the same
+            distribution = th.distributions.Categorical(logits=logits, validate_args=False)
             sampled = distribution.sample()
             log_probs = distribution.log_prob(sampled)
         all_actions = sampled.cpu().numpy()

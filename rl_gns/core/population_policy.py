@@ -143,6 +143,11 @@ class PopulationPolicy:
     def _one_member(self, params: dict[str, th.Tensor], obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         return functional_call(self._heads, params, (obs,))
 
+    @property
+    def names(self) -> list[str]:
+        """The parameter names of one member, in the order of :meth:`parameters` and :meth:`stacked_parameters`."""
+        return self._names
+
     def parameters(self, k: int) -> list[nn.Parameter]:
         """Member ``k``'s parameters (every parameter of its policy), listed once."""
         return self._params[k]

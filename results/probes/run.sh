@@ -4,7 +4,8 @@
 #   1. each trunk far enough for the stages (its snapshot at or past 150k agent steps);
 #   2. the probes at 50k on every game, then the retest of BeamRider at 100k (seeds 3-5, its own anchor), then 100k
 #      and 150k on every game; the criterion table after each stage;
-#   3. the trunks to their 2M agent steps (the plateau of the RAM runs).
+#   3. the trunks to their 2M agent steps (the plateau of the RAM runs);
+#   4. the late stage: the probes at 1M agent steps on every game (population engine), and the criterion table.
 # Resumable: rerun to go on. WORKERS (default 2): branches trained at once.
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
@@ -27,3 +28,5 @@ for at in 100000 150000; do
   validate
 done
 bash "$here/trunks.sh" $games
+for game in $games; do probe "$game" 1000000 at1M --engine population; done
+validate

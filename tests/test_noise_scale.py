@@ -15,7 +15,14 @@ from rl_gns.core.noise_scale import (
     b_simple_interval,
     cumulative_b_simple,
     g2_and_trace,
+    student_t2,
 )
+
+
+@pytest.mark.parametrize(("dof", "t"), [(1, 12.7062047), (4, 2.7764451), (10**9, 1.9599640)])
+def test_student_t2_is_the_squared_two_sided_quantile(dof, t):
+    """Tabled 97.5 % Student quantiles: 1 and 4 degrees of freedom, and the normal limit."""
+    assert student_t2(0.95, dof) == pytest.approx(t**2, rel=1e-7)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -207,8 +208,6 @@ def b_simple_interval(
     :param n_batches: ``k``; default ``max(2, round(T^(1/3)))``.
     :return: the pooled point and its interval; ``low = 0, high = inf`` with fewer than 4 measurements.
     """
-    from scipy.stats import t as student_t
-
     g2_T, trace_sigma_T = np.asarray(g2_T, dtype=float), np.asarray(trace_sigma_T, dtype=float)
     measured = np.isfinite(g2_T) & np.isfinite(trace_sigma_T)
     y, x = g2_T[measured], trace_sigma_T[measured]
@@ -220,9 +219,22 @@ def b_simple_interval(
     x_b = x[len(x) - k * size :].reshape(k, size).mean(axis=1)
     y_b = y[len(y) - k * size :].reshape(k, size).mean(axis=1)
     cov = np.cov(np.stack([x_b, y_b]), ddof=1) / k
-    t2 = float(student_t.ppf(0.5 + level / 2, k - 1)) ** 2
+    t2 = student_t2(level, k - 1)
     low, high = fieller_interval(float(x_b.mean()), float(y_b.mean()), cov[0, 0], cov[0, 1], cov[1, 1], t2)
     return RatioInterval(point, low, high, level)
+
+
+@cache
+def student_t2(level: float, dof: int) -> float:
+    """``t²``: the squared two-sided Student quantile of ``level`` with ``dof`` degrees of freedom (cached: a run
+    logs an interval at every measurement, and SciPy's quantile costs more than the rest of the interval).
+
+    :param level: confidence level, e.g. 0.95.
+    :param dof: degrees of freedom, at least 1.
+    """
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(0.5 + level / 2, dof)) ** 2
 
 
 def fieller_interval(num: float, den: float, v_num: float, v_num_den: float, v_den: float, t2: float) -> tuple[float, float]:

@@ -85,6 +85,28 @@ def test_whole_game_scores_match_sb3_pipeline():
     assert n_dones == 3
 
 
+def test_vector_envs_stepped_at_once_step_as_alone():
+    """A population starts every member's vector env (``step_async``) before it waits for any (``step_wait``): the
+    emulators of two envs then run at once, and each gives what it gives when stepped alone. The observations a step
+    returned stay as they were while the next one runs (the rollout buffer stores them after it)."""
+    alone = [make_atari_vec_env("BeamRider", 2, seed=seed) for seed in (0, 1)]
+    together = [make_atari_vec_env("BeamRider", 2, seed=seed) for seed in (0, 1)]
+    for env in [*alone, *together]:
+        env.reset()
+    rng = np.random.default_rng(0)
+    previous: list[tuple[np.ndarray, np.ndarray]] = []
+    for _ in range(200):
+        actions = [rng.integers(9, size=2) for _ in alone]
+        expected = [env.step(a) for env, a in zip(alone, actions, strict=True)]
+        for env, a in zip(together, actions, strict=True):
+            env.step_async(a)
+        assert all(np.array_equal(obs, kept) for obs, kept in previous)
+        got = [env.step_wait() for env in together]
+        previous = [(obs, obs.copy()) for obs, *_ in got]
+        for (obs, rewards, dones, _), (obs_b, rewards_b, dones_b, _) in zip(expected, got, strict=True):
+            assert np.array_equal(obs, obs_b) and np.array_equal(rewards, rewards_b) and np.array_equal(dones, dones_b)
+
+
 def test_life_loss_is_terminal_but_the_game_goes_on():
     env = make_atari_vec_env("BeamRider", 4, seed=1)
     env.reset()

@@ -116,7 +116,7 @@ class AtariVecEnv(VecEnv):
         )
         self.render_mode = None  # emulators render nothing here
         super().__init__(n_envs, self.ale_env.single_observation_space, self.ale_env.single_action_space)
-        self._actions: np.ndarray | None = None
+        self._stepping = False
         self._scores = np.zeros(n_envs, dtype=np.float64)
         self._lengths = np.zeros(n_envs, dtype=np.int64)
         self._game_offset = np.zeros(n_envs, dtype=np.int64)
@@ -133,12 +133,15 @@ class AtariVecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        """Start stepping: ale-py's emulator threads run until :meth:`step_wait` (so that several vector envs, a
+        population's, step at once)."""
+        self.ale_env.send(np.asarray(actions, dtype=np.int64).reshape(self.num_envs))
+        self._stepping = True
 
     def step_wait(self) -> VecEnvStepReturn:
-        assert self._actions is not None, "step_async must be called before step_wait"
-        obs, raw_rewards, terminated, truncated, ale_info = self.ale_env.step(self._actions)
-        self._actions = None
+        assert self._stepping, "step_async must be called before step_wait"
+        obs, raw_rewards, terminated, truncated, ale_info = self.ale_env.recv()
+        self._stepping = False
         self._scores += raw_rewards
         self._lengths += FRAME_SKIP
         # frame_number - episode_frame_number is constant within a game and jumps when ale-py resets it

@@ -263,6 +263,20 @@ def test_plot_a_run_before_its_noise_scale_is_resolved(tmp_path, capsys):
     assert status == 0, stderr
 
 
+def test_plot_a_run_that_measured_no_noise_scale_draws_its_score_alone(tmp_path, capsys):
+    """A run trained with ``--no-gns`` (a probe trunk) gets the score panel only, not an empty noise-scale panel."""
+    trunk = RESULTS / "probes" / "trunks" / "BeamRider"
+    run = tmp_path / "trunk"
+    run.mkdir()
+    for name in ("config.json", "progress.csv"):
+        shutil.copy(trunk / name, run / name)
+    status, stderr = rl_gns(capsys, "plot", run)
+    assert status == 0, stderr
+    png = (run / "training.png").read_bytes()
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert height < width  # one panel, landscape; with the noise scale the figure is taller than wide
+
+
 def test_g2_resolution_needs_two_measurements(tmp_path):
     sweep = copy(SWEEP, tmp_path)
     for run in (sweep / "runs").iterdir():

@@ -60,6 +60,15 @@ def test_train_end_to_end(tmp_path):
     assert run_cli("plot", str(out)).returncode == 0  # redrawn from the files on disk
     assert (out / "training.png").stat().st_size > 10_000
 
+
+def test_train_without_the_noise_scale_says_so(tmp_path):
+    out = tmp_path / "beam"
+    tiny = ["--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32", "--no-gns"]
+    result = run_cli("train", "--env", "BeamRider", "--total-steps", "64", "--out", str(out), *tiny)
+    assert result.returncode == 0, result.stderr
+    assert "critical rollout size: no noise scale measured (--no-gns); `rl-gns probe` measures it directly" in result.stdout
+    assert not any(key.startswith("gns/") for key in read_progress(out / "progress.csv"))
+
     again = run_cli("train", "--total-steps", "128", "--out", str(out), *tiny)
     assert again.returncode == 2 and "already holds a run" in again.stderr
 

@@ -222,7 +222,12 @@ def close_run(opened: OpenRun, wall_s: float, lifecycle: dict[str, Any]) -> Path
     plan, run, model = opened.plan, opened.run, opened.model
     model.save(run.file(MODEL))
     advice = final_advice(model, plan)
-    lines = advice.lines() if advice else [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
+    if advice:
+        lines = advice.lines()
+    elif model.noise_scale is None:
+        lines = ["critical rollout size: no noise scale measured (--no-gns); `rl-gns probe` measures it directly"]
+    else:
+        lines = [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
     print("\n".join(lines), flush=True)
     key = "advice/critical_rollout_size"
     for output in model.logger.output_formats:  # the advice as TensorBoard text, without a row in progress.csv

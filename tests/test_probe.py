@@ -2,11 +2,15 @@
 parameters, branches start from that agent and aim at the anchor's score plus delta, and the report fits what they
 reached or says why it cannot."""
 
+import csv
 import json
+import shutil
 import subprocess
 import sys
 from functools import partial
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch as th
 
@@ -130,3 +134,25 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
                             str(tmp_path / "q")], capture_output=True, text=True)  # fmt: skip
     assert short.returncode == 2 and "Traceback" not in short.stderr
     assert short.stderr.strip().endswith("the anchor finished 0 games, fewer than --window 20; raise --anchor-steps")
+
+
+def test_probe_report_shows_how_close_each_branch_came(tmp_path):
+    """The committed Beam Rider probe at 150k: the report's table of best running scores holds every branch, each the
+    highest mean of 20 consecutive games in its episodes.csv, and 'reached' where that is at the target."""
+    committed = Path(__file__).resolve().parents[1] / "results" / "probes" / "BeamRider" / "at150k"
+    probe = Path(shutil.copytree(committed, tmp_path / "at150k"))
+    result = subprocess.run([*CLI, "probe-report", str(probe)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    target = json.loads((probe / "probe.json").read_text())["target"]
+    rows = [line for line in (probe / "report.md").read_text().split("\n") if line.count("|") == 6 and "---" not in line]
+    table = {tuple(cell.strip() for cell in row.split("|")[1:-1]) for row in rows[1:]}
+    branches = sorted((probe / "runs").iterdir())
+    assert len(table) == len(branches) == 18
+    for branch in branches:
+        config = json.loads((branch / "config.json").read_text())
+        with (branch / "episodes.csv").open() as file:
+            scores = np.array([float(row["score"]) for row in csv.DictReader(file)])
+        best = np.convolve(scores, np.ones(20) / 20, mode="valid").max()
+        reached = "yes" if best >= target else "no"
+        assert any(row[0] == f"{config['rollout_size']:,}" and row[2] == str(config["seed"]) and float(row[3]) ==
+                   pytest.approx(best, abs=0.051) and row[4] == reached for row in table), branch.name  # fmt: skip

@@ -6,6 +6,7 @@ Reads the probe directory only (``probe.json``, ``sweep.json``, the anchor's and
   start score plus ``delta``); per seed at each size, the fastest learning rate.
 - ``B_crit``: :func:`rl_gns.core.tradeoff.fit_local_tradeoff` over every (size, seed) that reached the target, with
   its Fieller interval; "not identified" where fewer than 2 sizes reached it or the data do not bound it.
+- How close each branch came: its best running score against the target.
 - The noise scale at the branch point: the anchor measured every iteration at the branch point's parameters
   (learning rate 0); pooled ``Σ tr(Σ) / Σ |G|²`` per scheme and loss, with the batch-means Fieller interval of
   :func:`rl_gns.core.noise_scale.b_simple_interval`.
@@ -142,6 +143,11 @@ def report(config: ProbeReportConfig) -> Path:
     }
     write_json(config.probe_dir / "probe_results.json", results)
     rows = "\n".join(f"| {key} | {fmt(r.point)} | [{fmt(r.low)}, {fmt(r.high)}] |" for key, r in sorted(noise.items()))
+    best = "\n".join(
+        f"| {size:,} | {fmt(run.learning_rate)} | {run.seed} | {run.best_running_score:.1f} | "
+        f"{'yes' if target in run.reached else 'no'} |"
+        for size, run in sorted(((run.rollout_size, run) for run in runs), key=lambda pair: (pair[0], pair[1].name))
+    )
     text = "\n".join([
         f"# Probe {at}",
         "",
@@ -157,6 +163,12 @@ def report(config: ProbeReportConfig) -> Path:
         "| scheme/loss | B_simple | 95 % interval |",
         "|---|---|---|",
         rows,
+        "",
+        f"Best running score of each branch ({probe['window']} games) against the target {target:.1f}:",
+        "",
+        "| rollout size | learning rate | seed | best running score | reached |",
+        "|---:|---:|---:|---:|---|",
+        best,
         "",
     ])  # fmt: skip
     path = config.probe_dir / "report.md"

@@ -33,7 +33,7 @@ import tyro
 from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
-from rl_gns.core.targets import first_reached, steps_and_experience
+from rl_gns.core.targets import first_reached, running_score, steps_and_experience
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
 from rl_gns.records.rundir import RunDir, noise_sums, read_json, write_json
 
@@ -83,6 +83,8 @@ class RunRecord:
     """Agent steps trained so far (last logged row)."""
     reached: dict[float, Reach] = field(default_factory=dict)
     """Target -> when it was reached; absent targets are censored (not reached within the run)."""
+    best_running_score: float = math.nan
+    """The highest running score (mean of ``window`` games) the run reached; NaN before ``window`` games."""
 
 
 def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None:
@@ -101,6 +103,9 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None
         status=run.status(),
         env_steps=run.env_steps(progress),
     )
+    running = running_score(episodes["score"], window)
+    if np.isfinite(running).any():
+        record.best_running_score = float(np.nanmax(running))
     schemes = config.measured_schemes
     for target in targets:
         game = first_reached(episodes["env_steps"], episodes["score"], target, window)

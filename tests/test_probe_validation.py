@@ -3,10 +3,19 @@ decision."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
-from rl_gns.reports.probe_validation import ProbePair, leave_one_game_out, retests_apart, score, verdict
+from rl_gns.reports.probe_validation import (
+    ProbePair,
+    ProbeValidationConfig,
+    leave_one_game_out,
+    retests_apart,
+    score,
+    validate,
+    verdict,
+)
 
 
 def pair(game: str, b_crit: float) -> ProbePair:
@@ -68,3 +77,13 @@ def test_a_probe_verdict_states_only_what_its_fit_bounds():
     assert probe_report.verdict(neither, sizes, 18) == (
         "B_crit not identified: the data bound it on neither side (5 of 18 branches at 3 sizes reached the target)"
     )
+
+
+def test_the_table_lists_each_game_by_stage(tmp_path):
+    """The committed Beam Rider probes (50k to 1M agent steps, directory names out of numeric order): the table's rows
+    go by branch point, and the retest of 100k is left out."""
+    committed = Path(__file__).resolve().parents[1] / "results" / "probes" / "BeamRider"
+    validate(ProbeValidationConfig(probe_dirs=(committed,), out=tmp_path))
+    rows = [line for line in (tmp_path / "probes.md").read_text().split("\n") if line.startswith("| beam_rider |")]
+    points = [int(row.split("|")[2].strip().replace(",", "")) for row in rows]
+    assert points == sorted(points) and len(points) == len(set(points)) >= 4

@@ -272,7 +272,7 @@ def validate(config: ProbeValidationConfig) -> Path:
     found = probe_dirs(config.probe_dirs)
     unfinished = [d for d in found if not (d / "probe_results.json").exists()]
     primary, retests = retests_apart([d for d in found if d not in unfinished])
-    every = [load_probe(d) for d in primary]
+    every = sorted((load_probe(d) for d in primary), key=lambda p: (p.game, p.env_steps))  # each game by stage
     if retests:
         print(f"retests of a probe already counted, left out: {', '.join(map(str, retests))}", flush=True)
     if unfinished:

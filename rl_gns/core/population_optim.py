@@ -119,6 +119,8 @@ class StackedOptimizers:
 
     def parameters(self) -> dict[str, th.Tensor]:
         """``{name: (K, *shape)}``: every member's current parameters, stacked in member order (differentiable)."""
+        if len(self._leaves) == 1:  # one group, in member order: its leaves themselves, no copy per minibatch
+            return dict(zip(self.names, self._leaves[0], strict=True))
         tensors = [th.cat([leaves[p] for leaves in self._leaves]) for p in range(len(self.names))]
         if self._inverse is not None:
             tensors = [tensor[self._inverse] for tensor in tensors]

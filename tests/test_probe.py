@@ -20,6 +20,8 @@ from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.probe import ProbeConfig, branch_point, check
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.rundir import RunDir, snapshots
+from rl_gns.reports.probe_report import edge_note
+from rl_gns.reports.sweep_analysis import Reach, RunRecord, kept_rates
 
 pytestmark = pytest.mark.atari
 
@@ -156,3 +158,31 @@ def test_probe_report_shows_how_close_each_branch_came(tmp_path):
         reached = "yes" if best >= target else "no"
         assert any(row[0] == f"{config['rollout_size']:,}" and row[2] == str(config["seed"]) and float(row[3]) ==
                    pytest.approx(best, abs=0.051) and row[4] == reached for row in table), branch.name  # fmt: skip
+
+
+def test_a_size_whose_fastest_learning_rate_is_at_the_grid_edge_is_named():
+    """Per size and seed the fastest rate is kept; a size where most seeds keep the lowest or highest rate of a grid
+    of 3 is named (its best rate may lie outside the grid), one where they keep the middle rate is not."""
+    target, grid = 300.0, [2.5e-4, 5e-4, 1e-3]
+    iterations = {  # (rollout size, learning rate) -> iterations to the target of seeds 0, 1, 2 (None: not reached)
+        (128, 2.5e-4): [90, 80, 70], (128, 5e-4): [50, 60, 75], (128, 1e-3): [60, 40, 72],
+        (256, 2.5e-4): [90, 80, None], (256, 5e-4): [30, 35, None], (256, 1e-3): [40, 45, None],
+    }  # fmt: skip
+
+    def reached(s: int | None, size: int) -> dict[float, Reach]:
+        return {} if s is None else {target: Reach(s, s * size, 1.0)}
+
+    runs = [
+        RunRecord(f"n{size}_s{seed}", size // 32, size, size // 4, 4, lr, seed, "done", 0, reached(s, size))
+        for (size, lr), steps in iterations.items()
+        for seed, s in enumerate(steps)
+    ]
+    at_128, at_256 = kept_rates(runs, target, 128), kept_rates(runs, target, 256)
+    assert at_128.grid == grid and at_128.kept == [5e-4, 1e-3, 2.5e-4] and at_128.at_edge == 2
+    assert at_256.kept == [5e-4, 5e-4] and at_256.at_edge == 0
+    assert edge_note([at_128, at_256]) == (
+        "the fastest learning rate is at an edge of the grid for most seeds at rollout sizes 128 (2 of 3)"
+    )
+    assert edge_note([at_256]) is None
+    two = kept_rates([run for run in runs if run.learning_rate != 1e-3], target, 128)
+    assert two.kept == [5e-4, 5e-4, 2.5e-4] and two.at_edge == 0  # a grid of 2 has no inside: nothing is flagged

@@ -29,7 +29,7 @@ from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_json, write_json
 from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
-from rl_gns.reports.sweep_analysis import RunRecord, best_per_seed, load_sweep
+from rl_gns.reports.sweep_analysis import KeptRates, RunRecord, best_per_seed, kept_rates, load_sweep
 
 
 @dataclass
@@ -78,6 +78,16 @@ def verdict(fit: LocalTradeoffFit | None, batch_N: np.ndarray, n_branches: int) 
     return f"B_crit {fmt(fit.b_crit)} agent steps, 95 % interval {interval} ({fit.n_points} branches at {sizes} sizes)"
 
 
+def edge_note(rates: list[KeptRates]) -> str | None:
+    """One line naming the sizes whose fastest learning rate lies at an edge of the grid for most reached seeds
+    (their best rate may lie outside it), or ``None``."""
+    edged = [r for r in rates if r.kept and 2 * r.at_edge > len(r.kept)]
+    if not edged:
+        return None
+    sizes = ", ".join(f"{r.rollout_size:,} ({r.at_edge} of {len(r.kept)})" for r in edged)
+    return f"the fastest learning rate is at an edge of the grid for most seeds at rollout sizes {sizes}"
+
+
 def plot_probe(
     batch_N: np.ndarray, steps_N: np.ndarray, fit: LocalTradeoffFit | None, b_simple: RatioInterval | None, ax: Axes
 ) -> Axes:
@@ -122,12 +132,16 @@ def report(config: ProbeReportConfig) -> Path:
     scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
     predictor = noise.get(f"{scheme}/{loss}")
     line = verdict(fit, batch_N, len(runs))
+    rates = [kept_rates(runs, target, size) for size in sorted({run.rollout_size for run in runs})]
+    edges = edge_note(rates)
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
     at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
     print(f"critical rollout size {at}: {line}", flush=True)
     if predictor is not None:
         interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)
+    if edges is not None:
+        print(f"  note: {edges}", flush=True)
 
     fig, ax = plt.subplots(figsize=(7.0, 5.5))
     plot_probe(batch_N, steps_N, fit, predictor, ax)
@@ -139,6 +153,7 @@ def report(config: ProbeReportConfig) -> Path:
         "reached": [{"rollout_size": int(b), "iterations": int(s)} for b, s in zip(batch_N, steps_N, strict=True)],
         "fit": None if fit is None else {**fit.__dict__, "b_crit": fit.b_crit, "identified": fit.identified},
         "verdict": line,
+        "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in rates],
         "noise_at_branch_point": {key: [r.point, r.low, r.high] for key, r in noise.items()},
     }
     write_json(config.probe_dir / "probe_results.json", results)
@@ -148,11 +163,17 @@ def report(config: ProbeReportConfig) -> Path:
         f"{'yes' if target in run.reached else 'no'} |"
         for size, run in sorted(((run.rollout_size, run) for run in runs), key=lambda pair: (pair[0], pair[1].name))
     )
+    kept = "\n".join(
+        f"| {r.rollout_size:,} | {', '.join(fmt(lr) for lr in r.grid)} | {', '.join(fmt(lr) for lr in r.kept) or '–'} "
+        f"| {r.at_edge} |"
+        for r in rates
+    )
     text = "\n".join([
         f"# Probe {at}",
         "",
         f"Critical rollout size: {line}.",
         "",
+        *([f"Note: {edges}.", ""] if edges is not None else []),
         "![steps against rollout size](steps_vs_rollout_size.png)",
         "",
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "
@@ -163,6 +184,13 @@ def report(config: ProbeReportConfig) -> Path:
         "| scheme/loss | B_simple | 95 % interval |",
         "|---|---|---|",
         rows,
+        "",
+        "Learning rates per size: the grid, the fastest rate of each seed that reached the target, and how many of "
+        "those lie at an edge of a grid of at least 3 (the best rate may lie outside it):",
+        "",
+        "| rollout size | grid | kept per seed | at an edge |",
+        "|---:|---|---|---:|",
+        kept,
         "",
         f"Best running score of each branch ({probe['window']} games) against the target {target:.1f}:",
         "",

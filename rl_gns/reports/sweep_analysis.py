@@ -182,6 +182,36 @@ def best_per_seed(runs: list[RunRecord], target: float, rollout_size: int) -> di
     return best
 
 
+@dataclass(frozen=True)
+class KeptRates:
+    """The learning rates at one rollout size: the grid tried and the fastest rate of each seed that reached a
+    target.
+
+    :param rollout_size: agent steps per PPO iteration.
+    :param grid: every learning rate tried at this size, ascending.
+    :param kept: per seed that reached the target (ascending seed), its fastest learning rate.
+    """
+
+    rollout_size: int
+    grid: list[float]
+    kept: list[float]
+
+    @property
+    def at_edge(self) -> int:
+        """Seeds whose fastest rate is the lowest or highest of a grid of at least 3: the best rate may lie outside
+        the grid, so the size's ``S`` may be too high."""
+        if len(self.grid) < 3:
+            return 0
+        return sum(lr in (self.grid[0], self.grid[-1]) for lr in self.kept)
+
+
+def kept_rates(runs: list[RunRecord], target: float, rollout_size: int) -> KeptRates:
+    """The grid of learning rates at ``rollout_size`` and each reached seed's fastest (:func:`best_per_seed`)."""
+    best = best_per_seed(runs, target, rollout_size)
+    grid = sorted({run.learning_rate for run in runs if run.rollout_size == rollout_size})
+    return KeptRates(rollout_size, grid, [best[seed].learning_rate for seed in sorted(best)])
+
+
 def geometric_mean(values: list[float] | np.ndarray) -> float:
     return float(np.exp(np.mean(np.log(values))))
 

@@ -10,6 +10,8 @@ import pytest
 from rl_gns.reports.probe_validation import (
     ProbePair,
     ProbeValidationConfig,
+    bound_scores,
+    distance_outside,
     leave_one_game_out,
     retests_apart,
     score,
@@ -33,6 +35,28 @@ def test_score_is_the_median_log_error_and_the_rank_correlation():
     unresolved = score("nan", [math.nan, 1000.0, math.nan, math.nan], PAIRS)
     assert unresolved.median_error == math.inf  # 3 of 4 infinite errors
     assert math.isnan(score("constant", [500.0] * 4, PAIRS).spearman)
+
+
+def test_distance_outside_an_interval_is_counted_in_decades():
+    assert distance_outside(500.0, 100.0, 1000.0) == 0 and distance_outside(100.0, 100.0, math.inf) == 0
+    assert distance_outside(10.0, 100.0, 1000.0) == pytest.approx(1.0)
+    assert distance_outside(1e5, 100.0, 1000.0) == pytest.approx(2.0)
+    assert distance_outside(math.inf, 100.0, math.inf) == 0  # unresolved, and the probe sets no upper end either
+    assert distance_outside(math.inf, 100.0, 1000.0) == math.inf and distance_outside(0.0, 1.0, 2.0) == math.inf
+
+
+def test_bound_scores_count_lower_bounds_and_identified_intervals_alike():
+    """Three probes: identified [50, 200], bounded below at 1,000, and one that bounds nothing (left out)."""
+    identified = ProbePair("A", 50_000, 100.0, (50.0, 200.0), {"x": (100.0, None)}, None)
+    below = ProbePair("B", 50_000, math.nan, (math.nan, math.nan), {"x": (10.0, None)}, "at least 1,000", b_crit_low=1e3)
+    nothing = ProbePair("C", 50_000, math.nan, (math.nan, math.nan), {"x": (1.0, None)}, "neither side")
+    scores = {b.name: b for b in bound_scores([identified, below, nothing])}
+    assert scores["x"].probes == 2 and scores["x"].inside == 1 and scores["x"].median_distance == pytest.approx(1.0)
+    constant = scores["constant 746"]  # above [50, 200] by log10(746 / 200); under the lower bound 1,000
+    expected = (math.log10(746 / 200) + math.log10(1000 / 746)) / 2
+    assert constant.inside == 0 and constant.median_distance == pytest.approx(expected)
+    assert list(scores) == ["constant 746", "x"]  # fewest decades outside first
+    assert bound_scores([nothing]) == []
 
 
 def test_leave_one_game_out_uses_only_the_other_games():

@@ -203,6 +203,51 @@ def verdict(scores: list[Score], baselines: list[Score]) -> str:
     return f"{best.name} beats both constants: median |log10 error| {best.median_error:.3f} against {bar:.3f}{tie}."
 
 
+def distance_outside(prediction: float, low: float, high: float) -> float:
+    """How far a prediction lies outside a probe's 95 % interval ``[low, high]`` of ``B_crit`` (``high`` may be +inf),
+    in decades: ``log10(low / x)`` below it, ``log10(x / high)`` above it, 0 inside. An unresolved prediction (+inf)
+    lies inside an interval without an upper end and infinitely far from any other."""
+    if math.isinf(prediction) and prediction > 0:
+        return 0.0 if math.isinf(high) else math.inf
+    if not prediction > 0:
+        return math.inf
+    if prediction < low:
+        return math.log10(low / prediction)
+    return math.log10(prediction / high) if prediction > high else 0.0
+
+
+@dataclass
+class BoundScore:
+    """One predictor against every probe that bounds ``B_crit`` (identified, or bounded below only)."""
+
+    name: str
+    inside: int
+    """Probes whose 95 % interval holds the prediction."""
+    probes: int
+    median_distance: float
+    """Median over those probes of :func:`distance_outside`, decades."""
+
+
+def bound_scores(pairs: list[ProbePair]) -> list[BoundScore]:
+    """Every candidate measured at every bounding probe, and :data:`FIXED_CONSTANT`, against the probes' intervals
+    (exploratory: the criterion ranks on identified pairs only), fewest decades outside first."""
+    bounded = [
+        (p, p.b_crit_ci if p.reason is None else (p.b_crit_low, math.inf))
+        for p in pairs
+        if p.reason is None or math.isfinite(p.b_crit_low)
+    ]
+    if not bounded:
+        return []
+    names = sorted(set.intersection(*(set(p.candidates) for p, _ in bounded)))
+    predictions = {f"constant {FIXED_CONSTANT:g}": [FIXED_CONSTANT] * len(bounded)}
+    predictions |= {name: [p.candidates[name][0] for p, _ in bounded] for name in names}
+    scores = []
+    for name, values in predictions.items():
+        distances = [distance_outside(x, low, high) for x, (_, (low, high)) in zip(values, bounded, strict=True)]
+        scores.append(BoundScore(name, sum(d == 0 for d in distances), len(bounded), float(np.median(distances))))
+    return sorted(scores, key=lambda b: (b.median_distance, -b.inside))
+
+
 def stages_limits(pairs: list[ProbePair]) -> tuple[float, float]:
     """The y limits of :func:`plot_stages`: a factor 2 beyond every identified ``B_crit`` and its interval, every lower
     end of one not identified, every resolved default prediction, the rollout sizes branched at and
@@ -292,9 +337,15 @@ def validate(config: ProbeValidationConfig) -> Path:
     print(line, flush=True)
     config.out.mkdir(parents=True, exist_ok=True)
     save_plot(lambda ax: plot_stages(every, ax), config.out / "b_crit_by_stage.png", (7.5, 6.5))
+    bounds = bound_scores(every)
     write_json(
         config.out / "probes.json",
-        {"pairs": [asdict(p) for p in every], "scores": [asdict(s) for s in scores + baselines], "verdict": line},
+        {
+            "pairs": [asdict(p) for p in every],
+            "scores": [asdict(s) for s in scores + baselines],
+            "verdict": line,
+            "bounds": [asdict(b) for b in bounds],
+        },
     )
     rows = [
         f"| {p.game} | {p.env_steps:,} | "
@@ -322,6 +373,14 @@ def validate(config: ProbeValidationConfig) -> Path:
         "| predictor | median abs log10 error | Spearman | prediction / B_crit |",
         "|---|---|---|---|",
         *table,
+        "",
+        "Not part of the criterion, exploratory: every predictor against every probe that bounds B_crit, identified "
+        "or bounded below only (its 95 % interval then has no upper end). A prediction inside the interval is "
+        "consistent with the probe; outside, its distance to the interval is counted in decades.",
+        "",
+        "| predictor | inside the probe's interval | median decades outside |",
+        "|---|---|---|",
+        *(f"| {b.name} | {b.inside} of {b.probes} | {b.median_distance:.3f} |" for b in bounds),
         "",
     ])  # fmt: skip
     path = config.out / "probes.md"

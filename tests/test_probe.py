@@ -186,3 +186,32 @@ def test_a_size_whose_fastest_learning_rate_is_at_the_grid_edge_is_named():
     assert edge_note([at_256]) is None
     two = kept_rates([run for run in runs if run.learning_rate != 1e-3], target, 128)
     assert two.kept == [5e-4, 5e-4, 2.5e-4] and two.at_edge == 0  # a grid of 2 has no inside: nothing is flagged
+
+
+def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_reaching_games(source, tmp_path):
+    """--n-steps-grid: the branches keep one env count and vary n_steps (their minibatches per epoch the source's);
+    --steps midpoint: a branch's S is the iteration its reaching running score's games stand for, from episodes.csv."""
+    out = tmp_path / "probe"
+    command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "1", "--n-envs", "2",
+               "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "4096", "--delta", "0.001",
+               "--steps", "midpoint", "--workers", "2", "--out", str(out)]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    record = json.loads((out / "probe.json").read_text())
+    assert record["rollout_sizes"] == [32, 64] and record["steps"] == "midpoint"
+    expected = {}
+    for branch in sorted((out / "runs").iterdir()):
+        config = RunDir(branch).config()
+        assert config.n_envs == 2 and config.n_steps in (16, 32) and config.minibatch_size == config.rollout_size // 2
+        with (branch / "episodes.csv").open() as file:
+            games = [row for row in csv.DictReader(file) if float(row["score"]) >= record["target"]]
+        if games:  # window 1: the first game at the target is the running score that reached it
+            end, length = int(games[0]["env_steps"]), float(games[0]["length_frames"]) / 4
+            s = (end - config.n_envs * length / 2) / config.rollout_size
+            expected.setdefault((config.rollout_size, config.seed), []).append(s)
+    results = json.loads((out / "probe_results.json").read_text())
+    assert results["steps"] == "midpoint" and results["reached"], "no branch reached the target: nothing checked"
+    fastest = sorted((size, min(steps)) for (size, _), steps in expected.items())
+    reached = sorted((r["rollout_size"], r["iterations"]) for r in results["reached"])
+    assert [size for size, _ in reached] == [size for size, _ in fastest]
+    assert [s for _, s in reached] == pytest.approx([s for _, s in fastest])

@@ -21,11 +21,26 @@ TINY = ["--env", "Breakout", "--backend", "ram", "--n-steps", "32", "--window", 
 
 
 def test_learning_rate_grid_square_root_rule():
-    config = SweepConfig(lr_ref=2.5e-4, n_envs_ref=8, lr_rule="sqrt", lr_points=3, lr_factor=2.0)
-    assert config.learning_rates(32) == pytest.approx([2.5e-4, 5e-4, 1e-3])
-    assert config.learning_rates(8) == pytest.approx([1.25e-4, 2.5e-4, 5e-4])
-    assert SweepConfig(lr_points=2, lr_factor=4.0).learning_rates(8) == pytest.approx([1.25e-4, 5e-4])
+    config = SweepConfig(lr_ref=2.5e-4, n_envs_ref=8, n_steps=32, lr_rule="sqrt", lr_points=3, lr_factor=2.0)
+    assert config.learning_rates(32 * 32) == pytest.approx([2.5e-4, 5e-4, 1e-3])
+    assert config.learning_rates(8 * 32) == pytest.approx([1.25e-4, 2.5e-4, 5e-4])
+    assert SweepConfig(lr_points=2, lr_factor=4.0, n_steps=32).learning_rates(256) == pytest.approx([1.25e-4, 5e-4])
     assert len(SweepConfig(n_envs=(4, 8), seeds=2, lr_points=3).runs()) == 12
+
+
+def test_sizes_that_vary_n_steps_at_one_env_count():
+    """--n-steps-grid: every size at the one env count, its minibatches M per epoch, its learning rate by the rule on
+    the rollout size (n_envs_ref * n_steps is the reference), run names that carry n_steps."""
+    config = SweepConfig(n_envs=(4,), n_steps=32, n_steps_grid=(32, 128), n_envs_ref=8, lr_ref=5e-4, lr_points=1,
+                         n_minibatches=4, seeds=1)  # fmt: skip
+    runs = config.runs()
+    assert sorted(runs) == ["n0004_t0032_lr3.54e-04_s0", "n0004_t0128_lr7.07e-04_s0"]
+    large = runs["n0004_t0128_lr7.07e-04_s0"]
+    assert (large.n_envs, large.n_steps, large.minibatch_size, large.rollout_size) == (4, 128, 128, 512)
+    from rl_gns.experiments.sweep import check
+
+    with pytest.raises(ValueError, match="needs one --n-envs"):
+        check(SweepConfig(n_envs=(4, 8), n_steps_grid=(32, 64)))
 
 
 def test_a_sweep_directory_refuses_other_settings(tmp_path):

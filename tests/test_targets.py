@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from rl_gns.core.targets import first_reached, resolvable_improvement, running_score, steps_and_experience
+from rl_gns.core.targets import (
+    first_reached,
+    resolvable_improvement,
+    running_score,
+    steps_and_experience,
+    window_midpoint,
+)
 
 
 def test_running_score_hand_computed():
@@ -40,3 +46,13 @@ def test_resolvable_improvement_is_n_standard_errors_of_the_running_score():
     assert np.std(means) == pytest.approx(resolvable_improvement(100.0, 25, 1.0), rel=0.02)
     with pytest.raises(ValueError):
         resolvable_improvement(100.0, 0, 3.0)
+
+
+def test_window_midpoint_is_the_mean_midpoint_of_the_games():
+    """Two games on 4 envs: one of 100 agent steps ending at 1,000 (its env played while all 4 took 400: midpoint
+    800), one of 50 ending at 1,200 (midpoint 1,100)."""
+    assert window_midpoint(np.array([1000, 1200]), np.array([100, 50]), 4) == pytest.approx(950.0)
+    # one env: a game's midpoint is half its length before its end
+    assert window_midpoint(np.array([300]), np.array([300]), 1) == pytest.approx(150.0)
+    with pytest.raises(ValueError):
+        window_midpoint(np.array([1, 2]), np.array([1]), 1)

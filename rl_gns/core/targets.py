@@ -11,11 +11,17 @@ Shape glossary: ``N`` finished games, in the order they finished.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
 #: Games averaged by the score measure.
 DEFAULT_WINDOW = 20
+
+
+#: What a run's PPO iterations to a target count: ``passage``, the iteration whose game took the running score to the
+#: target; ``midpoint``, the iteration that running score's games stand for (:func:`window_midpoint`).
+StepsMeasure = Literal["passage", "midpoint"]
 
 
 def running_score(scores_N: np.ndarray, window: int = DEFAULT_WINDOW) -> np.ndarray:
@@ -46,6 +52,25 @@ def first_reached(env_steps_N: np.ndarray, scores_N: np.ndarray, target: float, 
         raise ValueError("games must be given in the order they finished")
     reached = np.flatnonzero(running_score(scores_N, window) >= target)
     return int(reached[0]) if len(reached) else None
+
+
+def window_midpoint(end_steps_W: np.ndarray, lengths_W: np.ndarray, n_envs: int) -> float:
+    """The agent step a running score stands for: the mean over its ``W`` games of each game's midpoint,
+
+        t_mid = (1 / W) Σ_g (t_end,g − n_envs · ℓ_g / 2),
+
+    since a game of ``ℓ_g`` agent steps on one env ran while all ``n_envs`` envs together took ``n_envs · ℓ_g`` agent
+    steps. A running score reached at ``t_end`` judges games played over the agent steps before it: at a fixed env
+    count it lags the policy by about ``n_envs · ℓ`` agent steps whatever the rollout size.
+
+    :param end_steps_W: ``(W,)`` agent steps (all envs) at which each game of the window finished.
+    :param lengths_W: ``(W,)`` each game's length in agent steps of its env (frames / frame skip).
+    :param n_envs: envs stepped together.
+    """
+    end_steps_W, lengths_W = np.asarray(end_steps_W, dtype=float), np.asarray(lengths_W, dtype=float)
+    if end_steps_W.shape != lengths_W.shape or not len(end_steps_W):
+        raise ValueError("end_steps_W and lengths_W must be non-empty and of one shape")
+    return float(np.mean(end_steps_W - n_envs * lengths_W / 2))
 
 
 def resolvable_improvement(score_sd: float, window: int, n_noise: float) -> float:

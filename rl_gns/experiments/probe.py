@@ -40,7 +40,7 @@ import tyro
 
 from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
-from rl_gns.core.targets import DEFAULT_WINDOW, resolvable_improvement
+from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, resolvable_improvement
 from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
 from rl_gns.experiments.plan import EVERY_SETTING, plan_run
 from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, run_all
@@ -138,19 +138,23 @@ class ProbeConfig(ExecutionConfig):
     delta_noise: float = 3.0
     """Without --delta: the improvement in standard errors of the running score, sd(game score) / sqrt(window)."""
     n_envs: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
-    """Env counts of the branches (rollout size = n_envs * the source's n_steps); at least 2."""
+    """Env counts of the branches (rollout size = n_envs * the source's n_steps); at least 2, or one with --n-steps-grid."""
+    n_steps_grid: tuple[int, ...] = ()
+    """Steps per env per rollout, one per size, at the one --n-envs (a game then spans fewer iterations at larger sizes)."""
     seeds: int = 3
     """Seeds per (env count, learning rate)."""
     first_seed: int = 0
     """First seed of the branches and the anchor; a retest of the same point starts past the first probe's seeds."""
     lr_rule: Literal["sqrt", "linear", "constant"] = "sqrt"
-    """Learning rate at each size: the source's, scaled by (n_envs / source n_envs)^p, p = 0.5, 1 or 0."""
+    """Learning rate at each size: the source's, scaled by (rollout size / the source's)^p, p = 0.5, 1 or 0."""
     lr_points: int = 1
     """Learning rates per size, spaced by lr_factor around the rule (the fastest per seed is kept)."""
     lr_factor: float = 2.0
     """Ratio between neighbouring learning rates of the grid."""
     window: int = DEFAULT_WINDOW
     """Games in the running score of every branch."""
+    steps: StepsMeasure = "passage"
+    """A branch's S: passage (the iteration its running score reached the target) or midpoint (its games' mean midpoint)."""
     budget_steps: int = 2_000_000
     """Budget per branch in agent steps, if it does not reach its target first."""
     gns_every: int = 4
@@ -231,7 +235,18 @@ class ProbeConfig(ExecutionConfig):
 
 
 #: Settings a probe passes on to its sweep of branches as they are.
-GRID = ("n_envs", "seeds", "first_seed", "budget_steps", "lr_rule", "lr_points", "lr_factor", "window", "gns_every")
+GRID = (
+    "n_envs",
+    "n_steps_grid",
+    "seeds",
+    "first_seed",
+    "budget_steps",
+    "lr_rule",
+    "lr_points",
+    "lr_factor",
+    "window",
+    "gns_every",
+)
 #: Settings a branch takes from its source: the game and how it is observed, and PPO's.
 SHARED = (
     "env",
@@ -248,7 +263,7 @@ SHARED = (
     "gns_ema_beta",
 )
 #: What ``probe.json`` records of the settings; a probe directory refuses a rerun with others.
-RECORDED = ("source", "at", "anchor_steps", "delta", "delta_noise", "window", "first_seed")
+RECORDED = ("source", "at", "anchor_steps", "delta", "delta_noise", "window", "first_seed", "steps")
 
 
 def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
@@ -275,8 +290,10 @@ def check(config: ProbeConfig) -> BranchPoint:
         raise ValueError(f"--delta must be a finite improvement > 0, got {config.delta}")
     if not math.isfinite(config.delta_noise) or config.delta_noise <= 0:
         raise ValueError(f"--delta-noise must be a finite number > 0, got {config.delta_noise}")
-    if len(set(config.n_envs)) < 2:
-        raise ValueError("a probe needs at least 2 distinct --n-envs to fit S(B)")
+    if config.n_steps_grid and (len(config.n_envs) != 1 or len(set(config.n_steps_grid)) < 2):
+        raise ValueError("--n-steps-grid needs one --n-envs and at least 2 distinct n_steps to fit S(B)")
+    if not config.n_steps_grid and len(set(config.n_envs)) < 2:
+        raise ValueError("a probe needs at least 2 distinct --n-envs (or --n-steps-grid) to fit S(B)")
     for name in ("window", "anchor_steps", "gns_every"):
         if getattr(config, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
@@ -320,7 +337,7 @@ def probe(config: ProbeConfig) -> Path:
             "anchor_games": start.games,
             "improvement": target - start.mean,
             "target": target,
-            "rollout_sizes": sorted({n * branches.n_steps for n in config.n_envs}),
+            "rollout_sizes": sorted({n_envs * n_steps for n_envs, n_steps in branches.sizes()}),
         },
     )
     print(

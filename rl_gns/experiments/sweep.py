@@ -34,6 +34,8 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
     """Target scores (mean raw score of the last --window games); runs stop at the highest."""
     n_envs: tuple[int, ...] = (4, 8, 16, 32, 64, 128)
     """Env counts; the rollout size is n_envs * n_steps agent steps."""
+    n_steps_grid: tuple[int, ...] = ()
+    """Steps per env per rollout, one per size, at the one --n-envs (sizes by n_steps); empty: every size at --n-steps."""
     seeds: int = 2
     """Seeds per (env count, learning rate): first_seed .. first_seed + seeds - 1."""
     first_seed: int = 0
@@ -59,15 +61,24 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
     init_from: Path | None = None
     """Every run starts from the policy and Adam state of this saved agent (a model.zip; rl-gns probe branches so)."""
 
-    def learning_rates(self, n_envs: int) -> list[float]:
-        """The grid at one env count: centre * lr_factor^k for k symmetric around 0."""
+    def sizes(self) -> list[tuple[int, int]]:
+        """``(n_envs, n_steps)`` of every size: each env count at ``n_steps``, or each of ``n_steps_grid`` at the one
+        env count."""
+        if self.n_steps_grid:
+            return [(self.n_envs[0], n_steps) for n_steps in self.n_steps_grid]
+        return [(n_envs, self.n_steps) for n_envs in self.n_envs]
+
+    def learning_rates(self, rollout_size: int) -> list[float]:
+        """The grid at one rollout size: centre * lr_factor^k for k symmetric around 0, the centre
+        lr_ref * (rollout_size / (n_envs_ref * n_steps))^p."""
         power = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}[self.lr_rule]
-        centre = self.lr_ref * (n_envs / self.n_envs_ref) ** power
+        centre = self.lr_ref * (rollout_size / (self.n_envs_ref * self.n_steps)) ** power
         offsets = [k - (self.lr_points - 1) / 2 for k in range(self.lr_points)]
         return [float(f"{centre * self.lr_factor**k:.3g}") for k in offsets]
 
     def runs(self) -> dict[str, TrainConfig]:
-        """Every run of the sweep, by run name ``n<envs>_lr<rate>_s<seed>``."""
+        """Every run of the sweep, by run name ``n<envs>_lr<rate>_s<seed>`` (``n<envs>_t<n_steps>_lr<rate>_s<seed>``
+        where the sizes vary ``n_steps``)."""
         base = base_train_config(
             self,
             total_steps=self.budget_steps,
@@ -79,15 +90,17 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
             progress_bar=False,
         )
         specs = {}
-        for n_envs in self.n_envs:
-            batching = Batching(n_envs, self.n_steps, self.n_minibatches)
-            for lr in self.learning_rates(n_envs):
+        for n_envs, n_steps in self.sizes():
+            batching = Batching(n_envs, n_steps, self.n_minibatches)
+            size = f"n{n_envs:04d}_t{n_steps:04d}" if self.n_steps_grid else f"n{n_envs:04d}"
+            for lr in self.learning_rates(batching.rollout_size):
                 for seed in range(self.first_seed, self.first_seed + self.seeds):
-                    name = f"n{n_envs:04d}_lr{lr:.2e}_s{seed}"
+                    name = f"{size}_lr{lr:.2e}_s{seed}"
                     specs[name] = TrainConfig(
                         **{
                             **vars(base),
                             "n_envs": n_envs,
+                            "n_steps": n_steps,
                             "minibatch_size": batching.minibatch_size,
                             "learning_rate": lr,
                             "seed": seed,
@@ -108,6 +121,8 @@ def check(config: SweepConfig) -> None:
     for name in ("lr_ref", "lr_factor"):
         if not getattr(config, name) > 0:
             raise ValueError(f"{flag(name)} must be > 0, got {getattr(config, name)}")
+    if config.n_steps_grid and (len(config.n_envs) != 1 or min(config.n_steps_grid) < 1):
+        raise ValueError(f"--n-steps-grid {config.n_steps_grid} needs one --n-envs (got {config.n_envs}) and n_steps >= 1")
     for name in ("n_envs_ref", "budget_steps"):
         if getattr(config, name) < 1:
             raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")

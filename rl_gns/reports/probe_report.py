@@ -26,10 +26,18 @@ import tyro
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
+from rl_gns.core.targets import StepsMeasure
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_json, write_json
 from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
-from rl_gns.reports.sweep_analysis import KeptRates, RunRecord, best_per_seed, kept_rates, load_sweep
+from rl_gns.reports.sweep_analysis import (
+    KeptRates,
+    RunRecord,
+    best_per_seed,
+    iterations_to,
+    kept_rates,
+    load_sweep,
+)
 
 
 @dataclass
@@ -40,13 +48,13 @@ class ProbeReportConfig:
     """The probe's directory (rl-gns probe --out)."""
 
 
-def branch_steps(runs: list[RunRecord], target: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(batch_N, steps_N)``: rollout size and PPO iterations to ``target`` of the fastest learning rate of each seed
-    at each size."""
+def branch_steps(runs: list[RunRecord], target: float, measure: StepsMeasure = "passage") -> tuple[np.ndarray, np.ndarray]:
+    """``(batch_N, steps_N)``: rollout size and PPO iterations to ``target`` (counted by ``measure``) of the fastest
+    learning rate of each seed at each size."""
     pairs = [
-        (size, run.reached[target].iterations)
+        (size, iterations_to(run.reached[target], measure))
         for size in sorted({run.rollout_size for run in runs})
-        for run in best_per_seed(runs, target, size).values()
+        for run in best_per_seed(runs, target, size, measure).values()
     ]
     return np.array([p[0] for p in pairs], dtype=float), np.array([p[1] for p in pairs], dtype=float)
 
@@ -126,13 +134,14 @@ def report(config: ProbeReportConfig) -> Path:
         raise ValueError(f"{config.probe_dir}: its anchor has not finished; rerun rl-gns probe to go on")
     settings, runs = load_sweep(config.probe_dir)
     target = float(settings["targets"][0])
-    batch_N, steps_N = branch_steps(runs, target)
+    measure: StepsMeasure = probe.get("steps", "passage")
+    batch_N, steps_N = branch_steps(runs, target, measure)
     fit = fit_local_tradeoff(batch_N, steps_N) if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3 else None
     noise = noise_at_branch_point(RunDir(config.probe_dir / ANCHOR))
     scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
     predictor = noise.get(f"{scheme}/{loss}")
     line = verdict(fit, batch_N, len(runs))
-    rates = [kept_rates(runs, target, size) for size in sorted({run.rollout_size for run in runs})]
+    rates = [kept_rates(runs, target, size, measure) for size in sorted({run.rollout_size for run in runs})]
     edges = edge_note(rates)
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
     at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
@@ -145,12 +154,15 @@ def report(config: ProbeReportConfig) -> Path:
 
     fig, ax = plt.subplots(figsize=(7.0, 5.5))
     plot_probe(batch_N, steps_N, fit, predictor, ax)
+    if measure == "midpoint":
+        ax.set_ylabel("PPO iterations to the target (midpoint of the reaching games)")
     ax.set_title(f"{probe['source']} {at.split(' of ')[0]}", fontsize=10)
     save_figure(fig, config.probe_dir / "steps_vs_rollout_size.png")
     results = {
         **probe,
         "branches": len(runs),
-        "reached": [{"rollout_size": int(b), "iterations": int(s)} for b, s in zip(batch_N, steps_N, strict=True)],
+        "steps": measure,
+        "reached": [{"rollout_size": int(b), "iterations": float(s)} for b, s in zip(batch_N, steps_N, strict=True)],
         "fit": None if fit is None else {**fit.__dict__, "b_crit": fit.b_crit, "identified": fit.identified},
         "verdict": line,
         "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in rates],
@@ -178,6 +190,14 @@ def report(config: ProbeReportConfig) -> Path:
         "",
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "
         f"of the agent at fixed parameters); target {target:.1f} (improvement {probe['improvement']:.1f}).",
+        "",
+        "Steps S of a branch: "
+        + (
+            "the PPO iteration its running score's games stand for (their mean midpoint), when that score first "
+            "reached the target."
+            if measure == "midpoint"
+            else "the PPO iteration at which its running score first reached the target."
+        ),
         "",
         "Noise scale at the branch point (every measurement of the anchor, at fixed parameters), pooled:",
         "",

@@ -6,7 +6,7 @@ Reads probe directories (``probe_results.json`` of ``rl-gns probe-report``, ``sw
 1. a (game, stage) pair enters if its ``B_crit`` is identified (bounded 95 % interval from at least 3 sizes);
 2. candidates at the branch point: the anchor's pooled ``B_simple`` per scheme and loss (``anchor_env_<L>``,
    ``anchor_mb_<L>``, and ``anchor_mb_xM_<L>`` = M times the minibatch value), and the step average of App. D
-   (``path_env_<L>``): the envs-scheme ``B_simple`` pooled over the branches at the source's env count, from their
+   (``path_env_<L>``): the envs-scheme ``B_simple`` pooled over the branches at the source's rollout size, from their
    start to the iteration that reached the target;
 3. baselines: :data:`FIXED_CONSTANT`, and the leave-one-game-out constant ``10^median(log10 B_crit)`` over the other
    games' pairs;
@@ -88,13 +88,13 @@ class ProbePair:
     b_crit_low: float = math.nan
 
 
-def path_noise(probe_dir: Path, target: float, n_envs: int) -> dict[str, float]:
-    """``{"path_env_<L>": B_simple}``: the envs scheme pooled over the branches at ``n_envs`` envs, each from its start
-    to the iteration that reached ``target``; absent if none reached it."""
+def path_noise(probe_dir: Path, target: float, rollout_size: int) -> dict[str, float]:
+    """``{"path_env_<L>": B_simple}``: the envs scheme pooled over the branches at ``rollout_size`` (the source's),
+    each from its start to the iteration that reached ``target``; absent if none reached it."""
     _, runs = load_sweep(probe_dir)
     sums = {loss: NoiseSums() for loss in LOSSES}
     for run in runs:
-        if run.n_envs != n_envs or target not in run.reached:
+        if run.rollout_size != rollout_size or target not in run.reached:
             continue
         branch = RunDir(probe_dir / "runs" / run.name)
         config, progress = branch.config(), branch.progress()
@@ -122,7 +122,8 @@ def load_probe(probe_dir: Path) -> ProbePair:
         if scheme == "minibatch":
             m = settings["n_minibatches"]
             candidates[f"anchor_mb_xM_{loss}"] = (m * point, (m * low, m * high))
-    for name, value in path_noise(probe_dir, float(results["target"]), int(settings["n_envs_ref"])).items():
+    source_size = int(settings["n_envs_ref"]) * int(settings["n_steps"])
+    for name, value in path_noise(probe_dir, float(results["target"]), source_size).items():
         candidates[name] = (value, None)
     game = RunDir(probe_dir / ANCHOR).config().game
     return ProbePair(
@@ -132,7 +133,9 @@ def load_probe(probe_dir: Path) -> ProbePair:
         b_crit_ci=(fit["b_crit_low"], fit["b_crit_high"]) if identified else (math.nan, math.nan),
         candidates=candidates,
         reason=None if identified else results["verdict"],
-        rollout_sizes=[n_envs * settings["n_steps"] for n_envs in settings["n_envs"]],
+        rollout_sizes=[n_envs * settings["n_steps"] for n_envs in settings["n_envs"]]
+        if not settings.get("n_steps_grid")
+        else [settings["n_envs"][0] * n_steps for n_steps in settings["n_steps_grid"]],
         b_crit_low=fit["b_crit_low"] if fit and not identified and fit["b_crit_low"] > 0 else math.nan,
     )
 

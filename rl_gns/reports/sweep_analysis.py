@@ -31,9 +31,10 @@ import numpy as np
 import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS
+from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
-from rl_gns.core.targets import first_reached, running_score, steps_and_experience
+from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
 from rl_gns.records.rundir import RunDir, noise_sums, read_json, write_json
 
@@ -64,6 +65,9 @@ class Reach:
     """Seconds since the run started, at the game that reached the target."""
     noise: dict[str, NoiseSums] = field(default_factory=dict)
     """``"<scheme>/<loss>"`` -> pooled raw estimates measured at or before ``env_steps``."""
+    midpoint_iterations: float = math.nan
+    """The PPO iteration the reaching running score stands for: its games' mean midpoint
+    (:func:`~rl_gns.core.targets.window_midpoint`) over the rollout size."""
 
 
 @dataclass
@@ -116,7 +120,12 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None
                 for scheme in schemes
                 for loss in LOSSES
             }
-            record.reached[target] = Reach(iterations, env_steps, float(episodes["wall_s"][game]), noise)
+            window_games = slice(game - window + 1, game + 1)
+            lengths = episodes["length_frames"][window_games] / config.settings.get("frame_skip", FRAME_SKIP)
+            midpoint = window_midpoint(episodes["env_steps"][window_games], lengths, config.n_envs)
+            record.reached[target] = Reach(
+                iterations, env_steps, float(episodes["wall_s"][game]), noise, midpoint / record.rollout_size
+            )
     return record
 
 
@@ -171,13 +180,22 @@ class TargetResult:
         return candidate.value if candidate else math.nan
 
 
-def best_per_seed(runs: list[RunRecord], target: float, rollout_size: int) -> dict[int, RunRecord]:
+def iterations_to(reach: Reach, measure: StepsMeasure = "passage") -> float:
+    """``S`` of one reached target, by ``measure``."""
+    return reach.midpoint_iterations if measure == "midpoint" else reach.iterations
+
+
+def best_per_seed(
+    runs: list[RunRecord], target: float, rollout_size: int, measure: StepsMeasure = "passage"
+) -> dict[int, RunRecord]:
     """For each seed at one rollout size, the run (over learning rates) that reached ``target`` in fewest steps."""
     best: dict[int, RunRecord] = {}
     for run in runs:
         if run.rollout_size == rollout_size and target in run.reached:
             current = best.get(run.seed)
-            if current is None or run.reached[target].iterations < current.reached[target].iterations:
+            if current is None or iterations_to(run.reached[target], measure) < iterations_to(
+                current.reached[target], measure
+            ):
                 best[run.seed] = run
     return best
 
@@ -205,9 +223,9 @@ class KeptRates:
         return sum(lr in (self.grid[0], self.grid[-1]) for lr in self.kept)
 
 
-def kept_rates(runs: list[RunRecord], target: float, rollout_size: int) -> KeptRates:
+def kept_rates(runs: list[RunRecord], target: float, rollout_size: int, measure: StepsMeasure = "passage") -> KeptRates:
     """The grid of learning rates at ``rollout_size`` and each reached seed's fastest (:func:`best_per_seed`)."""
-    best = best_per_seed(runs, target, rollout_size)
+    best = best_per_seed(runs, target, rollout_size, measure)
     grid = sorted({run.learning_rate for run in runs if run.rollout_size == rollout_size})
     return KeptRates(rollout_size, grid, [best[seed].learning_rate for seed in sorted(best)])
 

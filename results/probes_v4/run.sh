@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Every probe of docs/prediction-criterion-v4.md on BeamRider, SpaceInvaders and Seaquest, from the trunks of
+# results/probes/trunks.sh: stage 100k on every game, then the test-retest (Seaquest at 100k, seeds 3-5), then the
+# stages 50k and 150k; the criterion table after each stage.
+# Resumable: rerun to go on. WORKERS (default 2): populations trained at once.
+set -euo pipefail
+cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
+here=results/probes_v4
+games="Seaquest SpaceInvaders BeamRider"
+validate() { rl-gns validate-probes "$here"/*/ --out "$here/validation"; }
+for game in $games; do NO_TABLE=1 bash "$here/protocol.sh" "$game" 100000; done
+validate
+NO_TABLE=1 SUFFIX=_retest bash "$here/protocol.sh" Seaquest 100000 --first-seed 3
+validate
+for at in 50000 150000; do
+  for game in $games; do NO_TABLE=1 bash "$here/protocol.sh" "$game" "$at"; done
+  validate
+done

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -20,8 +21,8 @@ from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.probe import ProbeConfig, branch_point, check
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.rundir import RunDir, snapshots
-from rl_gns.reports.probe_report import edge_note
-from rl_gns.reports.sweep_analysis import Reach, RunRecord, kept_rates
+from rl_gns.reports.probe_report import edge_note, first_window_note
+from rl_gns.reports.sweep_analysis import KeptRates, Reach, RunRecord, kept_rates
 
 pytestmark = pytest.mark.atari
 
@@ -146,7 +147,8 @@ def test_probe_report_shows_how_close_each_branch_came(tmp_path):
     result = subprocess.run([*CLI, "probe-report", str(probe)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     target = json.loads((probe / "probe.json").read_text())["target"]
-    rows = [line for line in (probe / "report.md").read_text().split("\n") if line.count("|") == 6 and "---" not in line]
+    report = (probe / "report.md").read_text().split("Best running score of each branch")[1]
+    rows = [line for line in report.split("\n") if line.count("|") == 6 and "---" not in line]
     table = {tuple(cell.strip() for cell in row.split("|")[1:-1]) for row in rows[1:]}
     branches = sorted((probe / "runs").iterdir())
     assert len(table) == len(branches) == 18
@@ -161,8 +163,8 @@ def test_probe_report_shows_how_close_each_branch_came(tmp_path):
 
 
 def test_a_size_whose_fastest_learning_rate_is_at_the_grid_edge_is_named():
-    """Per size and seed the fastest rate is kept; a size where most seeds keep the lowest or highest rate of a grid
-    of 3 is named (its best rate may lie outside the grid), one where they keep the middle rate is not."""
+    """Per size and seed the fastest rate is kept and counted at an edge of a grid of 3; a size where every seed kept
+    the same end is named (its best rate likely lies beyond the grid), one with mixed ends or the middle is not."""
     target, grid = 300.0, [2.5e-4, 5e-4, 1e-3]
     iterations = {  # (rollout size, learning rate) -> iterations to the target of seeds 0, 1, 2 (None: not reached)
         (128, 2.5e-4): [90, 80, 70], (128, 5e-4): [50, 60, 75], (128, 1e-3): [60, 40, 72],
@@ -180,10 +182,12 @@ def test_a_size_whose_fastest_learning_rate_is_at_the_grid_edge_is_named():
     at_128, at_256 = kept_rates(runs, target, 128), kept_rates(runs, target, 256)
     assert at_128.grid == grid and at_128.kept == [5e-4, 1e-3, 2.5e-4] and at_128.at_edge == 2
     assert at_256.kept == [5e-4, 5e-4] and at_256.at_edge == 0
-    assert edge_note([at_128, at_256]) == (
-        "the fastest learning rate is at an edge of the grid for most seeds at rollout sizes 128 (2 of 3)"
-    )
-    assert edge_note([at_256]) is None
+    assert at_128.one_edge is None and at_256.one_edge is None and edge_note([at_128, at_256]) is None
+    faster = [replace(run, reached={target: Reach(20, 20 * 256, 1.0)}) if run.learning_rate == 1e-3 else run for run in runs]
+    highest = kept_rates(faster, target, 256)
+    assert highest.kept == [1e-3, 1e-3, 1e-3] and highest.one_edge == "highest"  # every seed kept the top of the grid
+    note = edge_note([at_128, highest])
+    assert note == "every seed kept the same end of the learning-rate grid at rollout sizes 256 (highest)"
     two = kept_rates([run for run in runs if run.learning_rate != 1e-3], target, 128)
     assert two.kept == [5e-4, 5e-4, 2.5e-4] and two.at_edge == 0  # a grid of 2 has no inside: nothing is flagged
 
@@ -208,10 +212,26 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
         if games:  # window 1: the first game at the target is the running score that reached it
             end, length = int(games[0]["env_steps"]), float(games[0]["length_frames"]) / 4
             s = (end - config.n_envs * length / 2) / config.rollout_size
-            expected.setdefault((config.rollout_size, config.seed), []).append(s)
+            first = games[0] == first_game(branch)  # its first full running score (one game) was at the target
+            expected.setdefault((config.rollout_size, config.seed), []).append((s, first))
     results = json.loads((out / "probe_results.json").read_text())
     assert results["steps"] == "midpoint" and results["reached"], "no branch reached the target: nothing checked"
-    fastest = sorted((size, min(steps)) for (size, _), steps in expected.items())
+    fastest = sorted((size, *min(steps)) for (size, _), steps in expected.items())
     reached = sorted((r["rollout_size"], r["iterations"]) for r in results["reached"])
-    assert [size for size, _ in reached] == [size for size, _ in fastest]
-    assert [s for _, s in reached] == pytest.approx([s for _, s in fastest])
+    assert [size for size, _ in reached] == [size for size, *_ in fastest]
+    assert [s for _, s in reached] == pytest.approx([s for _, s, _ in fastest])
+    assert results["first_window"] == sum(first for *_, first in fastest)
+
+
+def first_game(branch: Path) -> dict[str, str]:
+    with (branch / "episodes.csv").open() as file:
+        return next(csv.DictReader(file))
+
+
+def test_kept_branches_at_their_first_window_are_counted_as_upper_bounds():
+    rates = [KeptRates(128, [1e-3], [1e-3, 1e-3], first_window=0), KeptRates(256, [1e-3], [1e-3] * 3, first_window=2)]
+    assert first_window_note(rates, 20) == (
+        "2 of 5 kept branches reached the target with their first 20 games (rollout sizes 256 (2 of 3)): their steps "
+        "are upper bounds, as the score cannot time progress faster than one window of games"
+    )
+    assert first_window_note(rates[:1], 20) is None

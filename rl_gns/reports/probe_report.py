@@ -87,13 +87,26 @@ def verdict(fit: LocalTradeoffFit | None, batch_N: np.ndarray, n_branches: int) 
 
 
 def edge_note(rates: list[KeptRates]) -> str | None:
-    """One line naming the sizes whose fastest learning rate lies at an edge of the grid for most reached seeds
-    (their best rate may lie outside it), or ``None``."""
-    edged = [r for r in rates if r.kept and 2 * r.at_edge > len(r.kept)]
+    """One line naming the sizes where every seed kept the same end of the learning-rate grid (the best rate likely
+    lies beyond it), or ``None``."""
+    edged = [r for r in rates if r.one_edge is not None]
     if not edged:
         return None
-    sizes = ", ".join(f"{r.rollout_size:,} ({r.at_edge} of {len(r.kept)})" for r in edged)
-    return f"the fastest learning rate is at an edge of the grid for most seeds at rollout sizes {sizes}"
+    sizes = ", ".join(f"{r.rollout_size:,} ({r.one_edge})" for r in edged)
+    return f"every seed kept the same end of the learning-rate grid at rollout sizes {sizes}"
+
+
+def first_window_note(rates: list[KeptRates], window: int) -> str | None:
+    """One line counting the kept branches whose first full running score was already at the target (their steps
+    are upper bounds: the probe cannot time progress faster than one window of games), or ``None``."""
+    first, kept = sum(r.first_window for r in rates), sum(len(r.kept) for r in rates)
+    if not first:
+        return None
+    sizes = ", ".join(f"{r.rollout_size:,} ({r.first_window} of {len(r.kept)})" for r in rates if r.first_window)
+    return (
+        f"{first} of {kept} kept branches reached the target with their first {window} games (rollout sizes {sizes}): "
+        "their steps are upper bounds, as the score cannot time progress faster than one window of games"
+    )
 
 
 def plot_probe(
@@ -143,14 +156,16 @@ def report(config: ProbeReportConfig) -> Path:
     line = verdict(fit, batch_N, len(runs))
     rates = [kept_rates(runs, target, size, measure) for size in sorted({run.rollout_size for run in runs})]
     edges = edge_note(rates)
+    floor = first_window_note(rates, int(probe["window"]))
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
     at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
     print(f"critical rollout size {at}: {line}", flush=True)
     if predictor is not None:
         interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)
-    if edges is not None:
-        print(f"  note: {edges}", flush=True)
+    for note in (edges, floor):
+        if note is not None:
+            print(f"  note: {note}", flush=True)
 
     fig, ax = plt.subplots(figsize=(7.0, 5.5))
     plot_probe(batch_N, steps_N, fit, predictor, ax)
@@ -166,6 +181,7 @@ def report(config: ProbeReportConfig) -> Path:
         "fit": None if fit is None else {**fit.__dict__, "b_crit": fit.b_crit, "identified": fit.identified},
         "verdict": line,
         "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in rates],
+        "first_window": sum(r.first_window for r in rates),
         "noise_at_branch_point": {key: [r.point, r.low, r.high] for key, r in noise.items()},
     }
     write_json(config.probe_dir / "probe_results.json", results)
@@ -177,7 +193,7 @@ def report(config: ProbeReportConfig) -> Path:
     )
     kept = "\n".join(
         f"| {r.rollout_size:,} | {', '.join(fmt(lr) for lr in r.grid)} | {', '.join(fmt(lr) for lr in r.kept) or '–'} "
-        f"| {r.at_edge} |"
+        f"| {r.at_edge} | {r.first_window} |"
         for r in rates
     )
     text = "\n".join([
@@ -185,7 +201,7 @@ def report(config: ProbeReportConfig) -> Path:
         "",
         f"Critical rollout size: {line}.",
         "",
-        *([f"Note: {edges}.", ""] if edges is not None else []),
+        *(line for note in (edges, floor) if note is not None for line in (f"Note: {note}.", "")),
         "![steps against rollout size](steps_vs_rollout_size.png)",
         "",
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "
@@ -205,11 +221,12 @@ def report(config: ProbeReportConfig) -> Path:
         "|---|---|---|",
         rows,
         "",
-        "Learning rates per size: the grid, the fastest rate of each seed that reached the target, and how many of "
-        "those lie at an edge of a grid of at least 3 (the best rate may lie outside it):",
+        "Learning rates per size: the grid, the fastest rate of each seed that reached the target, how many of those "
+        "lie at an edge of a grid of at least 3 (the best rate may lie outside it), and how many reached the target "
+        f"with their first {probe['window']} games (their steps are upper bounds):",
         "",
-        "| rollout size | grid | kept per seed | at an edge |",
-        "|---:|---|---|---:|",
+        "| rollout size | grid | kept per seed | at an edge | at the first window |",
+        "|---:|---|---|---:|---:|",
         kept,
         "",
         f"Best running score of each branch ({probe['window']} games) against the target {target:.1f}:",

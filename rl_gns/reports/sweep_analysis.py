@@ -68,6 +68,9 @@ class Reach:
     midpoint_iterations: float = math.nan
     """The PPO iteration the reaching running score stands for: its games' mean midpoint
     (:func:`~rl_gns.core.targets.window_midpoint`) over the rollout size."""
+    first_window: bool = False
+    """The run's first full running score (its first ``window`` games) was already at the target: the run got there
+    at or before then, so ``iterations`` is an upper bound, and the score measure cannot time it more finely."""
 
 
 @dataclass
@@ -124,7 +127,12 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None
             lengths = episodes["length_frames"][window_games] / config.settings.get("frame_skip", FRAME_SKIP)
             midpoint = window_midpoint(episodes["env_steps"][window_games], lengths, config.n_envs)
             record.reached[target] = Reach(
-                iterations, env_steps, float(episodes["wall_s"][game]), noise, midpoint / record.rollout_size
+                iterations,
+                env_steps,
+                float(episodes["wall_s"][game]),
+                noise,
+                midpoint / record.rollout_size,
+                first_window=game == window - 1,
             )
     return record
 
@@ -203,7 +211,7 @@ def best_per_seed(
 @dataclass(frozen=True)
 class KeptRates:
     """The learning rates at one rollout size: the grid tried and the fastest rate of each seed that reached a
-    target.
+    target, and how many of those fastest runs reached it with their first full running score.
 
     :param rollout_size: agent steps per PPO iteration.
     :param grid: every learning rate tried at this size, ascending.
@@ -213,6 +221,8 @@ class KeptRates:
     rollout_size: int
     grid: list[float]
     kept: list[float]
+    first_window: int = 0
+    """Kept runs that reached the target with their first full running score (:attr:`Reach.first_window`)."""
 
     @property
     def at_edge(self) -> int:
@@ -222,12 +232,25 @@ class KeptRates:
             return 0
         return sum(lr in (self.grid[0], self.grid[-1]) for lr in self.kept)
 
+    @property
+    def one_edge(self) -> str | None:
+        """``lowest`` or ``highest`` where every kept rate (at least 2) is that end of a grid of at least 3: the best
+        rate likely lies beyond it (by chance alone, with rates that do not matter, 2 in 27 at 3 seeds)."""
+        if len(self.grid) < 3 or len(self.kept) < 2:
+            return None
+        for end, rate in (("lowest", self.grid[0]), ("highest", self.grid[-1])):
+            if all(lr == rate for lr in self.kept):
+                return end
+        return None
+
 
 def kept_rates(runs: list[RunRecord], target: float, rollout_size: int, measure: StepsMeasure = "passage") -> KeptRates:
     """The grid of learning rates at ``rollout_size`` and each reached seed's fastest (:func:`best_per_seed`)."""
     best = best_per_seed(runs, target, rollout_size, measure)
     grid = sorted({run.learning_rate for run in runs if run.rollout_size == rollout_size})
-    return KeptRates(rollout_size, grid, [best[seed].learning_rate for seed in sorted(best)])
+    kept = [best[seed] for seed in sorted(best)]
+    first = sum(run.reached[target].first_window for run in kept)
+    return KeptRates(rollout_size, grid, [run.learning_rate for run in kept], first)
 
 
 def geometric_mean(values: list[float] | np.ndarray) -> float:

@@ -114,6 +114,13 @@ def test_analyze_refuses_a_torn_json_file_in_one_line(tmp_path, capsys, torn):
     assert not (sweep / "report.md").exists()
 
 
+def test_analyze_leaves_a_probe_directory_and_its_report_alone(tmp_path, capsys):
+    probe = Path(shutil.copytree(RESULTS / "probes_v4" / "Seaquest" / "at100k", tmp_path / "probe"))
+    report = (probe / "report.md").read_text()
+    assert_refused(*rl_gns(capsys, "analyze", probe), f"{probe} is a probe directory: rl-gns probe-report {probe} reports it")
+    assert (probe / "report.md").read_text() == report and not (probe / "results.json").exists()
+
+
 @pytest.mark.parametrize("command", ["advise", "plot"])
 def test_run_commands_refuse_a_torn_config_in_one_line(tmp_path, capsys, command):
     run = copy(RUN, tmp_path)

@@ -460,3 +460,5 @@ def check(config: AnalyzeConfig) -> None:
     """Fail early (``ValueError``) if the directory is not a sweep."""
     if not (config.sweep_dir / "sweep.json").exists():
         raise ValueError(f"{config.sweep_dir} is not a sweep directory (no sweep.json)")
+    if (config.sweep_dir / "probe.json").exists():  # its report.md is the probe report's
+        raise ValueError(f"{config.sweep_dir} is a probe directory: rl-gns probe-report {config.sweep_dir} reports it")

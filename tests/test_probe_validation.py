@@ -13,6 +13,7 @@ from rl_gns.reports.probe_validation import (
     bound_scores,
     distance_outside,
     leave_one_game_out,
+    ranking,
     retests_apart,
     score,
     validate,
@@ -111,3 +112,26 @@ def test_the_table_lists_each_game_by_stage(tmp_path):
     rows = [line for line in (tmp_path / "probes.md").read_text().split("\n") if line.startswith("| beam_rider |")]
     points = [int(row.split("|")[2].strip().replace(",", "")) for row in rows]
     assert points == sorted(points) and len(points) == len(set(points)) >= 4
+
+
+def test_pairs_timed_by_the_first_window_are_left_out_of_the_second_ranking(tmp_path):
+    """The committed v4 probe of Seaquest at 100k identifies B_crit, but 9 of its 18 kept branches reached the target
+    with their first 20 games: the criterion counts it, the ranking without such pairs does not."""
+    committed = Path(__file__).resolve().parents[1] / "results" / "probes_v4" / "Seaquest" / "at100k"
+    validate(ProbeValidationConfig(probe_dirs=(committed,), out=tmp_path))
+    record = json.loads((tmp_path / "probes.json").read_text())
+    (pair,) = record["pairs"]
+    assert pair["first_window"] == pytest.approx(9 / 18) and math.isfinite(pair["b_crit"])
+    assert record["verdict"].startswith("Not ranked: 1 identified pairs from 1 game(s)")
+    assert record["verdict_without_floored_pairs"].startswith("Not ranked: 0 identified pairs from 0 game(s)")
+
+
+def test_ranking_needs_three_games_and_then_compares_with_both_constants():
+    pairs = [pair("A", 700.0), pair("B", 800.0), pair("C", 750.0)]
+    for p, value in zip(pairs, (700.0, 800.0, 750.0), strict=True):
+        p.candidates = {"exact": (value, None)}
+    scores, baselines, line = ranking(pairs)
+    assert [s.name for s in scores] == ["exact"] and scores[0].median_error == 0
+    assert [b.name for b in baselines] == ["constant 746", "leave-one-game-out constant"]
+    assert line.startswith("exact beats both constants")
+    assert ranking(pairs[:2])[2].startswith("Not ranked: 2 identified pairs from 2 game(s)")

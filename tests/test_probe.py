@@ -131,6 +131,12 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
         check(ProbeConfig(source=source, anchor_steps=0, out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--delta-noise must be a finite number > 0"):
         check(ProbeConfig(source=source, delta_noise=float("nan"), out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs and at least 2 distinct n_steps"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), n_steps_grid=(32, 64), out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs and at least 2 distinct n_steps"):
+        check(ProbeConfig(source=source, n_envs=(2,), n_steps_grid=(32, 32), out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="does not split into"):  # 3 envs x 33 steps into the source's 2 minibatches
+        check(ProbeConfig(source=source, n_envs=(3,), n_steps_grid=(32, 33), out=tmp_path / "p"))
     assert not (tmp_path / "p").exists()
     # an anchor that finishes too few games is found only once it has played: one line, exit status 2
     short = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "64", "--n-envs", "2", "4", "--out",

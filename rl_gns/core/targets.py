@@ -60,8 +60,8 @@ def window_midpoint(end_steps_W: np.ndarray, lengths_W: np.ndarray, n_envs: int)
         t_mid = (1 / W) Σ_g (t_end,g − n_envs · ℓ_g / 2),
 
     since a game of ``ℓ_g`` agent steps on one env ran while all ``n_envs`` envs together took ``n_envs · ℓ_g`` agent
-    steps. A running score reached at ``t_end`` judges games played over the agent steps before it: at a fixed env
-    count it lags the policy by about ``n_envs · ℓ`` agent steps whatever the rollout size.
+    steps. A running score reached at ``t_end`` judges games played over the agent steps before it: it lags the
+    policy by about ``(W + n_envs) · ℓ / 2`` agent steps, the same at every rollout size of one env count.
 
     :param end_steps_W: ``(W,)`` agent steps (all envs) at which each game of the window finished.
     :param lengths_W: ``(W,)`` each game's length in agent steps of its env (frames / frame skip).

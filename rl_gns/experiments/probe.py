@@ -7,8 +7,9 @@ finished, or its newest checkpoint), the probe does two things:
    learning rate at 0, so its parameters stay fixed. Its games give the **start score**: every game is played by the
    agent of the branch point itself, so the mean has no lag and its standard error is known. Its measurements, every
    iteration, both schemes, every loss, give the noise scale **at fixed parameters** there.
-2. **The branches** (``<out>/runs``): from the same agent, training at several rollout sizes (env counts) and seeds,
-   each until its running score reaches the start score plus ``delta``. Unless given, ``delta`` is ``delta_noise``
+2. **The branches** (``<out>/runs``): from the same agent, training at several rollout sizes (env counts, or
+   ``n_steps`` at one env count with ``n_steps_grid``) and seeds, each until its running score reaches the start
+   score plus ``delta``. Unless given, ``delta`` is ``delta_noise``
    standard errors of the running score (:func:`rl_gns.core.targets.resolvable_improvement`): the smallest
    improvement that the score measure tells from noise, so that the probe stays local in training at every stage
    and every game. ``rl-gns probe-report`` fits ``S(B) = S_min (1 + B_crit / B)`` to the iterations the branches

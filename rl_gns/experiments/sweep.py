@@ -6,8 +6,9 @@ Ray; rerunning skips finished runs). ``<out>/sweep.json`` records the settings; 
 with other settings is refused.
 
 Protocol (McCandlish et al.'s, mapped onto PPO as in Hilton et al.): ``n_steps``, the number of
-minibatches per epoch ``M`` and ``n_epochs`` are fixed, so both PPO batch sizes scale with ``n_envs``;
-the learning rate is re-tuned at every size on a grid around a scaling rule; learning rate and clip
+minibatches per epoch ``M`` and ``n_epochs`` are fixed, so both PPO batch sizes scale with ``n_envs``
+(or, with ``n_steps_grid``, ``n_envs`` is fixed and they scale with ``n_steps``); the learning rate is
+re-tuned at every size on a grid around a scaling rule on the rollout size; learning rate and clip
 range are constant, so that a run does not depend on its budget.
 """
 

@@ -41,6 +41,8 @@ def test_sizes_that_vary_n_steps_at_one_env_count():
 
     with pytest.raises(ValueError, match="needs one --n-envs"):
         check(SweepConfig(n_envs=(4, 8), n_steps_grid=(32, 64)))
+    with pytest.raises(ValueError, match="--n-steps-grid must be >= 1"):
+        check(SweepConfig(n_envs=(4,), n_steps_grid=(0, 64)))
 
 
 def test_a_sweep_directory_refuses_other_settings(tmp_path):

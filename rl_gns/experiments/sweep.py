@@ -122,8 +122,10 @@ def check(config: SweepConfig) -> None:
     for name in ("lr_ref", "lr_factor"):
         if not getattr(config, name) > 0:
             raise ValueError(f"{flag(name)} must be > 0, got {getattr(config, name)}")
-    if config.n_steps_grid and (len(config.n_envs) != 1 or min(config.n_steps_grid) < 1):
-        raise ValueError(f"--n-steps-grid {config.n_steps_grid} needs one --n-envs (got {config.n_envs}) and n_steps >= 1")
+    if config.n_steps_grid and len(config.n_envs) != 1:
+        raise ValueError(f"--n-steps-grid needs one --n-envs, got {config.n_envs}")
+    if config.n_steps_grid and min(config.n_steps_grid) < 1:
+        raise ValueError(f"--n-steps-grid must be >= 1, got {config.n_steps_grid}")
     for name in ("n_envs_ref", "budget_steps"):
         if getattr(config, name) < 1:
             raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch as th
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
@@ -21,7 +22,7 @@ from rl_gns.core.targets import first_reached
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.train import plan_run, resumed_model
 from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST, latest_checkpoint, sha256
-from rl_gns.records.logs import AppendingCSVOutputFormat, read_rows, truncate_after
+from rl_gns.records.logs import AppendingCSVOutputFormat, read_rows, run_logger, truncate_after
 from rl_gns.records.rundir import read_csv
 
 pytestmark = pytest.mark.atari
@@ -234,6 +235,25 @@ def test_csv_rows_survive_a_torn_write_and_columns_can_grow(tmp_path):
     again = AppendingCSVOutputFormat(path)  # a resumed run continues the file
     again.write({"time/total_timesteps": 128, "a": 9.0}, {"time/total_timesteps": None, "a": None})
     assert read_rows(path)[1] == [["1.5", "64", ""], ["9.0", "128", ""]]
+
+
+def test_tensorboard_of_a_resumed_run_shows_each_step_once(tmp_path):
+    def log_steps(steps: range, resume_step: int | None) -> None:
+        logger = run_logger(tmp_path, tmp_path / "progress.csv", None, resume_step)
+        for step in steps:
+            for i in range(30):
+                logger.record(f"gns/k{i}", float(step + i))
+            logger.dump(step)
+        logger.close()
+
+    log_steps(range(64, 64 * 9, 64), None)  # a run killed after step 512 whose checkpoint was at step 256
+    log_steps(range(320, 64 * 13, 64), 256)  # resumed from it, on to step 768
+    events = EventAccumulator(str(tmp_path), size_guidance={"scalars": 0})
+    events.Reload()
+    for i in (0, 29):
+        scalars = events.Scalars(f"gns/k{i}")
+        assert [s.step for s in scalars] == list(range(64, 64 * 13, 64))
+        assert [s.value for s in scalars] == [float(s.step + i) for s in scalars]
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ reached or says why it cannot."""
 
 import csv
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -17,11 +18,12 @@ import torch as th
 
 from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.tradeoff import LocalTradeoffFit
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.probe import ProbeConfig, branch_point, check
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.rundir import RunDir, snapshots
-from rl_gns.reports.probe_report import edge_note, first_window_note
+from rl_gns.reports.probe_report import edge_note, first_window_note, resolution_note
 from rl_gns.reports.sweep_analysis import KeptRates, Reach, RunRecord, kept_rates
 
 pytestmark = pytest.mark.atari
@@ -209,9 +211,12 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     record = json.loads((out / "probe.json").read_text())
     assert record["rollout_sizes"] == [32, 64] and record["steps"] == "midpoint"
-    expected = {}
+    expected, floors = {}, []
     for branch in sorted((out / "runs").iterdir()):
         config = RunDir(branch).config()
+        game = first_game(branch)  # window 1: a branch's first running score is its first game
+        if game is not None:
+            floors.append(int(game["env_steps"]) - config.n_envs * float(game["length_frames"]) / 4 / 2)
         assert config.n_envs == 2 and config.n_steps in (16, 32) and config.minibatch_size == config.rollout_size // 2
         with (branch / "episodes.csv").open() as file:
             games = [row for row in csv.DictReader(file) if float(row["score"]) >= record["target"]]
@@ -227,11 +232,12 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
     assert [size for size, _ in reached] == [size for size, *_ in fastest]
     assert [s for _, s in reached] == pytest.approx([s for _, s, _ in fastest])
     assert results["first_window"] == sum(first for *_, first in fastest)
+    assert results["first_window_midpoint"] == pytest.approx(np.median(floors))
 
 
-def first_game(branch: Path) -> dict[str, str]:
+def first_game(branch: Path) -> dict[str, str] | None:
     with (branch / "episodes.csv").open() as file:
-        return next(csv.DictReader(file))
+        return next(csv.DictReader(file), None)
 
 
 def test_kept_branches_at_their_first_window_are_counted_as_upper_bounds():
@@ -241,3 +247,14 @@ def test_kept_branches_at_their_first_window_are_counted_as_upper_bounds():
         "are upper bounds, as the score cannot time progress faster than one window of games"
     )
     assert first_window_note(rates[:1], 20) is None
+
+
+def test_an_e_min_close_to_the_first_running_scores_midpoint_is_flagged():
+    fit = LocalTradeoffFit(s_min=2.0, e_min=9_000.0, b_crit_low=3e3, b_crit_high=1e4, level=0.95, n_points=18)
+    assert resolution_note(fit, 8_000.0, 20) == (
+        "E_min (9e+03 agent steps) is 1.1x the agent step a branch's first 20 games stand for (8e+03): the target is "
+        "reached about as soon as the running score can tell, so the fit times the score measure more than learning "
+        "(a larger improvement would resolve it)"
+    )
+    assert resolution_note(fit, 4_000.0, 20) is None  # E_min at 2.25x the floor: resolved
+    assert resolution_note(None, 8_000.0, 20) is None and resolution_note(fit, math.nan, 20) is None

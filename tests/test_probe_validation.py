@@ -115,15 +115,25 @@ def test_the_table_lists_each_game_by_stage(tmp_path):
 
 
 def test_pairs_timed_by_the_first_window_are_left_out_of_the_second_ranking(tmp_path):
-    """The committed v4 probe of Seaquest at 100k identifies B_crit, but 9 of its 18 kept branches reached the target
-    with their first 20 games: the criterion counts it, the ranking without such pairs does not."""
-    committed = Path(__file__).resolve().parents[1] / "results" / "probes_v4" / "Seaquest" / "at100k"
-    validate(ProbeValidationConfig(probe_dirs=(committed,), out=tmp_path))
-    record = json.loads((tmp_path / "probes.json").read_text())
-    (pair,) = record["pairs"]
-    assert pair["first_window"] == pytest.approx(9 / 18) and math.isfinite(pair["b_crit"])
-    assert record["verdict"].startswith("Not ranked: 1 identified pairs from 1 game(s)")
-    assert record["verdict_without_floored_pairs"].startswith("Not ranked: 0 identified pairs from 0 game(s)")
+    """The committed v4 probes of Seaquest at 100k identify B_crit. In the first, 9 of 18 kept branches reached the
+    target with their first 20 games; in its retest 7 of 18, but its E_min lies within 2x of the agent step the first
+    20 games stand for. The criterion counts the first, the ranking without floored pairs neither."""
+    committed = Path(__file__).resolve().parents[1] / "results" / "probes_v4" / "Seaquest"
+    for probe in ("at100k", "at100k_retest"):
+        validate(ProbeValidationConfig(probe_dirs=(committed / probe,), out=tmp_path / probe))
+        record = json.loads((tmp_path / probe / "probes.json").read_text())
+        (pair,) = record["pairs"]
+        assert math.isfinite(pair["b_crit"]) and 1 < pair["resolution"] < 2
+        assert record["verdict"].startswith("Not ranked: 1 identified pairs from 1 game(s)")
+        assert record["verdict_without_floored_pairs"].startswith("Not ranked: 0 identified pairs from 0 game(s)")
+    assert pair["first_window"] == pytest.approx(7 / 18)
+
+
+def test_a_pair_is_floored_by_its_first_windows_or_by_an_e_min_near_their_step():
+    assert not pair("A", 100.0).floored  # reports that predate both counts
+    assert ProbePair("A", 1, 1.0, (1.0, 1.0), {}, None, first_window=0.5).floored
+    assert ProbePair("A", 1, 1.0, (1.0, 1.0), {}, None, first_window=0.4, resolution=1.9).floored
+    assert not ProbePair("A", 1, 1.0, (1.0, 1.0), {}, None, first_window=0.4, resolution=2.0).floored
 
 
 def test_ranking_needs_three_games_and_then_compares_with_both_constants():

@@ -109,6 +109,32 @@ def first_window_note(rates: list[KeptRates], window: int) -> str | None:
     )
 
 
+#: How far above the earliest timeable agent step (:func:`measure_floor`) the fitted ``E_min`` must lie for the probe
+#: to time learning rather than its own score measure: below it, the branches at the large sizes, whose experience
+#: is close to ``E_min``, are timed within a factor 2 of when their first running score could tell (a diagnostic; the
+#: verdict does not change with it).
+RESOLVED = 2.0
+
+
+def measure_floor(runs: list[RunRecord]) -> float:
+    """The agent step a branch's first full running score stands for (:attr:`RunRecord.first_window_midpoint`),
+    median over the branches (at one env count, about the same for every size): no reach is timed earlier. NaN if
+    no branch played a full window."""
+    floors = [run.first_window_midpoint for run in runs if math.isfinite(run.first_window_midpoint)]
+    return float(np.median(floors)) if floors else math.nan
+
+
+def resolution_note(fit: LocalTradeoffFit | None, floor: float, window: int) -> str | None:
+    """One line where the fitted ``E_min`` lies below :data:`RESOLVED` times the measure's floor, or ``None``."""
+    if fit is None or not math.isfinite(floor) or not fit.e_min < RESOLVED * floor:
+        return None
+    return (
+        f"E_min ({fmt(fit.e_min)} agent steps) is {fit.e_min / floor:.1f}x the agent step a branch's first {window} "
+        f"games stand for ({fmt(floor)}): the target is reached about as soon as the running score can tell, so the "
+        "fit times the score measure more than learning (a larger improvement would resolve it)"
+    )
+
+
 def plot_probe(
     batch_N: np.ndarray, steps_N: np.ndarray, fit: LocalTradeoffFit | None, b_simple: RatioInterval | None, ax: Axes
 ) -> Axes:
@@ -157,13 +183,15 @@ def report(config: ProbeReportConfig) -> Path:
     rates = [kept_rates(runs, target, size, measure) for size in sorted({run.rollout_size for run in runs})]
     edges = edge_note(rates)
     floor = first_window_note(rates, int(probe["window"]))
+    earliest = measure_floor(runs)
+    resolution = resolution_note(fit, earliest, int(probe["window"]))
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
     at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
     print(f"critical rollout size {at}: {line}", flush=True)
     if predictor is not None:
         interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)
-    for note in (edges, floor):
+    for note in (edges, floor, resolution):
         if note is not None:
             print(f"  note: {note}", flush=True)
 
@@ -182,6 +210,7 @@ def report(config: ProbeReportConfig) -> Path:
         "verdict": line,
         "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in rates],
         "first_window": sum(r.first_window for r in rates),
+        "first_window_midpoint": earliest,
         "noise_at_branch_point": {key: [r.point, r.low, r.high] for key, r in noise.items()},
     }
     write_json(config.probe_dir / "probe_results.json", results)
@@ -201,7 +230,7 @@ def report(config: ProbeReportConfig) -> Path:
         "",
         f"Critical rollout size: {line}.",
         "",
-        *(line for note in (edges, floor) if note is not None for line in (f"Note: {note}.", "")),
+        *(line for note in (edges, floor, resolution) if note is not None for line in (f"Note: {note}.", "")),
         "![steps against rollout size](steps_vs_rollout_size.png)",
         "",
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "
@@ -213,7 +242,10 @@ def report(config: ProbeReportConfig) -> Path:
             "reached the target."
             if measure == "midpoint"
             else "the PPO iteration at which its running score first reached the target."
-        ),
+        )
+        + f" A branch's first running score stands for agent step {fmt(earliest)} (median over branches), the earliest"
+        " the probe can time a reach"
+        + ("." if fit is None else f"; the fit's E_min is {fit.e_min / earliest:.1f}x that."),
         "",
         "Noise scale at the branch point (every measurement of the anchor, at fixed parameters), pooled:",
         "",

@@ -42,6 +42,7 @@ from rl_gns.reports.figures import (
     unresolved_entry,
 )
 from rl_gns.reports.predictor_validation import error
+from rl_gns.reports.probe_report import RESOLVED
 from rl_gns.reports.sweep_analysis import load_sweep
 
 #: The constant fixed in advance (docs/prediction-criterion-v2.md): the median of the 10 identified fitted B_crit of
@@ -49,6 +50,10 @@ from rl_gns.reports.sweep_analysis import load_sweep
 FIXED_CONSTANT = 746.0
 #: Primary errors within this (log10) tie: no winner is claimed from a smaller difference.
 TIE = 0.05
+#: A pair whose kept branches reached the target with their first window this often or more is timed by its score
+#: measure's floor as much as by learning (as is one whose ``E_min`` lies near that floor, :data:`RESOLVED`): the
+#: ranking is repeated without such pairs.
+FLOORED = 0.5
 #: Games the criterion needs before it ranks (its leave-one-game-out constant needs the others).
 MIN_GAMES = 3
 #: The default predictor of today, evaluated at the branch point.
@@ -89,6 +94,15 @@ class ProbePair:
     first_window: float = 0.0
     """Fraction of the kept branches that reached the target with their first full running score (their steps are
     upper bounds); 0 where the probe report predates the count."""
+    resolution: float = math.nan
+    """The fitted ``E_min`` over the agent step a branch's first running score stands for
+    (:func:`~rl_gns.reports.probe_report.measure_floor`); NaN without a fit or where the report predates it."""
+
+    @property
+    def floored(self) -> bool:
+        """Timed by its score measure's floor as much as by learning: at least :data:`FLOORED` of the kept branches
+        reached the target with their first window, or ``E_min`` lies below :data:`RESOLVED` times the floor."""
+        return self.first_window >= FLOORED or self.resolution < RESOLVED
 
 
 def path_noise(probe_dir: Path, target: float, rollout_size: int) -> dict[str, float]:
@@ -141,6 +155,9 @@ def load_probe(probe_dir: Path) -> ProbePair:
         else [settings["n_envs"][0] * n_steps for n_steps in settings["n_steps_grid"]],
         b_crit_low=fit["b_crit_low"] if fit and not identified and fit["b_crit_low"] > 0 else math.nan,
         first_window=results.get("first_window", 0) / len(results["reached"]) if results["reached"] else 0.0,
+        resolution=fit["e_min"] / results["first_window_midpoint"]
+        if fit and results.get("first_window_midpoint")
+        else math.nan,
     )
 
 
@@ -319,11 +336,6 @@ def plot_stages(pairs: list[ProbePair], ax: Axes) -> Axes:
     return ax
 
 
-#: A pair whose kept branches reached the target with their first window this often or more is timed by its score
-#: measure's floor as much as by learning: the ranking is repeated without such pairs.
-FLOORED = 0.5
-
-
 def ranking(pairs: list[ProbePair]) -> tuple[list[Score], list[Score], str]:
     """``(scores, baselines, verdict)`` of the criterion over identified ``pairs``."""
     names = sorted(set.intersection(*(set(p.candidates) for p in pairs))) if pairs else []
@@ -354,11 +366,12 @@ def validate(config: ProbeValidationConfig) -> Path:
         print(f"not finished, left out: {', '.join(map(str, unfinished))}", flush=True)
     pairs = [p for p in every if p.reason is None]
     scores, baselines, line = ranking(pairs)
-    unfloored = [p for p in pairs if p.first_window < FLOORED]
+    unfloored = [p for p in pairs if not p.floored]
     _, _, unfloored_line = ranking(unfloored)
     floored = (
         f"Without the {len(pairs) - len(unfloored)} pair(s) where at least {FLOORED:.0%} of the kept branches reached "
-        f"the target with their first window (not part of the criterion): {unfloored_line}"
+        f"the target with their first window, or E_min lies below {RESOLVED:g}x the agent step their first window "
+        f"stands for (not part of the criterion): {unfloored_line}"
     )
     print(line, flush=True)
     print(floored, flush=True)
@@ -378,7 +391,7 @@ def validate(config: ProbeValidationConfig) -> Path:
     rows = [
         f"| {p.game} | {p.env_steps:,} | "
         + (f"{fmt(p.b_crit)} [{fmt(p.b_crit_ci[0])}, {fmt(p.b_crit_ci[1])}]" if p.reason is None else p.reason)
-        + f" | {p.first_window:.0%} | {fmt(p.candidates.get(DEFAULT, (math.nan,))[0])} |"
+        + f" | {p.first_window:.0%} | {fmt(p.resolution, 2)} | {fmt(p.candidates.get(DEFAULT, (math.nan,))[0])} |"
         for p in every
     ]
     table = [
@@ -396,8 +409,9 @@ def validate(config: ProbeValidationConfig) -> Path:
         "",
         f"{floored}",
         "",
-        f"| game | branch point (agent steps) | B_crit, 95 % interval | kept branches at the first window | {DEFAULT} |",
-        "|---|---|---|---|---|",
+        "| game | branch point (agent steps) | B_crit, 95 % interval | kept branches at the first window "
+        f"| E_min / first window's step | {DEFAULT} |",
+        "|---|---|---|---|---|---|",
         *rows,
         "",
         "| predictor | median abs log10 error | Spearman | prediction / B_crit |",

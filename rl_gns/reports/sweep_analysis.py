@@ -92,6 +92,9 @@ class RunRecord:
     """Target -> when it was reached; absent targets are censored (not reached within the run)."""
     best_running_score: float = math.nan
     """The highest running score (mean of ``window`` games) the run reached; NaN before ``window`` games."""
+    first_window_midpoint: float = math.nan
+    """The agent step the run's first full running score (its first ``window`` games) stands for
+    (:func:`~rl_gns.core.targets.window_midpoint`): no reach can be timed earlier; NaN before ``window`` games."""
 
 
 def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None:
@@ -111,8 +114,10 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None
         env_steps=run.env_steps(progress),
     )
     running = running_score(episodes["score"], window)
+    lengths = episodes["length_frames"] / config.settings.get("frame_skip", FRAME_SKIP)
     if np.isfinite(running).any():
         record.best_running_score = float(np.nanmax(running))
+        record.first_window_midpoint = window_midpoint(episodes["env_steps"][:window], lengths[:window], config.n_envs)
     schemes = config.measured_schemes
     for target in targets:
         game = first_reached(episodes["env_steps"], episodes["score"], target, window)
@@ -124,8 +129,7 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None
                 for loss in LOSSES
             }
             window_games = slice(game - window + 1, game + 1)
-            lengths = episodes["length_frames"][window_games] / config.settings.get("frame_skip", FRAME_SKIP)
-            midpoint = window_midpoint(episodes["env_steps"][window_games], lengths, config.n_envs)
+            midpoint = window_midpoint(episodes["env_steps"][window_games], lengths[window_games], config.n_envs)
             record.reached[target] = Reach(
                 iterations,
                 env_steps,

@@ -131,8 +131,8 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
 def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refused(source, tmp_path):
     with pytest.raises(ValueError, match="--anchor-steps must be >= 1"):
         check(ProbeConfig(source=source, anchor_steps=0, out=tmp_path / "p"))
-    with pytest.raises(ValueError, match="--delta-noise must be a finite number > 0"):
-        check(ProbeConfig(source=source, delta_noise=float("nan"), out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--delta-noise must be finite numbers > 0"):
+        check(ProbeConfig(source=source, delta_noise=(float("nan"),), out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs and at least 2 distinct n_steps"):
         check(ProbeConfig(source=source, n_envs=(2, 4), n_steps_grid=(32, 64), out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs and at least 2 distinct n_steps"):
@@ -233,6 +233,30 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
     assert [s for _, s in reached] == pytest.approx([s for _, s, _ in fastest])
     assert results["first_window"] == sum(first for *_, first in fastest)
     assert results["first_window_midpoint"] == pytest.approx(np.median(floors))
+
+
+def test_a_ladder_of_targets_runs_the_branches_to_the_highest_and_reports_the_lowest_resolved(source, tmp_path):
+    out = tmp_path / "probe"
+    command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "1", "--n-envs", "2",
+               "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "3072", "--delta-noise", "0.01", "0.5",
+               "--steps", "midpoint", "--workers", "2", "--out", str(out)]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    record = json.loads((out / "probe.json").read_text())
+    sd = RunDir(out / "anchor").episodes()["score"].std(ddof=1)  # window 1: a standard error is one game's sd
+    assert record["targets"] == pytest.approx([record["start_score"] + 0.01 * sd, record["start_score"] + 0.5 * sd])
+    assert record["target"] == record["targets"][0] and "targets " in result.stdout
+    for branch in (out / "runs").iterdir():
+        assert RunDir(branch).config().settings["stop_score"] == record["targets"][1]
+    results = json.loads((out / "probe_results.json").read_text())
+    ladder = results["ladder"]
+    assert [rung["target"] for rung in ladder] == record["targets"] and ladder[0]["reached"] >= ladder[1]["reached"]
+    reported = next((rung for rung in ladder if rung["resolved"]), ladder[0])
+    assert results["target"] == reported["target"] and len(results["reached"]) == reported["reached"]
+    assert "| target | improvement | kept branches |" in (out / "report.md").read_text()
+    refused = subprocess.run([*command[:-2], "--delta-noise", "0.5", "0.01", "--out", str(tmp_path / "p")],
+                             capture_output=True, text=True)  # fmt: skip
+    assert refused.returncode == 2 and "ascending" in refused.stderr and not (tmp_path / "p").exists()
 
 
 def first_game(branch: Path) -> dict[str, str] | None:

@@ -12,7 +12,8 @@ finished, or its newest checkpoint), the probe does two things:
    score plus ``delta``. Unless given, ``delta`` is ``delta_noise``
    standard errors of the running score (:func:`rl_gns.core.targets.resolvable_improvement`): the smallest
    improvement that the score measure tells from noise, so that the probe stays local in training at every stage
-   and every game. ``rl-gns probe-report`` fits ``S(B) = S_min (1 + B_crit / B)`` to the iterations the branches
+   and every game. Several ``delta_noise`` make a ladder of targets: the branches run to the highest, and the report
+   fits each. ``rl-gns probe-report`` fits ``S(B) = S_min (1 + B_crit / B)`` to the iterations the branches
    took (:func:`rl_gns.core.tradeoff.fit_local_tradeoff`): the local critical rollout size of McCandlish et al.'s
    App. D, far cheaper than sweeps from scratch late in training.
 
@@ -136,8 +137,9 @@ class ProbeConfig(ExecutionConfig):
     """Agent steps the anchor plays at fixed parameters for the start score and noise scale; must finish --window games."""
     delta: float | None = None
     """Raw-score improvement over the start score that a branch must reach; if unset, --delta-noise standard errors."""
-    delta_noise: float = 3.0
-    """Without --delta: the improvement in standard errors of the running score, sd(game score) / sqrt(window)."""
+    delta_noise: tuple[float, ...] = (3.0,)
+    """Without --delta: the improvement in standard errors of the running score, sd(game score) / sqrt(window);
+    several (ascending): one target each, the branches run to the highest, and the report fits every one."""
     n_envs: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
     """Env counts of the branches (rollout size = n_envs * the source's n_steps); at least 2, or one with --n-steps-grid."""
     n_steps_grid: tuple[int, ...] = ()
@@ -208,12 +210,14 @@ class ProbeConfig(ExecutionConfig):
         """What ``probe.json`` records of the settings (:data:`RECORDED`), as JSON values."""
         return {name: value for name, value in to_json(self).items() if name in RECORDED}
 
-    def target(self, start: StartScore) -> float:
-        """The score every branch must reach: the start score plus ``delta``."""
-        delta = self.delta if self.delta is not None else resolvable_improvement(start.sd, self.window, self.delta_noise)
-        return start.mean + delta
+    def targets(self, start: StartScore) -> tuple[float, ...]:
+        """The scores every branch is timed to, ascending: the start score plus ``delta``, or plus each of
+        ``delta_noise`` standard errors of the running score."""
+        if self.delta is not None:
+            return (start.mean + self.delta,)
+        return tuple(start.mean + resolvable_improvement(start.sd, self.window, n) for n in self.delta_noise)
 
-    def sweep_config(self, point: BranchPoint, target: float) -> SweepConfig:
+    def sweep_config(self, point: BranchPoint, targets: tuple[float, ...]) -> SweepConfig:
         """The sweep of branches: the source's game, observations and PPO settings, its minibatches per epoch, and its
         learning rate at its env count; constant rates; the noise scale measured every ``gns_every`` iterations."""
         source = self.source_config()
@@ -226,7 +230,7 @@ class ProbeConfig(ExecutionConfig):
             gns=True,
             gns_scheme=("minibatch", "envs"),
             gns_losses=LOSSES,
-            targets=(target,),
+            targets=targets,
             out=self.directory(point),
             n_minibatches=batching.n_minibatches,
             lr_ref=source.learning_rate,
@@ -289,8 +293,9 @@ def check(config: ProbeConfig) -> BranchPoint:
     config = spelled_as_recorded(config)
     if config.delta is not None and (not math.isfinite(config.delta) or config.delta <= 0):
         raise ValueError(f"--delta must be a finite improvement > 0, got {config.delta}")
-    if not math.isfinite(config.delta_noise) or config.delta_noise <= 0:
-        raise ValueError(f"--delta-noise must be a finite number > 0, got {config.delta_noise}")
+    noise = config.delta_noise
+    if not noise or not all(math.isfinite(n) and n > 0 for n in noise) or list(noise) != sorted(set(noise)):
+        raise ValueError(f"--delta-noise must be finite numbers > 0, ascending without repeats, got {list(noise)}")
     if config.n_steps_grid and (len(config.n_envs) != 1 or len(set(config.n_steps_grid)) < 2):
         raise ValueError("--n-steps-grid needs one --n-envs and at least 2 distinct n_steps to fit S(B)")
     if not config.n_steps_grid and len(set(config.n_envs)) < 2:
@@ -305,8 +310,9 @@ def check(config: ProbeConfig) -> BranchPoint:
     settings = config.recorded()
     check_same_settings(directory / PROBE, settings, ())
     plan_run(config.anchor_config(point), EVERY_SETTING)
-    recorded = read_json(directory / PROBE).get("target") if (directory / PROBE).exists() else None
-    check_sweep(config.sweep_config(point, 0.0 if recorded is None else float(recorded)))
+    record = read_json(directory / PROBE) if (directory / PROBE).exists() else {}
+    recorded = record.get("targets", [record["target"]] if "target" in record else None)
+    check_sweep(config.sweep_config(point, tuple(recorded) if recorded else (0.0,)))
     return point
 
 
@@ -325,8 +331,8 @@ def probe(config: ProbeConfig) -> Path:
     if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor")[ANCHOR] not in ("done", "skipped"):
         return directory  # stopped before --max-wall-minutes: rerun to go on
     start = start_score(directory / ANCHOR, config.window)
-    target = config.target(start)
-    branches = config.sweep_config(point, target)
+    targets = config.targets(start)
+    branches = config.sweep_config(point, targets)
     write_json(
         directory / PROBE,
         {
@@ -336,14 +342,18 @@ def probe(config: ProbeConfig) -> Path:
             "start_score": start.mean,
             "start_score_sd": start.sd,
             "anchor_games": start.games,
-            "improvement": target - start.mean,
-            "target": target,
+            "improvement": targets[0] - start.mean,
+            "target": targets[0],
+            "improvements": [target - start.mean for target in targets],
+            "targets": list(targets),
             "rollout_sizes": sorted({n_envs * n_steps for n_envs, n_steps in branches.sizes()}),
         },
     )
     print(
         f"probe {directory}: the agent at {point.env_steps:,} agent steps scores {start.mean:.1f} "
-        f"(sd {start.sd:.1f}, {start.games} games at fixed parameters); target {target:.1f}",
+        f"(sd {start.sd:.1f}, {start.games} games at fixed parameters); "
+        + ("target " if len(targets) == 1 else "targets ")
+        + ", ".join(f"{target:.1f}" for target in targets),
         flush=True,
     )
     sweep(branches)

@@ -166,24 +166,88 @@ def plot_probe(
     return ax
 
 
+@dataclass
+class Rung:
+    """One target of a probe (a rung of its ladder) and the fit of its branches' steps.
+
+    Shape glossary: ``N`` branches that reached the target.
+    """
+
+    target: float
+    """The score, raw."""
+    batch_N: np.ndarray
+    """Rollout size of each kept branch (the fastest learning rate per seed at each size)."""
+    steps_N: np.ndarray
+    """Its PPO iterations to the target."""
+    fit: LocalTradeoffFit | None
+    """``S(B)`` fitted to them; ``None`` with fewer than 3 branches or 2 sizes."""
+    rates: list[KeptRates]
+    """Per size, the learning rates tried and kept."""
+
+    @property
+    def n_sizes(self) -> int:
+        """Rollout sizes with a kept branch."""
+        return len(np.unique(self.batch_N))
+
+    def resolved(self, floor: float) -> bool:
+        """``B_crit`` identified, and ``E_min`` at least :data:`RESOLVED` times the measure's floor."""
+        return self.fit is not None and self.fit.identified and self.fit.e_min >= RESOLVED * floor
+
+
+def rung(runs: list[RunRecord], target: float, measure: StepsMeasure) -> Rung:
+    """The kept branches' steps to ``target`` and their fit."""
+    batch_N, steps_N = branch_steps(runs, target, measure)
+    fit = fit_local_tradeoff(batch_N, steps_N) if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3 else None
+    rates = [kept_rates(runs, target, size, measure) for size in sorted({run.rollout_size for run in runs})]
+    return Rung(target, batch_N, steps_N, fit, rates)
+
+
+def headline(rungs: list[Rung], floor: float) -> Rung:
+    """The rung a probe reports: the lowest target whose fit is resolved (:meth:`Rung.resolved`), else the lowest
+    target (a probe of one target: that one)."""
+    return next((r for r in rungs if r.resolved(floor)), rungs[0])
+
+
+def ladder_lines(rungs: list[Rung], chosen: Rung, floor: float, start: float) -> list[str]:
+    """The report's table of every target of a ladder and its fit, the reported one marked; none for one target."""
+    if len(rungs) < 2:
+        return []
+    rows = [
+        f"| {r.target:.1f} | {r.target - start:.1f} | {len(r.batch_N)} at {r.n_sizes} sizes | "
+        + ("–" if r.fit is None else f"{fmt(r.fit.b_crit)} [{fmt(r.fit.b_crit_low)}, {fmt(r.fit.b_crit_high)}]")
+        + f" | {'–' if r.fit is None else f'{r.fit.e_min / floor:.1f}'} | {'yes' if r.resolved(floor) else 'no'} |"
+        + (" reported |" if r is chosen else " |")
+        for r in rungs
+    ]
+    return [
+        f"Targets: the branches ran to the highest. This report is of the lowest target whose B_crit is identified and "
+        f"whose E_min is at least {RESOLVED:g}x the agent step a branch's first running score stands for (else of the "
+        "lowest target):",
+        "",
+        "| target | improvement | kept branches | B_crit [95 %] | E_min / first window's step | resolved | |",
+        "|---:|---:|---|---|---:|---|---|",
+        *rows,
+        "",
+    ]
+
+
 def report(config: ProbeReportConfig) -> Path:
     """Write ``report.md``, ``probe_results.json`` and ``steps_vs_rollout_size.png`` of a probe; print the verdict."""
     probe = read_json(config.probe_dir / PROBE)
     if "target" not in probe:
         raise ValueError(f"{config.probe_dir}: its anchor has not finished; rerun rl-gns probe to go on")
     settings, runs = load_sweep(config.probe_dir)
-    target = float(settings["targets"][0])
     measure: StepsMeasure = probe.get("steps", "passage")
-    batch_N, steps_N = branch_steps(runs, target, measure)
-    fit = fit_local_tradeoff(batch_N, steps_N) if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3 else None
+    earliest = measure_floor(runs)
+    rungs = [rung(runs, float(target), measure) for target in settings["targets"]]
+    chosen = headline(rungs, earliest)
+    target, batch_N, steps_N, fit, rates = chosen.target, chosen.batch_N, chosen.steps_N, chosen.fit, chosen.rates
     noise = noise_at_branch_point(RunDir(config.probe_dir / ANCHOR))
     scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
     predictor = noise.get(f"{scheme}/{loss}")
     line = verdict(fit, batch_N, len(runs))
-    rates = [kept_rates(runs, target, size, measure) for size in sorted({run.rollout_size for run in runs})]
     edges = edge_note(rates)
     floor = first_window_note(rates, int(probe["window"]))
-    earliest = measure_floor(runs)
     resolution = resolution_note(fit, earliest, int(probe["window"]))
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
     at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
@@ -203,6 +267,8 @@ def report(config: ProbeReportConfig) -> Path:
     save_figure(fig, config.probe_dir / "steps_vs_rollout_size.png")
     results = {
         **probe,
+        "target": target,
+        "improvement": target - probe["start_score"],
         "branches": len(runs),
         "steps": measure,
         "reached": [{"rollout_size": int(b), "iterations": float(s)} for b, s in zip(batch_N, steps_N, strict=True)],
@@ -212,6 +278,16 @@ def report(config: ProbeReportConfig) -> Path:
         "first_window": sum(r.first_window for r in rates),
         "first_window_midpoint": earliest,
         "noise_at_branch_point": {key: [r.point, r.low, r.high] for key, r in noise.items()},
+        "ladder": [
+            {
+                "target": r.target,
+                "reached": len(r.batch_N),
+                "sizes": r.n_sizes,
+                "fit": None if r.fit is None else {**r.fit.__dict__, "b_crit": r.fit.b_crit, "identified": r.fit.identified},
+                "resolved": r.resolved(earliest),
+            }
+            for r in rungs
+        ],
     }
     write_json(config.probe_dir / "probe_results.json", results)
     rows = "\n".join(f"| {key} | {fmt(r.point)} | [{fmt(r.low)}, {fmt(r.high)}] |" for key, r in sorted(noise.items()))
@@ -234,8 +310,9 @@ def report(config: ProbeReportConfig) -> Path:
         "![steps against rollout size](steps_vs_rollout_size.png)",
         "",
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "
-        f"of the agent at fixed parameters); target {target:.1f} (improvement {probe['improvement']:.1f}).",
+        f"of the agent at fixed parameters); target {target:.1f} (improvement {target - probe['start_score']:.1f}).",
         "",
+        *ladder_lines(rungs, chosen, earliest, probe["start_score"]),
         "Steps S of a branch: "
         + (
             "the PPO iteration its running score's games stand for (their mean midpoint), when that score first "

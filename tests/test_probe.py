@@ -245,7 +245,7 @@ def test_a_ladder_of_targets_runs_the_branches_to_the_highest_and_reports_the_lo
     record = json.loads((out / "probe.json").read_text())
     sd = RunDir(out / "anchor").episodes()["score"].std(ddof=1)  # window 1: a standard error is one game's sd
     assert record["targets"] == pytest.approx([record["start_score"] + 0.01 * sd, record["start_score"] + 0.5 * sd])
-    assert record["target"] == record["targets"][0] and "targets " in result.stdout
+    assert record["target"] == record["targets"][0] and "targets " in result.stdout and ": reported " in result.stdout
     for branch in (out / "runs").iterdir():
         assert RunDir(branch).config().settings["stop_score"] == record["targets"][1]
     results = json.loads((out / "probe_results.json").read_text())

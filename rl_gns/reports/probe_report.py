@@ -252,6 +252,10 @@ def report(config: ProbeReportConfig) -> Path:
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
     at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
     print(f"critical rollout size {at}: {line}", flush=True)
+    if len(rungs) > 1:
+        resolved = chosen.resolved(earliest)
+        why = "the lowest resolved" if resolved else f"none resolved (E_min at least {RESOLVED:g}x the first window's step)"
+        print(f"  targets {', '.join(f'{r.target:.1f}' for r in rungs)}: reported {target:.1f}, {why}", flush=True)
     if predictor is not None:
         interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)

@@ -2,18 +2,20 @@
 # The probe protocol of docs/prediction-criterion-v4.md on one game, in one command: its trunk run (2M agent steps,
 # RAM, results/probes/trunks.sh), then rl-gns probe at its stages, each with its report, then the criterion table of
 # every finished probe. Every step is resumable: rerun the same command to go on.
-# Usage: bash results/probes_v3/protocol.sh <Game> [stage in agent steps [extra rl-gns probe flags]]
+# Usage: bash results/probes_v4/protocol.sh <Game> [stage in agent steps [extra rl-gns probe flags]]
 #   without a stage: the stages 50k, 100k and 150k.  WORKERS (default 2): populations trained at once.
 #   SUFFIX (optional): appended to each probe directory (a retest: SUFFIX=_retest ... --first-seed 3).
+#   HERE (default results/probes_v4) and FLAGS (extra rl-gns probe flags): what a later protocol changes
+#   (results/probes_v5/protocol.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
-here=results/probes_v4
+here=${HERE:-results/probes_v4}
 game="$1"; shift
 stages="${1:-50000 100000 150000}"; [ $# -gt 0 ] && shift
 bash results/probes/trunks.sh "$game"
 for at in $stages; do
   rl-gns probe "results/probes/trunks/$game" --at "$at" --n-envs 4 --n-steps-grid 32 64 128 256 512 1024 \
     --steps midpoint --seeds 3 --lr-points 3 --lr-factor 2 --budget-steps 400000 --engine population --workers "${WORKERS:-2}" \
-    --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$game/at$((at / 1000))k${SUFFIX:-}" "$@"
+    --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$game/at$((at / 1000))k${SUFFIX:-}" ${FLAGS:-} "$@"
 done
 [ -n "${NO_TABLE:-}" ] || rl-gns validate-probes "$here"/*/ --out "$here/validation"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Every probe of docs/prediction-criterion-v4.md on BeamRider, SpaceInvaders and Seaquest, from the trunks of
 # results/probes/trunks.sh: stage 100k on every game, then the test-retest (Seaquest at 100k, seeds 3-5), then the
-# stages 50k and 150k; the criterion table after each stage.
-# Resumable: rerun to go on. WORKERS (default 2): populations trained at once.
+# stages 50k and 150k; the criterion table after each stage. v4 was stopped after its stage at 100k
+# (docs/prediction-criterion-v5.md).
+# Resumable: rerun to go on. WORKERS (default 2): populations trained at once. HERE (default results/probes_v4):
+# where the probes go and whose protocol.sh runs them (results/probes_v5/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
-here=results/probes_v4
+here=${HERE:-results/probes_v4}
 games="Seaquest SpaceInvaders BeamRider"
 validate() { rl-gns validate-probes "$here"/*/ --out "$here/validation"; }
 for game in $games; do NO_TABLE=1 bash "$here/protocol.sh" "$game" 100000; done

@@ -111,8 +111,9 @@ def first_window_note(rates: list[KeptRates], window: int) -> str | None:
 
 #: How far above the earliest timeable agent step (:func:`measure_floor`) the fitted ``E_min`` must lie for the probe
 #: to time learning rather than its own score measure: below it, the branches at the large sizes, whose experience
-#: is close to ``E_min``, are timed within a factor 2 of when their first running score could tell (a diagnostic; the
-#: verdict does not change with it).
+#: is close to ``E_min``, are timed within a factor 2 of when their first running score could tell. It decides the
+#: report's note, which target of a ladder is reported (:func:`headline`), and which pairs ``validate-probes`` counts
+#: as floored; it does not change a fit.
 RESOLVED = 2.0
 
 

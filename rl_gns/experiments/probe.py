@@ -138,8 +138,7 @@ class ProbeConfig(ExecutionConfig):
     delta: float | None = None
     """Raw-score improvement over the start score that a branch must reach; if unset, --delta-noise standard errors."""
     delta_noise: tuple[float, ...] = (3.0,)
-    """Without --delta: the improvement in standard errors of the running score, sd(game score) / sqrt(window);
-    several (ascending): one target each, the branches run to the highest, and the report fits every one."""
+    """Without --delta: improvements in standard errors of the running score; several (ascending): a ladder of targets."""
     n_envs: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
     """Env counts of the branches (rollout size = n_envs * the source's n_steps); at least 2, or one with --n-steps-grid."""
     n_steps_grid: tuple[int, ...] = ()

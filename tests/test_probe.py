@@ -131,6 +131,8 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
 def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refused(source, tmp_path):
     with pytest.raises(ValueError, match="--anchor-steps must be >= 1"):
         check(ProbeConfig(source=source, anchor_steps=0, out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="ascending without repeats"):
+        check(ProbeConfig(source=source, delta_noise=(0.5, 0.01), out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--delta-noise must be finite numbers > 0"):
         check(ProbeConfig(source=source, delta_noise=(float("nan"),), out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs and at least 2 distinct n_steps"):
@@ -202,61 +204,51 @@ def test_a_size_whose_fastest_learning_rate_is_at_the_grid_edge_is_named():
 
 def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_reaching_games(source, tmp_path):
     """--n-steps-grid: the branches keep one env count and vary n_steps (their minibatches per epoch the source's);
-    --steps midpoint: a branch's S is the iteration its reaching running score's games stand for, from episodes.csv."""
+    --steps midpoint: a branch's S is the iteration its reaching running score's games stand for, from episodes.csv;
+    --delta-noise a b: a ladder of targets, the branches run to the highest, the report fits each and reports the
+    lowest resolved one (else the lowest)."""
     out = tmp_path / "probe"
     command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "1", "--n-envs", "2",
-               "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "4096", "--delta", "0.001",
+               "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "4096", "--delta-noise", "0.01", "0.5",
                "--steps", "midpoint", "--workers", "2", "--out", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     record = json.loads((out / "probe.json").read_text())
     assert record["rollout_sizes"] == [32, 64] and record["steps"] == "midpoint"
+    sd = RunDir(out / "anchor").episodes()["score"].std(ddof=1)  # window 1: a standard error is one game's sd
+    assert record["targets"] == pytest.approx([record["start_score"] + 0.01 * sd, record["start_score"] + 0.5 * sd])
+    assert record["target"] == record["targets"][0] and ": reported " in result.stdout
+    results = json.loads((out / "probe_results.json").read_text())
+    ladder = results["ladder"]
+    assert [rung["target"] for rung in ladder] == record["targets"] and ladder[0]["reached"] >= ladder[1]["reached"]
+    reported = next((rung for rung in ladder if rung["resolved"]), ladder[0])
+    assert (
+        results["target"] == reported["target"]
+        and "| target | improvement | kept branches |" in (out / "report.md").read_text()
+    )
+
     expected, floors = {}, []
     for branch in sorted((out / "runs").iterdir()):
         config = RunDir(branch).config()
+        assert config.settings["stop_score"] == record["targets"][1]  # every branch runs to the highest target
         game = first_game(branch)  # window 1: a branch's first running score is its first game
         if game is not None:
             floors.append(int(game["env_steps"]) - config.n_envs * float(game["length_frames"]) / 4 / 2)
         assert config.n_envs == 2 and config.n_steps in (16, 32) and config.minibatch_size == config.rollout_size // 2
         with (branch / "episodes.csv").open() as file:
-            games = [row for row in csv.DictReader(file) if float(row["score"]) >= record["target"]]
+            games = [row for row in csv.DictReader(file) if float(row["score"]) >= results["target"]]
         if games:  # window 1: the first game at the target is the running score that reached it
             end, length = int(games[0]["env_steps"]), float(games[0]["length_frames"]) / 4
             s = (end - config.n_envs * length / 2) / config.rollout_size
             first = games[0] == first_game(branch)  # its first full running score (one game) was at the target
             expected.setdefault((config.rollout_size, config.seed), []).append((s, first))
-    results = json.loads((out / "probe_results.json").read_text())
     assert results["steps"] == "midpoint" and results["reached"], "no branch reached the target: nothing checked"
     fastest = sorted((size, *min(steps)) for (size, _), steps in expected.items())
     reached = sorted((r["rollout_size"], r["iterations"]) for r in results["reached"])
-    assert [size for size, _ in reached] == [size for size, *_ in fastest]
+    assert [size for size, _ in reached] == [size for size, *_ in fastest] and len(reached) == reported["reached"]
     assert [s for _, s in reached] == pytest.approx([s for _, s, _ in fastest])
     assert results["first_window"] == sum(first for *_, first in fastest)
     assert results["first_window_midpoint"] == pytest.approx(np.median(floors))
-
-
-def test_a_ladder_of_targets_runs_the_branches_to_the_highest_and_reports_the_lowest_resolved(source, tmp_path):
-    out = tmp_path / "probe"
-    command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "1", "--n-envs", "2",
-               "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "3072", "--delta-noise", "0.01", "0.5",
-               "--steps", "midpoint", "--workers", "2", "--out", str(out)]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    record = json.loads((out / "probe.json").read_text())
-    sd = RunDir(out / "anchor").episodes()["score"].std(ddof=1)  # window 1: a standard error is one game's sd
-    assert record["targets"] == pytest.approx([record["start_score"] + 0.01 * sd, record["start_score"] + 0.5 * sd])
-    assert record["target"] == record["targets"][0] and "targets " in result.stdout and ": reported " in result.stdout
-    for branch in (out / "runs").iterdir():
-        assert RunDir(branch).config().settings["stop_score"] == record["targets"][1]
-    results = json.loads((out / "probe_results.json").read_text())
-    ladder = results["ladder"]
-    assert [rung["target"] for rung in ladder] == record["targets"] and ladder[0]["reached"] >= ladder[1]["reached"]
-    reported = next((rung for rung in ladder if rung["resolved"]), ladder[0])
-    assert results["target"] == reported["target"] and len(results["reached"]) == reported["reached"]
-    assert "| target | improvement | kept branches |" in (out / "report.md").read_text()
-    refused = subprocess.run([*command[:-2], "--delta-noise", "0.5", "0.01", "--out", str(tmp_path / "p")],
-                             capture_output=True, text=True)  # fmt: skip
-    assert refused.returncode == 2 and "ascending" in refused.stderr and not (tmp_path / "p").exists()
 
 
 def first_game(branch: Path) -> dict[str, str] | None:

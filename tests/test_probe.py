@@ -210,7 +210,7 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
     out = tmp_path / "probe"
     command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "1", "--n-envs", "2",
                "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "4096", "--delta-noise", "0.01", "0.5",
-               "--steps", "midpoint", "--workers", "2", "--out", str(out)]  # fmt: skip
+               "--steps", "midpoint", "--engine", "population", "--workers", "2", "--out", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     record = json.loads((out / "probe.json").read_text())

@@ -216,7 +216,7 @@ def ladder_lines(rungs: list[Rung], chosen: Rung, floor: float, start: float) ->
     rows = [
         f"| {r.target:.1f} | {r.target - start:.1f} | {len(r.batch_N)} at {r.n_sizes} sizes | "
         + ("–" if r.fit is None else f"{fmt(r.fit.b_crit)} [{fmt(r.fit.b_crit_low)}, {fmt(r.fit.b_crit_high)}]")
-        + f" | {'–' if r.fit is None else f'{r.fit.e_min / floor:.1f}'} | {'yes' if r.resolved(floor) else 'no'} |"
+        + f" | {'–' if r.fit is None else fmt(r.fit.e_min / floor, 2)} | {'yes' if r.resolved(floor) else 'no'} |"
         + (" reported |" if r is chosen else " |")
         for r in rungs
     ]
@@ -327,7 +327,7 @@ def report(config: ProbeReportConfig) -> Path:
         )
         + f" A branch's first running score stands for agent step {fmt(earliest)} (median over branches), the earliest"
         " the probe can time a reach"
-        + ("." if fit is None else f"; the fit's E_min is {fit.e_min / earliest:.1f}x that."),
+        + ("." if fit is None else f"; the fit's E_min is {fmt(fit.e_min / earliest, 2)}x that."),
         "",
         "Noise scale at the branch point (every measurement of the anchor, at fixed parameters), pooled:",
         "",

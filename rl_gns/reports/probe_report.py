@@ -232,6 +232,11 @@ def ladder_lines(rungs: list[Rung], chosen: Rung, floor: float, start: float) ->
     ]
 
 
+def fit_record(fit: LocalTradeoffFit | None) -> dict[str, float | bool] | None:
+    """A fit as ``probe_results.json`` holds it: its fields, ``b_crit`` and ``identified``."""
+    return None if fit is None else {**fit.__dict__, "b_crit": fit.b_crit, "identified": fit.identified}
+
+
 def report(config: ProbeReportConfig) -> Path:
     """Write ``report.md``, ``probe_results.json`` and ``steps_vs_rollout_size.png`` of a probe; print the verdict."""
     probe = read_json(config.probe_dir / PROBE)
@@ -277,7 +282,7 @@ def report(config: ProbeReportConfig) -> Path:
         "branches": len(runs),
         "steps": measure,
         "reached": [{"rollout_size": int(b), "iterations": float(s)} for b, s in zip(batch_N, steps_N, strict=True)],
-        "fit": None if fit is None else {**fit.__dict__, "b_crit": fit.b_crit, "identified": fit.identified},
+        "fit": fit_record(fit),
         "verdict": line,
         "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in rates],
         "first_window": sum(r.first_window for r in rates),
@@ -288,7 +293,7 @@ def report(config: ProbeReportConfig) -> Path:
                 "target": r.target,
                 "reached": len(r.batch_N),
                 "sizes": r.n_sizes,
-                "fit": None if r.fit is None else {**r.fit.__dict__, "b_crit": r.fit.b_crit, "identified": r.fit.identified},
+                "fit": fit_record(r.fit),
                 "resolved": r.resolved(earliest),
             }
             for r in rungs

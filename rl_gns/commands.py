@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 #: Every command, in the order of a study, and what it does in one line.
@@ -43,8 +44,21 @@ def listing() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings or input)."""
-    argv = sys.argv[1:] if argv is None else argv
+    """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings or input).
+
+    Output piped into a reader that closes early (``rl-gns probe --help | head``) ends the command quietly, as other
+    command-line tools do, with status 1 and no traceback.
+    """
+    try:
+        return answer(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        # The reader is gone: point stdout at /dev/null so that the interpreter's final flush cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def answer(argv: list[str]) -> int:
+    """Answer the command line ``argv`` (without the program's name); returns the exit status."""
     if argv[:1] in (["--version"], ["-V"]):
         from importlib.metadata import version
 

@@ -192,3 +192,10 @@ def test_the_command_list_answers_without_importing_the_library():
     assert listed.stdout.splitlines()[-1] == "False" and all(f"  {name} " in listed.stdout for name in COMMANDS)
     unknown = subprocess.run([*CLI, "nope"], capture_output=True, text=True)
     assert unknown.returncode == 2 and unknown.stderr.startswith("rl-gns: error: unknown command 'nope'; one of: train")
+
+
+def test_help_into_a_reader_that_closes_early_ends_without_a_traceback():
+    # ``rl-gns probe --help | head -1``: the reader is gone before the help is written.
+    cli = subprocess.Popen([*CLI, "probe", "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cli.stdout.close()
+    assert cli.wait(timeout=60) == 1 and cli.stderr.read() == b""

@@ -30,6 +30,7 @@ from rl_gns.experiments.signals import Interrupted
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
 from rl_gns.records.rundir import RunFileError, read_json
+from rl_gns.records.schema import RecordError
 from rl_gns.reports import (
     adaptive_report,
     advise,
@@ -91,7 +92,7 @@ class RunSpecConfig:
     """Stop cleanly, with a checkpoint, before this many wall-clock minutes of training (the command's deadline)."""
 
     def train_configs(self) -> list[TrainConfig]:
-        return [replace(train_config_from_json(read_json(s)), max_wall_minutes=self.max_wall_minutes) for s in self.specs]
+        return [replace(train_config_from_json(read_json(s), s), max_wall_minutes=self.max_wall_minutes) for s in self.specs]
 
 
 def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], object]:
@@ -108,6 +109,8 @@ def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], o
 
 def probe_and_report(config: probe.ProbeConfig) -> Path:
     probe_dir = probe.probe(config)
+    if not probe_report.anchor_played(probe_dir):  # stopped at --max-wall-minutes: the same command goes on
+        return probe_dir
     return probe_report.report(probe_report.ProbeReportConfig(probe_dir))
 
 
@@ -214,9 +217,10 @@ def split_number_lists(argv: list[str]) -> list[str]:
 
 #: What the work of a command raises for bad input found only once it runs: a run file that cannot be read, a run
 #: another process took, a checkpoint that cannot be resumed, a run that measured nothing to advise on, a probe's
-#: anchor that played too few games.
+#: anchor that played too few games, a record on disk that lacks a field or holds one of the wrong kind.
 INPUT_ERRORS = (
     RunFileError,
+    RecordError,
     RunLockedError,
     CheckpointError,
     FileExistsError,

@@ -18,7 +18,10 @@ def write_sweep(path, game, targets):
             "b_crit": b_crit, "ci_b_crit": [0.8 * b_crit, 1.25 * b_crit],
             "candidates": {name: {"value": v, "ci": None if ci is None else list(ci)} for name, (v, ci) in candidates.items()},
         })  # fmt: skip
-    (path / "results.json").write_text(json.dumps({"settings": {"env": game}, "targets": entries}))
+    settings = {"env": game, "backend": "ram", "targets": [t[0] for t in targets], "window": 20, "n_envs": [2, 4, 8],
+                "n_steps": 32, "n_epochs": 4, "n_minibatches": 4, "minibatch_size": None, "n_envs_ref": 8, "seeds": 3,
+                "runs": []}  # fmt: skip
+    (path / "results.json").write_text(json.dumps({"settings": settings, "targets": entries}))
 
 
 def test_rank_by_median_log_error_then_overlap_then_cost(tmp_path):

@@ -145,6 +145,67 @@ def test_the_installed_command_prints_no_traceback(tmp_path):
     assert_refused(result.returncode, result.stderr, f"rl-gns analyze: error: {config}: not valid JSON (")
 
 
+# 2b. whole JSON of the wrong shape: a field missing, of the wrong kind, or a file that is not an object
+
+PROBE = RESULTS / "probes_v4" / "Seaquest" / "at100k"
+
+
+def edit_json(path: Path, change) -> Path:
+    """Rewrite the JSON object in ``path`` after ``change`` edited it in place; a list ``change`` returns replaces it."""
+    data = json.loads(path.read_text())
+    changed = change(data)
+    path.write_text(json.dumps(changed if isinstance(changed, list) else data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "source", "file", "change", "message"),
+    [
+        ("analyze", SWEEP, "sweep.json", lambda d: d.update(targets=["high"]), "'targets' is ['high'], not list[float]"),
+        ("analyze", SWEEP, "sweep.json", lambda d: d.pop("window"), "no 'window'"),
+        ("analyze", SWEEP, f"runs/{SMALLEST}/config.json", lambda d: d.update(game=3), "'game' is 3, not str"),
+        ("advise", RUN, "config.json", lambda d: [d], "not a run's config"),
+        ("plot", RUN, "config.json", lambda d: d.pop("n_envs"), "no 'n_envs'"),
+        ("probe-report", PROBE, "probe.json", lambda d: [d], "not a JSON object"),
+        ("probe-report", PROBE, "probe.json", lambda d: d.update(start_score_sd=None), "'start_score_sd' is None"),
+        ("probe-report", PROBE, "probe.json", lambda d: d.update(window="20"), "'window' is '20', not int"),
+        ("validate-probes", PROBE, "probe_results.json", lambda d: d.pop("noise_at_branch_point"), "no 'noise_at"),
+        ("validate-probes", PROBE, "probe_results.json", lambda d: d["fit"].pop("e_min"), "fit: no 'e_min'"),
+    ],
+    ids=[
+        "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
+        "probe sd", "probe window", "probe results", "probe fit",
+    ],
+)  # fmt: skip
+def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
+    tmp_path, capsys, command, source, file, change, message
+):
+    directory = copy(source, tmp_path)
+    path = edit_json(directory / file, change)
+    out = ("--out", tmp_path / "validation") if command == "validate-probes" else ()
+    assert_refused(*rl_gns(capsys, command, directory, *out), f"{path}", message)
+
+
+def test_a_progress_file_without_the_step_column_is_one_line(tmp_path, capsys):
+    probe = copy(PROBE, tmp_path)
+    progress = sorted((probe / "runs").iterdir())[0] / "progress.csv"
+    progress.write_text("a,b\n1,2\n")
+    assert_refused(*rl_gns(capsys, "probe-report", probe), f"{progress}: no column time/total_timesteps")
+
+
+def test_a_run_spec_of_the_wrong_kind_is_refused_before_anything_is_written(tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"env": "Pong", "n_envs": "four", "out": str(tmp_path / "run")}))
+    assert_refused(*rl_gns(capsys, "run", spec), f"{spec}: 'n_envs' is 'four', not int")
+    assert not (tmp_path / "run").exists()
+
+
+def test_validate_probes_refuses_probes_none_of_which_is_reported(tmp_path, capsys):
+    probe = copy(PROBE, tmp_path)
+    (probe / "probe_results.json").unlink()
+    assert_refused(*rl_gns(capsys, "validate-probes", probe, "--out", tmp_path / "v"), "is reported yet")
+
+
 # 3. cells that are not numbers, files with a header only
 
 

@@ -3,11 +3,22 @@
 import json
 import math
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
-from rl_gns.records.rundir import RunDir
-from rl_gns.records.schema import NoiseScaleSummary, RecordError, RunConfig, RunSummary
+from rl_gns.records.rundir import RunDir, read_sweep_results
+from rl_gns.records.schema import (
+    PROBE_FIELDS,
+    PROBE_RESULTS_FIELDS,
+    SWEEP_FIELDS,
+    NoiseScaleSummary,
+    RecordError,
+    RunConfig,
+    RunSummary,
+    conforms,
+    require,
+)
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -44,3 +55,42 @@ def test_a_record_without_a_field_it_needs_names_its_file():
         {"game": "pong", "n_envs": 2, "n_steps": 32, "minibatch_size": 32, "rollout_size": 64, "gns_scheme": "minibatch"}, "c"
     )
     assert legacy.legacy_keys and legacy.measured_schemes == ("minibatch",) and math.isnan(legacy.learning_rate)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "expected"),
+    [
+        (3, int, True), (3.0, int, True), (3.5, int, False), (True, int, False), ("3", int, False),
+        (3, float, True), (math.inf, float, True), (None, float, False), (None, float | None, True),
+        ([1, 2.0], list[float], True), ([1, "2"], list[float], False), ({"a": 1}, list[float], False),
+        ([1.0, None, 2.0], tuple[float, float | None, float], True), ([1.0, 2.0], tuple[float, float, float], False),
+        ({"x": [1, 2, 3]}, dict[str, tuple[float, float, float]], True), ({"x": [1, 2]}, dict[str, list[str]], False),
+        ("midpoint", Literal["passage", "midpoint"], True), ("end", Literal["passage", "midpoint"], False),
+        (1, Literal[True], False), ("runs/a", Path, True), (["envs"], tuple[Literal["minibatch", "envs"], ...], True),
+    ],
+)  # fmt: skip
+def test_a_json_value_conforms_to_its_kind(value, kind, expected):
+    assert conforms(value, kind) is expected
+
+
+def test_every_committed_study_file_has_the_fields_its_readers_use():
+    kinds = {"sweep.json": SWEEP_FIELDS, "probe.json": PROBE_FIELDS, "probe_results.json": PROBE_RESULTS_FIELDS}
+    for name, fields in kinds.items():
+        paths = list(RESULTS.rglob(name))
+        assert len(paths) >= 15, name
+        for path in paths:
+            require(json.loads(path.read_text()), path, fields)
+    analysed = [p for p in RESULTS.rglob("results.json") if (p.parent / "sweep.json").exists()]
+    assert analysed and all(read_sweep_results(p)["targets"] for p in analysed)
+
+
+def test_require_names_the_file_and_the_first_field_that_is_missing_or_of_the_wrong_kind():
+    kinds = {"n": int, "targets": list[float], "note": str | None}
+    assert require({"n": 2, "targets": [1.5]}, "f.json", kinds) == {"n": 2, "targets": [1.5]}
+    with pytest.raises(RecordError, match=r"^f.json: no 'targets'$"):
+        require({"n": 2}, "f.json", kinds)
+    with pytest.raises(RecordError, match=r"^f.json: 'n' is '2', not int$"):
+        require({"n": "2", "targets": []}, "f.json", kinds)
+    with pytest.raises(RecordError, match=r"^f.json: not a JSON object$"):
+        require([1], "f.json", kinds)
+    assert require({}, "f.json", kinds, optional=True) == {}

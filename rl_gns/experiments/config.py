@@ -13,8 +13,8 @@ on a base :class:`TrainConfig` (:func:`base_train_config`), so no setting is cop
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from pathlib import Path, PurePath
+from typing import Annotated, Any, Literal, get_type_hints
 
 import tyro
 
@@ -22,6 +22,7 @@ from rl_gns.core.adaptive import AdaptiveConfig
 from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO
 from rl_gns.core.ppo import NoiseScaleConfig
 from rl_gns.core.targets import DEFAULT_WINDOW
+from rl_gns.records.schema import require
 
 _ZOO = RL_ZOO3_ATARI_PPO
 
@@ -228,8 +229,17 @@ def to_json(config: object) -> dict[str, Any]:
     return out
 
 
-def train_config_from_json(data: dict[str, Any]) -> TrainConfig:
-    """Inverse of :func:`to_json` for a :class:`TrainConfig` (extra keys, such as resolved values, are ignored)."""
+def train_config_from_json(data: Any, path: PurePath | str) -> TrainConfig:
+    """Inverse of :func:`to_json` for a :class:`TrainConfig` (extra keys, such as resolved values, are ignored).
+
+    :param data: the JSON object of a run's ``config.json`` or spec file.
+    :param path: that file, named in errors.
+    :raises RecordError: naming the file and field, if a setting is not of its field's kind.
+    """
+    if isinstance(data, dict) and isinstance(data.get("gns_scheme"), str):  # runs before 2026-11-22: one scheme
+        data = {**data, "gns_scheme": [data["gns_scheme"]]}
+    hints = get_type_hints(TrainConfig)
+    data = require(data, path, {f.name: hints[f.name] for f in fields(TrainConfig)}, optional=True)
     kwargs: dict[str, Any] = {}
     for f in fields(TrainConfig):
         if f.name not in data:

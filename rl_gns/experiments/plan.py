@@ -27,7 +27,7 @@ from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from rl_gns.records.lock import check_unlocked
 from rl_gns.records.logs import split_at
-from rl_gns.records.rundir import EPISODES, PROGRESS, STEP_KEY, RunDir
+from rl_gns.records.rundir import CONFIG, EPISODES, PROGRESS, STEP_KEY, RunDir
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
 PIXEL_SAMPLE_BYTES = 4 * 84 * 84 * 4
@@ -186,7 +186,7 @@ def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
         raise ValueError(f"--resume {run.path}: no run there (no config.json)")
     if run.status() == "done":
         raise ValueError(f"--resume {run.path}: the run is finished (summary.json)")
-    stored = train_config_from_json(run.config().settings)
+    stored = train_config_from_json(run.config().settings, run.file(CONFIG))
     changed = [name for name in given if name not in RUN_CONTROL and getattr(config, name) != getattr(stored, name)]
     if changed:
         was = ", ".join(f"{flag(name)} {getattr(stored, name)}" for name in changed)

@@ -49,7 +49,8 @@ from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, run_
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint
-from rl_gns.records.rundir import ANCHOR, MODEL, PROBE, RunDir, read_json, snapshots, write_json
+from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
+from rl_gns.records.schema import PROBE_FIELDS
 
 #: Seeds of the anchors' envs start here, apart from the branches' seeds (0, 1, ...).
 ANCHOR_SEED = 1_000_000
@@ -170,7 +171,7 @@ class ProbeConfig(ExecutionConfig):
 
     def source_config(self) -> TrainConfig:
         """The source run's settings."""
-        return train_config_from_json(RunDir(self.source).config().settings)
+        return train_config_from_json(RunDir(self.source).config().settings, self.source / CONFIG)
 
     def anchor_config(self, point: BranchPoint) -> TrainConfig:
         """The anchor: the source's settings at its env count, from the branch point's agent, learning rate 0, every
@@ -278,7 +279,7 @@ def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
         record = config.directory(branch_point(config.source, config.at)) / PROBE
     except ValueError:
         return config  # check() says why
-    recorded = read_json(record).get("source") if record.exists() else None
+    recorded = read_record(record, PROBE_FIELDS)["source"] if record.exists() else None
     if recorded is None or Path(recorded) == config.source or Path(recorded).resolve() != config.source.resolve():
         return config
     return replace(config, source=Path(recorded))
@@ -309,7 +310,7 @@ def check(config: ProbeConfig) -> BranchPoint:
     settings = config.recorded()
     check_same_settings(directory / PROBE, settings, ())
     plan_run(config.anchor_config(point), EVERY_SETTING)
-    record = read_json(directory / PROBE) if (directory / PROBE).exists() else {}
+    record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
     recorded = record.get("targets", [record["target"]] if "target" in record else None)
     check_sweep(config.sweep_config(point, tuple(recorded) if recorded else (0.0,)))
     return point

@@ -39,7 +39,7 @@ from rl_gns.experiments.plan import EVERY_SETTING, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS
 from rl_gns.records.lock import check_unlocked
-from rl_gns.records.rundir import ERROR, RunDir, write_json
+from rl_gns.records.rundir import ERROR, RunDir, read_record, write_json
 
 
 @dataclass
@@ -91,7 +91,7 @@ def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> Non
     """
     if not record.exists():
         return
-    before = json.loads(record.read_text())
+    before = read_record(record, {})
 
     def same(a: object, b: object) -> bool:  # a scheme recorded as "envs" before schemes became a list
         return a == b or [a] == b or a == [b]

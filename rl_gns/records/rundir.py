@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +37,14 @@ import numpy as np
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.logs import read_rows, write_atomically
-from rl_gns.records.schema import RunConfig, RunSummary
+from rl_gns.records.schema import (
+    RESULTS_FIELDS,
+    SWEEP_FIELDS,
+    TARGET_RESULT_FIELDS,
+    RunConfig,
+    RunSummary,
+    require,
+)
 
 CONFIG = "config.json"
 PROGRESS = "progress.csv"
@@ -90,17 +98,18 @@ def cell_value(cell: str, path: Path, line: int) -> float:
         raise RunFileError(f"{path}: line {line}: {cell!r} is not a number") from None
 
 
-def read_csv(path: str | Path) -> dict[str, np.ndarray]:
+def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Columns of a CSV of numbers with a header (SB3's ``progress.csv``, ``episodes.csv``) as float arrays.
 
     Empty cells (a key not recorded in that row) become NaN. A last line that a kill cut short (no newline at
     its end) is left out (:func:`rl_gns.records.logs.read_rows`), as are blank lines.
 
     :param path: the CSV file.
+    :param columns: the columns a file with rows must have.
     :return: ``{key: (R,) array}`` for the ``R`` rows; ``{}`` for a file with no rows (empty, header only, or
         not written yet).
-    :raises RunFileError: naming the file, for a file that is not text or CSV, a row longer than the header,
-        or a cell that is not a number.
+    :raises RunFileError: naming the file, for a file that is not text or CSV, a header without one of
+        ``columns``, a row longer than the header, or a cell that is not a number.
     """
     path = Path(path)
     try:
@@ -115,6 +124,9 @@ def read_csv(path: str | Path) -> dict[str, np.ndarray]:
             numbers.append([cell_value(cell, path, line) for cell in row] + [math.nan] * (len(header) - len(row)))
     if not numbers:
         return {}
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise RunFileError(f"{path}: no column {', '.join(missing)} (its header: {', '.join(header)})")
     return dict(zip(header, np.array(numbers).T, strict=True))
 
 
@@ -136,6 +148,29 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except ValueError as error:  # json.JSONDecodeError, UnicodeDecodeError
         raise RunFileError(f"{path}: not valid JSON ({error})") from error
+
+
+def read_record(path: Path, kinds: Mapping[str, Any]) -> dict[str, Any]:
+    """Read a JSON object whose fields named in ``kinds`` must be of their kinds (:func:`~rl_gns.records.schema.require`).
+
+    :raises FileNotFoundError: naming the file, if it is missing.
+    :raises RunFileError: naming the file, if it is not valid JSON.
+    :raises RecordError: naming the file and field, if a field is missing or of the wrong kind.
+    """
+    return require(read_json(path), path, kinds)
+
+
+def read_sweep_results(path: Path) -> dict[str, Any]:
+    """Read a sweep's ``results.json`` (``rl-gns analyze``): its settings are ``sweep.json``'s, and every entry of its
+    ``targets`` names its target and fit.
+
+    :raises RecordError: naming the file and field, if a field is missing or of the wrong kind.
+    """
+    results = read_record(path, RESULTS_FIELDS)
+    require(results["settings"], f"{path}: settings", SWEEP_FIELDS)
+    for i, entry in enumerate(results["targets"]):
+        require(entry, f"{path}: targets[{i}]", TARGET_RESULT_FIELDS)
+    return results
 
 
 @dataclass(frozen=True)
@@ -186,7 +221,7 @@ class RunDir:
 
     def progress(self) -> dict[str, np.ndarray]:
         """``progress.csv`` columns (:func:`read_csv`); ``{}`` before the first row."""
-        return read_csv(self.file(PROGRESS))
+        return read_csv(self.file(PROGRESS), (STEP_KEY,))
 
     def logged_progress(self) -> dict[str, np.ndarray]:
         """``progress.csv`` columns of a run that has logged a row; a run without one has nothing to plot or judge.
@@ -202,7 +237,7 @@ class RunDir:
 
     def episodes(self) -> dict[str, np.ndarray]:
         """``episodes.csv`` columns, each ``(N,)`` for the ``N`` finished games (empty arrays before the first)."""
-        games = read_csv(self.file(EPISODES))
+        games = read_csv(self.file(EPISODES), EPISODE_FIELDS[:2])
         return {key: games.get(key, np.array([])) for key in EPISODE_FIELDS}
 
     def env_steps(self, progress: dict[str, np.ndarray] | None = None) -> int:

@@ -1,16 +1,22 @@
 """The typed records of a run directory: :class:`RunConfig` (``config.json``) and :class:`RunSummary` (``summary.json``).
 
 Each is read through ``from_json``, which accepts runs written by earlier versions of rl-gns (missing fields take the
-values those versions used) and names the file in one line (:class:`~rl_gns.records.rundir.RunFileError`'s base,
-``ValueError``) when a field it needs is missing or of the wrong kind.
+values those versions used) and names the file in one line (:class:`RecordError`, a ``ValueError``) when a field it
+needs is missing or of the wrong kind.
+
+The other JSON files of a study (``sweep.json``, ``results.json``, ``probe.json``, ``probe_results.json``,
+``bench.json``, a run's spec) are checked against the kinds of the fields their readers use (:func:`require`, with
+the ``*_FIELDS`` tables below) before any of them is used.
 """
 
 from __future__ import annotations
 
 import math
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from pathlib import PurePath
+from typing import Any, Literal, Union, get_args, get_origin
 
 from rl_gns.core.names import FREE_SCHEMES, LOSSES, SCHEMES
 
@@ -19,7 +25,7 @@ class RecordError(ValueError):
     """A run record that lacks a field it needs, or holds one of the wrong kind; the message names the file."""
 
 
-def _field(data: dict[str, Any], key: str, kind: type, path: Path | str, default: Any = ...) -> Any:
+def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, default: Any = ...) -> Any:
     """``data[key]`` as ``kind`` (an ``int`` field also takes a whole float); ``default`` where it is missing."""
     if key not in data or data[key] is None:
         if default is ...:
@@ -33,6 +39,135 @@ def _field(data: dict[str, Any], key: str, kind: type, path: Path | str, default
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise RecordError(f"{path}: {key!r} is {value!r}, not {kind.__name__}")
     return value
+
+
+def conforms(value: Any, kind: Any) -> bool:
+    """Whether a value read from JSON is of ``kind``.
+
+    :param value: the value as :func:`json.loads` returns it.
+    :param kind: ``bool``, ``int`` (a whole number, also written as a float), ``float`` (any number; JSON's
+        ``NaN``/``Infinity`` included), ``str``, a path (a string), ``dict``/``dict[str, K]``, ``list[K]`` or
+        ``tuple[K, ...]`` (a JSON list), ``Literal[...]``, ``Any``, or a union such as ``K | None`` (``None``: null).
+    """
+    origin, args = get_origin(kind), get_args(kind)
+    if kind is Any:
+        return True
+    if kind is None or kind is type(None):
+        return value is None
+    if origin in (Union, types.UnionType):
+        return any(conforms(value, k) for k in args)
+    if origin is Literal:
+        return any(type(value) is type(a) and value == a for a in args)
+    if kind is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind is int:
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if kind is float:
+        return isinstance(value, int | float)
+    if kind is str or (isinstance(kind, type) and issubclass(kind, PurePath)):
+        return isinstance(value, str)
+    if kind in (list, tuple) or origin in (list, tuple):
+        if not isinstance(value, list):
+            return False
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            return len(value) == len(args) and all(conforms(v, k) for v, k in zip(value, args, strict=True))
+        return not args or all(conforms(v, args[0]) for v in value)
+    if kind is dict or origin is dict:
+        return isinstance(value, dict) and (not args or all(conforms(v, args[1]) for v in value.values()))
+    return isinstance(value, kind)
+
+
+def kind_name(kind: Any) -> str:
+    """``kind`` as an error message names it (``list[float]``, ``int | None``)."""
+    return kind.__name__ if isinstance(kind, type) and not get_args(kind) else str(kind).replace("typing.", "")
+
+
+def require(data: Any, path: PurePath | str, kinds: Mapping[str, Any], optional: bool = False) -> dict[str, Any]:
+    """``data``, checked to be a JSON object whose fields named in ``kinds`` are of their kinds.
+
+    :param data: the parsed contents of a JSON file.
+    :param path: the file (or ``file: part``), named in errors.
+    :param kinds: field name -> kind (see :func:`conforms`).
+    :param optional: any field may be missing (a setting left out takes its default); otherwise only one whose kind
+        admits ``None``.
+    :raises RecordError: naming the file and the first field that is missing or of the wrong kind.
+    """
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: not a JSON object")
+    for key, kind in kinds.items():
+        if key not in data and not optional and not conforms(None, kind):
+            raise RecordError(f"{path}: no {key!r}")
+        if key in data and not conforms(data[key], kind):
+            raise RecordError(f"{path}: {key!r} is {data[key]!r}, not {kind_name(kind)}")
+    return data
+
+
+#: ``sweep.json`` (``rl-gns sweep``; a probe's branches): the settings its readers use.
+SWEEP_FIELDS: dict[str, Any] = {
+    "env": str,
+    "backend": str,
+    "targets": list[float],
+    "window": int,
+    "n_envs": list[int],
+    "n_steps": int,
+    "n_steps_grid": list[int] | None,
+    "n_epochs": int,
+    "n_minibatches": int,
+    "minibatch_size": int | None,
+    "n_envs_ref": int,
+    "seeds": int,
+    "runs": list[str],
+}
+#: ``results.json`` of ``rl-gns analyze``: the sweep's settings and one entry per target.
+RESULTS_FIELDS: dict[str, Any] = {"settings": dict, "targets": list[dict]}
+#: An entry of ``results.json``'s ``targets``.
+TARGET_RESULT_FIELDS: dict[str, Any] = {"target": float, "fit": dict | None}
+#: ``probe.json`` (``rl-gns probe``): the branch point, and once the anchor has played, its score and the targets.
+PROBE_FIELDS: dict[str, Any] = {
+    "source": str,
+    "env_steps": int,
+    "window": int,
+    "first_seed": int | None,
+    "steps": Literal["passage", "midpoint"] | None,
+    "start_score": float | None,
+    "start_score_sd": float | None,
+    "anchor_games": int | None,
+    "target": float | None,
+    "targets": list[float] | None,
+}
+#: ``probe.json`` once the anchor has played (``start_score`` is set).
+PROBE_PLAYED_FIELDS: dict[str, Any] = {"start_score": float, "start_score_sd": float, "anchor_games": int, "target": float}
+#: ``probe_results.json`` (``rl-gns probe-report``): what ``validate-probes`` reads.
+PROBE_RESULTS_FIELDS: dict[str, Any] = {
+    "target": float,
+    "env_steps": int,
+    "verdict": str,
+    "reached": list[dict],
+    "first_window": int | None,
+    "first_window_midpoint": float | None,
+    "fit": dict | None,
+    "noise_at_branch_point": dict[str, tuple[float, float, float]],
+}
+#: A fit in ``probe_results.json`` (``fit_record``).
+PROBE_FIT_FIELDS: dict[str, Any] = {
+    "identified": bool,
+    "b_crit": float,
+    "b_crit_low": float,
+    "b_crit_high": float,
+    "e_min": float,
+}
+#: ``bench.json`` (``rl-gns bench``).
+BENCH_FIELDS: dict[str, Any] = {
+    "suite": str,
+    "device": str,
+    "games": list[str] | None,
+    "seeds": int | None,
+    "tier": dict,
+    "games_table": dict,
+    "paper_ranges_frames": dict,
+}
 
 
 @dataclass(frozen=True)
@@ -84,7 +219,7 @@ class RunConfig:
         return (*self.gns_schemes, "ranks") if self.gns_schemes and self.nproc > 1 else self.gns_schemes
 
     @classmethod
-    def from_json(cls, data: Any, path: Path | str) -> RunConfig:
+    def from_json(cls, data: Any, path: PurePath | str) -> RunConfig:
         """Read ``config.json``'s contents (``path`` names the file in errors).
 
         :raises RecordError: for a missing or ill-typed field.
@@ -185,7 +320,7 @@ class RunSummary:
         return {**self.values, **named, **noise, "advice": self.advice}
 
     @classmethod
-    def from_json(cls, data: Any, path: Path | str) -> RunSummary:
+    def from_json(cls, data: Any, path: PurePath | str) -> RunSummary:
         """Read ``summary.json``'s contents (``path`` names the file in errors).
 
         :raises RecordError: for a missing or ill-typed field.

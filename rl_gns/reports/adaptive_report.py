@@ -26,7 +26,7 @@ import tyro
 from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.core.targets import first_reached
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, noise_columns, read_json
+from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, noise_columns, read_sweep_results
 from rl_gns.reports.figures import Axes, colors, legend, relative, save_plot
 from rl_gns.reports.sweep_analysis import TargetResult
 from rl_gns.reports.sweep_report import plot_steps_vs_experience
@@ -121,7 +121,7 @@ def load_adaptive_run(run_dir: Path, targets: list[float], window: int) -> Adapt
 
 def load_fixed_results(sweep_dir: Path) -> tuple[dict, list[TargetResult]]:
     """The fixed sweep's settings and per-target results (points and fits) from its ``results.json``."""
-    payload = read_json(sweep_dir / "results.json")
+    payload = read_sweep_results(sweep_dir / "results.json")
     names = {f.name for f in fields(TargetResult)}
     results = []
     for target in payload["targets"]:

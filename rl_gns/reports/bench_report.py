@@ -45,7 +45,8 @@ from rl_gns.core.names import LOSSES as MEASURED_LOSSES
 from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
-from rl_gns.records.rundir import RunDir, noise_sums, read_json, write_json
+from rl_gns.records.rundir import RunDir, noise_sums, read_record, read_sweep_results, write_json
+from rl_gns.records.schema import BENCH_FIELDS
 from rl_gns.reports.figures import (
     DEFAULT_LOSS,
     DEFAULT_SCHEME,
@@ -247,7 +248,7 @@ def sweep_b_crit(sweep_dirs: tuple[Path, ...], bench_dir: Path) -> dict[str, lis
     """``{ROM id: [{sweep, backend, target, b_crit, ci}]}`` from analysed sweeps (``results.json`` of ``rl-gns analyze``)."""
     found: dict[str, list[dict]] = {}
     for sweep_dir in sweep_dirs:
-        results = read_json(sweep_dir / "results.json")
+        results = read_sweep_results(sweep_dir / "results.json")
         settings = results["settings"]
         for target in results["targets"]:
             if target.get("b_crit") is not None:
@@ -559,7 +560,7 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
 
 def report(config: BenchReportConfig) -> Path:
     """Write ``results.json``, ``report.md`` and the figure into the benchmark directory; return the report's path."""
-    settings = read_json(config.bench_dir / "bench.json")
+    settings = read_record(config.bench_dir / "bench.json", BENCH_FIELDS)
     rng = np.random.default_rng(config.seed)
     table = settings["games_table"]
     run_dirs = sorted(p for p in (config.bench_dir / "runs").iterdir() if p.is_dir())

@@ -25,7 +25,7 @@ import numpy as np
 import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.records.rundir import read_json, write_json
+from rl_gns.records.rundir import read_sweep_results, write_json
 from rl_gns.reports.figures import (
     LOSS_COLORS,
     Axes,
@@ -89,7 +89,7 @@ def load_pairs(sweep_dirs: tuple[Path, ...]) -> tuple[list[Pair], list[str]]:
     """The admitted pairs of every sweep, and why the others were left out."""
     pairs, skipped = [], []
     for sweep_dir in sweep_dirs:
-        results = read_json(sweep_dir / "results.json")
+        results = read_sweep_results(sweep_dir / "results.json")
         game = results["settings"]["env"]
         for t in results["targets"]:
             if t["fit"] is None or len(t["rollout_size_K"]) < MIN_SIZES:
@@ -137,7 +137,7 @@ def fitted_sizes(sweep_dirs: tuple[Path, ...]) -> list[int]:
     """Every rollout size that a fit of the sweeps used (reached a target that has a fit), agent steps, in order."""
     sizes = set()
     for sweep_dir in sweep_dirs:
-        for t in read_json(sweep_dir / "results.json")["targets"]:
+        for t in read_sweep_results(sweep_dir / "results.json")["targets"]:
             sizes |= set(t["rollout_size_K"]) if t["fit"] is not None else set()
     return sorted(sizes)
 

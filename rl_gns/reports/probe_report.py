@@ -28,7 +28,8 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.targets import StepsMeasure
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
-from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_json, write_json
+from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_record, write_json
+from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, require
 from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
 from rl_gns.reports.sweep_analysis import (
     KeptRates,
@@ -239,9 +240,7 @@ def fit_record(fit: LocalTradeoffFit | None) -> dict[str, float | bool] | None:
 
 def report(config: ProbeReportConfig) -> Path:
     """Write ``report.md``, ``probe_results.json`` and ``steps_vs_rollout_size.png`` of a probe; print the verdict."""
-    probe = read_json(config.probe_dir / PROBE)
-    if "target" not in probe:
-        raise ValueError(f"{config.probe_dir}: its anchor has not finished; rerun rl-gns probe to go on")
+    probe = read_probe(config.probe_dir)
     settings, runs = load_sweep(config.probe_dir)
     measure: StepsMeasure = probe.get("steps", "passage")
     earliest = measure_floor(runs)
@@ -360,7 +359,24 @@ def report(config: ProbeReportConfig) -> Path:
     return path
 
 
+def anchor_played(probe_dir: Path) -> bool:
+    """Whether the probe's anchor has played, so that its ``probe.json`` holds the start score and the targets."""
+    return read_record(probe_dir / PROBE, PROBE_FIELDS).get("start_score") is not None
+
+
+def read_probe(probe_dir: Path) -> dict:
+    """The ``probe.json`` of a probe whose anchor has played.
+
+    :raises ValueError: naming the file, if it is not a probe's record or its anchor has not played.
+    """
+    probe = read_record(probe_dir / PROBE, PROBE_FIELDS)
+    if probe.get("start_score") is None:
+        raise ValueError(f"{probe_dir}: its anchor has not finished; rerun rl-gns probe to go on")
+    return require(probe, probe_dir / PROBE, PROBE_PLAYED_FIELDS)
+
+
 def check(config: ProbeReportConfig) -> None:
-    """Fail early (``ValueError``) on a directory that is not a probe."""
+    """Fail early (``ValueError``) on a directory that is not a probe, or whose anchor has not played."""
     if not (config.probe_dir / PROBE).exists():
         raise ValueError(f"{config.probe_dir} is not a probe directory (no {PROBE})")
+    read_probe(config.probe_dir)

@@ -27,7 +27,8 @@ from scipy.stats import spearmanr
 
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums
-from rl_gns.records.rundir import ANCHOR, RunDir, noise_sums, read_json, write_json
+from rl_gns.records.rundir import ANCHOR, RunDir, noise_sums, read_record, write_json
+from rl_gns.records.schema import PROBE_FIELDS, PROBE_FIT_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS, require
 from rl_gns.reports.figures import (
     Axes,
     colors,
@@ -128,8 +129,9 @@ def load_probe(probe_dir: Path) -> ProbePair:
     results_path = probe_dir / "probe_results.json"
     if not results_path.exists():
         raise ValueError(f"{probe_dir}: no probe_results.json; run rl-gns probe-report {probe_dir} first")
-    results, settings = read_json(results_path), read_json(probe_dir / "sweep.json")
-    fit = results.get("fit")
+    results = read_record(results_path, PROBE_RESULTS_FIELDS)
+    settings = read_record(probe_dir / "sweep.json", SWEEP_FIELDS)
+    fit = None if results.get("fit") is None else require(results["fit"], f"{results_path}: fit", PROBE_FIT_FIELDS)
     identified = bool(fit and fit["identified"])
     candidates: dict[str, tuple[float, tuple[float, float] | None]] = {}
     for key, (point, low, high) in results["noise_at_branch_point"].items():
@@ -146,15 +148,15 @@ def load_probe(probe_dir: Path) -> ProbePair:
     return ProbePair(
         game=game,
         env_steps=int(results["env_steps"]),
-        b_crit=fit["b_crit"] if identified else math.nan,
-        b_crit_ci=(fit["b_crit_low"], fit["b_crit_high"]) if identified else (math.nan, math.nan),
+        b_crit=fit["b_crit"] if fit and identified else math.nan,
+        b_crit_ci=(fit["b_crit_low"], fit["b_crit_high"]) if fit and identified else (math.nan, math.nan),
         candidates=candidates,
         reason=None if identified else results["verdict"],
         rollout_sizes=[n_envs * settings["n_steps"] for n_envs in settings["n_envs"]]
         if not settings.get("n_steps_grid")
         else [settings["n_envs"][0] * n_steps for n_steps in settings["n_steps_grid"]],
         b_crit_low=fit["b_crit_low"] if fit and not identified and fit["b_crit_low"] > 0 else math.nan,
-        first_window=results.get("first_window", 0) / len(results["reached"]) if results["reached"] else 0.0,
+        first_window=(results.get("first_window") or 0) / len(results["reached"]) if results["reached"] else 0.0,
         resolution=fit["e_min"] / results["first_window_midpoint"]
         if fit and results.get("first_window_midpoint")
         else math.nan,
@@ -177,7 +179,7 @@ def retests_apart(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
     ``first_seed`` counts as the pair; the others are its retests."""
     by_point: dict[tuple[str, int], list[tuple[int, Path]]] = {}
     for d in dirs:
-        record = read_json(d / "probe.json")
+        record = read_record(d / "probe.json", PROBE_FIELDS)
         by_point.setdefault((record["source"], record["env_steps"]), []).append((int(record.get("first_seed", 0)), d))
     ordered = [sorted(probes) for probes in by_point.values()]
     return [probes[0][1] for probes in ordered], [d for probes in ordered for _, d in probes[1:]]
@@ -433,6 +435,9 @@ def validate(config: ProbeValidationConfig) -> Path:
 
 
 def check(config: ProbeValidationConfig) -> None:
-    """Fail early (``ValueError``) when no probe directory is given."""
-    if not probe_dirs(config.probe_dirs):
+    """Fail early (``ValueError``) when no probe directory is given, or none has been reported."""
+    found = probe_dirs(config.probe_dirs)
+    if not found:
         raise ValueError(f"no probe directory (with probe.json) in {', '.join(map(str, config.probe_dirs))}")
+    if not any((d / "probe_results.json").exists() for d in found):
+        raise ValueError(f"no probe among {', '.join(map(str, found))} is reported yet: run rl-gns probe-report on it")

@@ -25,7 +25,7 @@ from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.noise_scale import RatioInterval
 from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.rundir import RunDir, read_json
+from rl_gns.records.rundir import RunDir, read_sweep_results
 from rl_gns.records.scaling_log import MEASUREMENTS, read_measurements, read_settings
 from rl_gns.reports.advise import run_advice
 from rl_gns.reports.figures import (
@@ -91,7 +91,7 @@ def sweep_fit(sweep_dir: Path, target: float | None) -> tuple[float, TradeoffFit
 
     :raises ValueError: if no target (or not ``target``) has a fit: fewer than 2 rollout sizes reached it.
     """
-    results = read_json(sweep_dir / "results.json")
+    results = read_sweep_results(sweep_dir / "results.json")
     fitted = [t for t in results["targets"] if t.get("fit")]
     if target is not None:
         fitted = [t for t in fitted if t["target"] == target]

@@ -171,6 +171,24 @@ def test_out_must_name_a_directory_and_a_sweep_refuses_nan_targets(tmp_path, mon
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--targets", "300", "300"], "--targets repeats a value: [300.0, 300.0]"),
+        (["--targets", "300", "--n-envs", "4", "4"], "--n-envs repeats a value: [4, 4]"),
+        (["--targets", "300", "--n-envs", "4", "--n-steps-grid", "32", "32"], "--n-steps-grid repeats a value"),
+        (["--targets", "300", "--lr-points", "3", "--lr-factor", "1"], "the learning rates of a size coincide"),
+        (["--targets", "300", "--lr-points", "3", "--lr-factor", "1.0001"], "the learning rates of a size coincide"),
+    ],
+)
+def test_a_sweep_whose_runs_would_coincide_is_refused_before_anything_is_written(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    status = main(["sweep", "--backend", "ram", *args, "--out", "sweep"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and message in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only permissions")
 def test_a_read_only_out_is_refused(tmp_path, capsys):
     tmp_path.chmod(0o500)

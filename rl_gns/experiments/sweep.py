@@ -129,6 +129,15 @@ def check(config: SweepConfig) -> None:
     for name in ("n_envs_ref", "budget_steps"):
         if getattr(config, name) < 1:
             raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")
+    for name in ("targets", "n_envs", "n_steps_grid"):
+        values = getattr(config, name)
+        if len(set(values)) < len(values):
+            raise ValueError(f"{flag(name)} repeats a value: {list(values)}")
+    if len(config.runs()) < len(config.sizes()) * config.lr_points * config.seeds:
+        raise ValueError(
+            f"--lr-factor {config.lr_factor} with --lr-points {config.lr_points}: the learning rates of a size coincide "
+            "(to the 3 significant digits runs are named by); use a factor further from 1"
+        )
     config.check_execution()
     check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
     for spec in config.runs().values():

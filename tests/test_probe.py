@@ -146,7 +146,13 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
     short = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "64", "--n-envs", "2", "4", "--out",
                             str(tmp_path / "q")], capture_output=True, text=True)  # fmt: skip
     assert short.returncode == 2 and "Traceback" not in short.stderr
-    assert short.stderr.strip().endswith("the anchor finished 0 games, fewer than --window 20; raise --anchor-steps")
+    assert short.stderr.strip().endswith(
+        f"the anchor finished 0 games, fewer than --window 20; probe again with a larger --anchor-steps and another "
+        f"--out ({tmp_path / 'q'} keeps these settings)"
+    )
+    again = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "128", "--n-envs", "2", "4", "--out",
+                            str(tmp_path / "q")], capture_output=True, text=True)  # fmt: skip
+    assert again.returncode == 2 and "holds runs with other settings (anchor_steps)" in again.stderr
 
 
 def test_probe_report_shows_how_close_each_branch_came(tmp_path):

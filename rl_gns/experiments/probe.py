@@ -119,7 +119,8 @@ def start_score(anchor: Path, window: int) -> StartScore:
     scores = RunDir(anchor).episodes()["score"]
     if len(scores) < max(window, 2):
         raise TooFewGamesError(
-            f"{anchor}: the anchor finished {len(scores)} games, fewer than --window {window}; raise --anchor-steps"
+            f"{anchor}: the anchor finished {len(scores)} games, fewer than --window {window}; probe again with a larger "
+            f"--anchor-steps and another --out ({anchor.parent} keeps these settings)"
         )
     return StartScore(float(np.mean(scores)), float(np.std(scores, ddof=1)), len(scores))
 

@@ -17,6 +17,7 @@ import pytest
 
 from rl_gns.cli import main
 from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json
+from rl_gns.records.scaling_log import append_measurement, read_measurements
 from rl_gns.reports.adaptive_report import g2_resolution
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -198,6 +199,23 @@ def test_a_run_spec_of_the_wrong_kind_is_refused_before_anything_is_written(tmp_
     spec.write_text(json.dumps({"env": "Pong", "n_envs": "four", "out": str(tmp_path / "run")}))
     assert_refused(*rl_gns(capsys, "run", spec), f"{spec}: 'n_envs' is 'four', not int")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_scaling_measurement_cut_short_is_left_out_and_a_bad_one_is_one_line(tmp_path, capsys):
+    scaling = copy(SCALING, tmp_path)
+    log = scaling / "measurements.jsonl"
+    whole = log.read_text()
+    log.write_text(whole + whole.splitlines()[0][:30])  # a kill while the next line was written
+    assert [row["n_envs"] for row in read_measurements(log)] == [
+        row["n_envs"] for row in read_measurements(SCALING / log.name)
+    ]
+    append_measurement(log, json.loads(whole.splitlines()[0]))  # the writer drops the cut line before appending
+    assert log.read_text() == whole + whole.splitlines()[0] + "\n"
+    assert rl_gns(capsys, "scaling-report", scaling)[0] == 0
+    log.write_text(whole.replace('"agent_steps_per_s": ', '"agent_steps_per_s": "fast", "was": ', 1))
+    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1: 'agent_steps_per_s' is 'fast'")
+    log.write_text("{not json\n" + whole)
+    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1 is not valid JSON")
 
 
 def test_validate_probes_refuses_probes_none_of_which_is_reported(tmp_path, capsys):

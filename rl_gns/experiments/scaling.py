@@ -13,7 +13,6 @@ skips those measured. The report stage
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import os
 import time
@@ -31,7 +30,7 @@ from rl_gns.experiments.launch import join, launch
 from rl_gns.experiments.runner import check_same_settings
 from rl_gns.experiments.timing import env_steps_per_s, peak_rss_mib, time_phases
 from rl_gns.records.rundir import write_json
-from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, read_measurements
+from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, append_measurement, read_measurements
 
 
 @dataclass
@@ -156,8 +155,7 @@ def measure(config: ScalingConfig) -> list[dict]:
             process.start()
             row = queue.get()
             process.join()
-        with path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_measurement(path, row)
         print(
             f"scaling: n_envs {n_envs:>4}, nproc {nproc}: env-only {row['env_only_agent_steps_per_s']:7.0f}, end to end"
             f" {row['agent_steps_per_s']:6.0f} agent steps/s; rollout {row['rollout_s_per_iteration']:.2f} s +"

@@ -74,14 +74,17 @@ def rewrite(path: Path, header: Sequence[str], rows: Sequence[Sequence[str]]) ->
     write_atomically(path, "".join(lines))
 
 
+def whole_lines(path: Path) -> str:
+    """The text of ``path`` without a last line that a kill cut short (no newline at its end); ``""`` if missing."""
+    if not path.exists():
+        return ""
+    text = path.read_text()
+    return text[: text.rfind("\n") + 1]
+
+
 def read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
     """``(header, rows)`` of a CSV file, without a last line that a kill cut short (no newline at its end)."""
-    if not path.exists():
-        return [], []
-    text = path.read_text()
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]
-    lines = list(csv.reader(io.StringIO(text)))
+    lines = list(csv.reader(io.StringIO(whole_lines(path))))
     return (lines[0], lines[1:]) if lines else ([], [])
 
 

@@ -4,21 +4,63 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from rl_gns.records.rundir import read_json
+from rl_gns.records.logs import append_line, whole_lines, write_atomically
+from rl_gns.records.rundir import RunFileError, read_record
+from rl_gns.records.schema import require
 
 SETTINGS = "settings.json"
 MEASUREMENTS = "measurements.jsonl"
 
+#: ``settings.json``: what was measured.
+SETTINGS_FIELDS: dict[str, Any] = {
+    "env": str,
+    "n_steps": int,
+    "n_epochs": int,
+    "n_minibatches": int | None,
+    "minibatch_size": int | None,
+}
+#: A line of ``measurements.jsonl``: one ``(n_envs, nproc)``, times in seconds, rates in agent steps per second.
+MEASUREMENT_FIELDS: dict[str, Any] = {
+    "n_envs": int,
+    "nproc": int | None,
+    "rollout_size": int,
+    "env_only_agent_steps_per_s": float,
+    "agent_steps_per_s": float,
+    "seconds_per_iteration": float,
+    "rollout_s_per_iteration": float,
+    "update_s_per_iteration": float,
+    "peak_rss_mib": float,
+}
+
 
 def read_measurements(path: Path) -> list[dict]:
-    """The measured lines of ``measurements.jsonl``, smallest ``n_envs`` first (empty if none)."""
-    if not path.exists():
-        return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The measured lines of ``measurements.jsonl``, smallest ``n_envs`` first (empty if none), without a last line
+    that a kill cut short (it is measured again).
+
+    :raises RunFileError: naming the file and line, for a whole line that is not JSON.
+    :raises RecordError: naming the file and line, for a line without a field or with one of the wrong kind.
+    """
+    rows = []
+    for number, line in enumerate(whole_lines(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as error:
+            raise RunFileError(f"{path}: line {number} is not valid JSON ({error})") from error
+        rows.append(require(row, f"{path}: line {number}", MEASUREMENT_FIELDS))
     return sorted(rows, key=lambda row: row["n_envs"])
+
+
+def append_measurement(path: Path, row: dict[str, Any]) -> None:
+    """Append one measurement to ``measurements.jsonl``, after dropping a last line that a kill cut short."""
+    if path.exists() and whole_lines(path) != path.read_text():
+        write_atomically(path, whole_lines(path))
+    append_line(path, json.dumps(row) + "\n")
 
 
 def read_settings(scaling_dir: Path) -> dict:
     """What was measured (``settings.json``): env, n_steps, n_minibatches or minibatch_size, n_epochs, ..."""
-    return read_json(scaling_dir / SETTINGS)
+    return read_record(scaling_dir / SETTINGS, SETTINGS_FIELDS)

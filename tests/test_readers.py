@@ -149,6 +149,7 @@ def test_the_installed_command_prints_no_traceback(tmp_path):
 # 2b. whole JSON of the wrong shape: a field missing, of the wrong kind, or a file that is not an object
 
 PROBE = RESULTS / "probes_v4" / "Seaquest" / "at100k"
+BENCH = RESULTS / "bench" / "cpu"
 
 
 def edit_json(path: Path, change) -> Path:
@@ -172,10 +173,12 @@ def edit_json(path: Path, change) -> Path:
         ("probe-report", PROBE, "probe.json", lambda d: d.update(window="20"), "'window' is '20', not int"),
         ("validate-probes", PROBE, "probe_results.json", lambda d: d.pop("noise_at_branch_point"), "no 'noise_at"),
         ("validate-probes", PROBE, "probe_results.json", lambda d: d["fit"].pop("e_min"), "fit: no 'e_min'"),
+        ("bench-report", BENCH, "bench.json", lambda d: d.update(tier={}), "tier: no 'description'"),
+        ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].pop("target_score"), "pong: no 'target"),
     ],
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
-        "probe sd", "probe window", "probe results", "probe fit",
+        "probe sd", "probe window", "probe results", "probe fit", "bench tier", "bench game",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(

@@ -158,6 +158,19 @@ PROBE_FIT_FIELDS: dict[str, Any] = {
     "b_crit_high": float,
     "e_min": float,
 }
+#: A benchmark tier as ``bench.json`` records it: agent steps, envs, steps per env and seeds of every run.
+TIER_FIELDS: dict[str, Any] = {
+    "description": str,
+    "total_steps": int,
+    "n_envs": int,
+    "n_steps": int,
+    "minibatch_size": int,
+    "n_epochs": int,
+    "seeds": int,
+    "every": int,
+}
+#: A game of the game table as ``bench.json`` records it.
+GAME_FIELDS: dict[str, Any] = {"name": str, "target_score": float}
 #: ``bench.json`` (``rl-gns bench``).
 BENCH_FIELDS: dict[str, Any] = {
     "suite": str,
@@ -165,8 +178,8 @@ BENCH_FIELDS: dict[str, Any] = {
     "games": list[str] | None,
     "seeds": int | None,
     "tier": dict,
-    "games_table": dict,
-    "paper_ranges_frames": dict,
+    "games_table": dict[str, dict],
+    "paper_ranges_frames": dict[str, tuple[float, float]],
 }
 
 

@@ -46,7 +46,7 @@ from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
 from rl_gns.records.rundir import RunDir, noise_sums, read_record, read_sweep_results, write_json
-from rl_gns.records.schema import BENCH_FIELDS
+from rl_gns.records.schema import BENCH_FIELDS, GAME_FIELDS, TIER_FIELDS, require
 from rl_gns.reports.figures import (
     DEFAULT_LOSS,
     DEFAULT_SCHEME,
@@ -560,7 +560,11 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
 
 def report(config: BenchReportConfig) -> Path:
     """Write ``results.json``, ``report.md`` and the figure into the benchmark directory; return the report's path."""
-    settings = read_record(config.bench_dir / "bench.json", BENCH_FIELDS)
+    path = config.bench_dir / "bench.json"
+    settings = read_record(path, BENCH_FIELDS)
+    require(settings["tier"], f"{path}: tier", TIER_FIELDS)
+    for game, entry in settings["games_table"].items():
+        require(entry, f"{path}: games_table: {game}", GAME_FIELDS)
     rng = np.random.default_rng(config.seed)
     table = settings["games_table"]
     run_dirs = sorted(p for p in (config.bench_dir / "runs").iterdir() if p.is_dir())

@@ -56,8 +56,9 @@ def read_measurements(path: Path) -> list[dict]:
 
 def append_measurement(path: Path, row: dict[str, Any]) -> None:
     """Append one measurement to ``measurements.jsonl``, after dropping a last line that a kill cut short."""
-    if path.exists() and whole_lines(path) != path.read_text():
-        write_atomically(path, whole_lines(path))
+    whole = whole_lines(path)
+    if path.exists() and len(whole.encode()) != path.stat().st_size:
+        write_atomically(path, whole)
     append_line(path, json.dumps(row) + "\n")
 
 

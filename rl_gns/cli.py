@@ -25,7 +25,7 @@ from rl_gns.experiments import bench, population_train, probe, scaling, sweep, t
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, under_torchrun
 from rl_gns.experiments.plan import EVERY_SETTING
-from rl_gns.experiments.runner import RunsFailedError, die_with_parent
+from rl_gns.experiments.runner import RayAddressError, RunsFailedError, die_with_parent
 from rl_gns.experiments.signals import Interrupted
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
@@ -217,7 +217,8 @@ def split_number_lists(argv: list[str]) -> list[str]:
 
 #: What the work of a command raises for bad input found only once it runs: a run file that cannot be read, a run
 #: another process took, a checkpoint that cannot be resumed, a run that measured nothing to advise on, a probe's
-#: anchor that played too few games, a record on disk that lacks a field or holds one of the wrong kind.
+#: anchor that played too few games, a record on disk that lacks a field or holds one of the wrong kind, a Ray address
+#: where no cluster answers.
 INPUT_ERRORS = (
     RunFileError,
     RecordError,
@@ -227,6 +228,7 @@ INPUT_ERRORS = (
     FileNotFoundError,
     advise.NotMeasuredError,
     probe.TooFewGamesError,
+    RayAddressError,
 )
 
 

@@ -137,6 +137,20 @@ def test_ray_backend_runs_a_tiny_sweep(tmp_path):
     assert all((run / "summary.json").exists() for run in Path(out, "runs").iterdir())
 
 
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "ray://127.0.0.1:1", "head-without-port"])
+def test_a_ray_address_that_does_not_answer_is_refused_before_anything_is_written(tmp_path, address):
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    result = subprocess.run(
+        [*CLI, "sweep", *TINY, "--targets", "0.5", "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "2048",
+         "--executor", "ray", "--ray-address", address, "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.startswith("rl-gns sweep: error: --ray-address") and result.stderr.count("\n") == 1
+    assert not out.exists()
+
+
 def test_a_collection_of_runs_says_its_budget_and_a_time_before_it_starts():
     ram = [TrainConfig(backend="ram", total_steps=3_600_000)] * 2  # 3,600 s each at 1,000 agent steps/s
     assert workload(ram, n_workers=2).startswith("up to 7,200,000 agent steps (2 runs of up to 3,600,000)")

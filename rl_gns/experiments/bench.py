@@ -16,7 +16,7 @@ from pathlib import Path
 from rl_gns.core.atari import resolve_game
 from rl_gns.experiments.config import TrainConfig, base_train_config
 from rl_gns.experiments.plan import EVERY_SETTING, plan_run
-from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, run_all
+from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, connect, run_all
 from rl_gns.records.rundir import write_json
 from rl_gns.records.tables import load_games, load_suites
 
@@ -145,6 +145,7 @@ def check(config: BenchConfig) -> None:
 def bench(config: BenchConfig) -> dict[str, str]:
     """Run every unfinished run of the tier; return ``{run name: "done" | "skipped" | "failed"}``."""
     check(config)
+    connect(config)  # a cluster that does not answer leaves nothing written
     (config.out / "runs").mkdir(parents=True, exist_ok=True)
     write_json(config.out / "bench.json", record(config))
     return run_all(config.out, runs(config, load_tier(config)), config, label="bench")

@@ -45,7 +45,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, resolvable_improvement
 from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
 from rl_gns.experiments.plan import EVERY_SETTING, plan_run
-from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, run_all
+from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, connect, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint
@@ -324,6 +324,7 @@ def probe(config: ProbeConfig) -> Path:
     """
     config = spelled_as_recorded(config)
     point = check(config)
+    connect(config)  # a cluster that does not answer leaves nothing written
     directory = config.directory(point)
     directory.mkdir(parents=True, exist_ok=True)
     settings = config.recorded()

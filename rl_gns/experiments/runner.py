@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -71,6 +72,52 @@ class ExecutionConfig:
             raise ValueError(f"--threads-per-run must be >= 1, got {self.threads_per_run}")
         if self.max_wall_minutes is not None and not self.max_wall_minutes > 0:
             raise ValueError(f"--max-wall-minutes must be > 0, got {self.max_wall_minutes}")
+        if self.ray_address is not None and self.ray_address != "auto":
+            ray_host_port(self.ray_address)
+
+
+class RayAddressError(RuntimeError):
+    """No Ray cluster answers at ``--ray-address``."""
+
+
+#: Seconds to wait for a Ray cluster's head to accept a connection before the command refuses its address.
+RAY_CONNECT_TIMEOUT_S = 10.0
+
+
+def ray_host_port(address: str) -> tuple[str, int]:
+    """The host and port of a Ray address ``host:port`` or ``ray://host:port``.
+
+    :raises ValueError: if ``address`` has neither form.
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--ray-address must be host:port, ray://host:port or auto, got {address!r}")
+    return host, int(port)
+
+
+def connect(execution: ExecutionConfig) -> None:
+    """Connect to the Ray cluster that ``execution`` names (a local Ray without an address), before a command writes
+    anything; nothing for the local executor or when already connected.
+
+    :raises RayAddressError: if the head at ``--ray-address`` does not accept a connection within
+        :data:`RAY_CONNECT_TIMEOUT_S` seconds, or Ray finds no cluster there.
+    """
+    if execution.executor != "ray":
+        return
+    import ray
+
+    if ray.is_initialized():
+        return
+    address = execution.ray_address
+    if address is not None and address != "auto":
+        try:  # ray.init retries an unreachable head for minutes; a socket says at once
+            socket.create_connection(ray_host_port(address), timeout=RAY_CONNECT_TIMEOUT_S).close()
+        except OSError as error:
+            raise RayAddressError(f"--ray-address {address}: no Ray cluster answers there ({error})") from None
+    try:
+        ray.init(address=address, log_to_driver=False)
+    except ConnectionError as error:
+        raise RayAddressError(f"--ray-address {address}: {error}") from None
 
 
 #: Settings that say how runs execute or where they are written, not what they train: they may change on resume.
@@ -289,7 +336,7 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     else:
         import ray
 
-        ray.init(address=execution.ray_address, ignore_reinit_error=True, log_to_driver=False)
+        connect(execution)
         remote_run = ray.remote(num_cpus=execution.threads_per_run)(run_spec)
         refs = {}
         for i, job in enumerate(jobs):

@@ -23,7 +23,7 @@ from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
 from rl_gns.experiments.plan import EVERY_SETTING, flag, plan_run
-from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_same_settings, run_all
+from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_same_settings, connect, run_all
 from rl_gns.records.rundir import write_json
 
 
@@ -147,6 +147,7 @@ def check(config: SweepConfig) -> None:
 def sweep(config: SweepConfig) -> dict[str, str]:
     """Run every unfinished run of the sweep; return ``{run name: "done" | "skipped" | "failed"}``."""
     check(config)
+    connect(config)  # a cluster that does not answer leaves nothing written
     specs = config.runs()
     (config.out / "runs").mkdir(parents=True, exist_ok=True)
     if not (config.out / "sweep.json").exists():  # a rerun (its settings checked equal) leaves the record as it was

@@ -15,6 +15,7 @@ import pytest
 
 from rl_gns.cli import main
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
+from rl_gns.records.lock import RunLock
 from rl_gns.records.logs import read_rows, user_umask
 
 pytestmark = pytest.mark.atari
@@ -113,7 +114,9 @@ def test_resume_refuses_logs_that_no_longer_reach_the_checkpoint(tmp_path):
     assert deleted.returncode == 2 and "progress.csv holds 0 rows" in one_line(deleted)
 
 
-def test_sigterm_to_a_sweep_stops_its_workers_with_checkpoints_and_leaves_no_orphan(tmp_path):
+def test_a_second_sweep_is_refused_and_sigterm_to_a_sweep_stops_its_workers_with_checkpoints_and_leaves_no_orphan(
+    tmp_path,
+):
     out = tmp_path / "sweep"
     args = ["sweep", "--env", "BeamRider", "--backend", "ram", "--n-envs", "2,4", "--n-steps", "32", "--seeds", "1",
             "--lr-points", "1", "--targets", "100000", "--budget-steps", "1000000", "--workers", "2",
@@ -122,6 +125,10 @@ def test_sigterm_to_a_sweep_stops_its_workers_with_checkpoints_and_leaves_no_orp
     runs = [out / "runs" / f"n{n:04d}_lr{lr}_s0" for n, lr in ((2, "1.25e-04"), (4, "1.77e-04"))]
     try:
         wait_for(lambda: all(checkpointed(run) for run in runs) or sweep.poll() is not None)
+        specs = {path: path.read_bytes() for path in (out / "specs").iterdir()}
+        second = run_cli(*args)  # a second writer of the sweep, while its runs train
+        assert second.returncode == 2 and f"{out} is being written by process {sweep.pid}" in one_line(second)
+        assert {path: path.read_bytes() for path in (out / "specs").iterdir()} == specs
         sweep.send_signal(signal.SIGTERM)
         _, stderr = sweep.communicate(timeout=120)
     finally:
@@ -208,3 +215,16 @@ def test_config_json_is_written_only_once_the_run_can_start(tmp_path):
     assert read_rows(run / "episodes.csv")[0] == ["env_steps", "score", "length_frames", "wall_s"]
     for name in ("config.json", "progress.csv", "episodes.csv", "summary.json"):  # the user's umask, not 0600
         assert (run / name).stat().st_mode & 0o777 == 0o666 & ~user_umask(), name
+
+
+def test_a_directory_lock_is_shared_within_a_process_and_refused_to_another(tmp_path):
+    """A probe holds its directory and the sweep of its branches takes it again; another process is refused until
+    the last holder lets go."""
+    take = f"from pathlib import Path; from rl_gns.records.lock import RunLock; RunLock(Path({str(tmp_path)!r})).acquire()"
+    other = [sys.executable, "-c", take]
+    with RunLock(tmp_path).acquire():
+        with RunLock(tmp_path).acquire():
+            pass
+        refused = subprocess.run(other, capture_output=True, text=True)
+        assert refused.returncode == 1 and f"is being written by process {os.getpid()}" in refused.stderr
+    assert subprocess.run(other, capture_output=True, text=True).returncode == 0

@@ -17,6 +17,7 @@ from rl_gns.core.atari import resolve_game
 from rl_gns.experiments.config import TrainConfig, base_train_config
 from rl_gns.experiments.plan import EVERY_SETTING, plan_run
 from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, connect, run_all
+from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import write_json
 from rl_gns.records.tables import load_games, load_suites
 
@@ -137,15 +138,22 @@ def check(config: BenchConfig) -> None:
     unknown = [game for game in tier.games if game not in games]
     if unknown:
         raise ValueError(f"suite {config.suite!r} names games missing from the game table: {unknown}")
+    check_unlocked(config.out)  # another benchmark writes it: say so, not that one of its runs is taken
     check_same_settings(config.out / "bench.json", record(config), SELECTION_FIELDS)
     for spec in runs(config, tier).values():
         plan_run(spec, EVERY_SETTING)
 
 
 def bench(config: BenchConfig) -> dict[str, str]:
-    """Run every unfinished run of the tier; return ``{run name: "done" | "skipped" | "failed"}``."""
+    """Run every unfinished run of the tier, holding the benchmark directory's lock; return ``{run name: "done" |
+    "skipped" | "failed"}``.
+
+    :raises rl_gns.records.lock.RunLockedError: if another process writes the benchmark.
+    """
     check(config)
     connect(config)  # a cluster that does not answer leaves nothing written
-    (config.out / "runs").mkdir(parents=True, exist_ok=True)
-    write_json(config.out / "bench.json", record(config))
-    return run_all(config.out, runs(config, load_tier(config)), config, label="bench")
+    with RunLock(config.out).acquire():
+        check(config)  # again: another benchmark may have written the directory since
+        (config.out / "runs").mkdir(parents=True, exist_ok=True)
+        write_json(config.out / "bench.json", record(config))
+        return run_all(config.out, runs(config, load_tier(config)), config, label="bench")

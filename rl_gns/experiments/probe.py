@@ -49,6 +49,7 @@ from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, conn
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint
+from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
 from rl_gns.records.schema import PROBE_FIELDS
 
@@ -309,6 +310,7 @@ def check(config: ProbeConfig) -> BranchPoint:
     point = branch_point(config.source, config.at)
     directory = config.directory(point)
     settings = config.recorded()
+    check_unlocked(directory)  # another probe writes it: say so, not that its anchor or a branch is taken
     check_same_settings(directory / PROBE, settings, ())
     plan_run(config.anchor_config(point), EVERY_SETTING)
     record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
@@ -318,15 +320,22 @@ def check(config: ProbeConfig) -> BranchPoint:
 
 
 def probe(config: ProbeConfig) -> Path:
-    """Play the anchor, then run every unfinished branch; return the probe directory.
+    """Play the anchor, then run every unfinished branch, holding the probe directory's lock; return the directory.
 
     :raises RunsFailedError: if the anchor or a branch failed.
+    :raises rl_gns.records.lock.RunLockedError: if another process writes the probe.
     """
     config = spelled_as_recorded(config)
     point = check(config)
     connect(config)  # a cluster that does not answer leaves nothing written
     directory = config.directory(point)
-    directory.mkdir(parents=True, exist_ok=True)
+    with RunLock(directory).acquire():
+        check(config)  # again: another probe may have written the directory since
+        return _probe(config, point, directory)
+
+
+def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
+    """:func:`probe`, with the directory's lock held."""
     settings = config.recorded()
     write_json(directory / PROBE, {**settings, "model": str(point.model), "env_steps": point.env_steps})
     anchor = config.anchor_config(point)

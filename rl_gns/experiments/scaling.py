@@ -29,6 +29,7 @@ from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.launch import join, launch
 from rl_gns.experiments.runner import check_same_settings
 from rl_gns.experiments.timing import env_steps_per_s, peak_rss_mib, time_phases
+from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import write_json
 from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, append_measurement, read_measurements
 
@@ -85,6 +86,7 @@ def check(config: ScalingConfig) -> None:
             raise ValueError(f"n_minibatches {config.n_minibatches} must divide the rollout size of n_envs {n_envs}")
         if config.minibatch_size is not None and (n_envs * config.n_steps) % config.minibatch_size:
             raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size of n_envs {n_envs}")
+    check_unlocked(config.out)
     check_same_settings(config.out / SETTINGS, config.settings(), ())
 
 
@@ -136,9 +138,18 @@ def _measure_child(config: ScalingConfig, n_envs: int, queue: mp.Queue) -> None:
 
 def measure(config: ScalingConfig) -> list[dict]:
     """Measure every ``(n_envs, nproc)`` not yet in ``measurements.jsonl``, each in fresh processes, appending as it
-    goes."""
+    goes, holding the directory's lock.
+
+    :raises rl_gns.records.lock.RunLockedError: if another process writes the directory.
+    """
     check(config)
-    config.out.mkdir(parents=True, exist_ok=True)
+    with RunLock(config.out).acquire():
+        check(config)  # again: another measurement may have written the directory since
+        return _measure(config)
+
+
+def _measure(config: ScalingConfig) -> list[dict]:
+    """:func:`measure`, with the directory's lock held."""
     write_json(config.out / SETTINGS, config.settings())
     path = config.out / MEASUREMENTS
     done = {(row["n_envs"], row.get("nproc", 1)) for row in read_measurements(path)}

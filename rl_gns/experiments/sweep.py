@@ -24,6 +24,7 @@ from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
 from rl_gns.experiments.plan import EVERY_SETTING, flag, plan_run
 from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_same_settings, connect, run_all
+from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import write_json
 
 
@@ -139,17 +140,24 @@ def check(config: SweepConfig) -> None:
             "(to the 3 significant digits runs are named by); use a factor further from 1"
         )
     config.check_execution()
+    check_unlocked(config.out)  # another sweep writes it: say so, not that one of its runs is taken
     check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
     for spec in config.runs().values():
         plan_run(spec, EVERY_SETTING)
 
 
 def sweep(config: SweepConfig) -> dict[str, str]:
-    """Run every unfinished run of the sweep; return ``{run name: "done" | "skipped" | "failed"}``."""
+    """Run every unfinished run of the sweep, holding its directory's lock; return ``{run name: "done" | "skipped" |
+    "failed"}``.
+
+    :raises rl_gns.records.lock.RunLockedError: if another process writes the sweep.
+    """
     check(config)
     connect(config)  # a cluster that does not answer leaves nothing written
-    specs = config.runs()
-    (config.out / "runs").mkdir(parents=True, exist_ok=True)
-    if not (config.out / "sweep.json").exists():  # a rerun (its settings checked equal) leaves the record as it was
-        write_json(config.out / "sweep.json", {**to_json(config), "runs": sorted(specs)})
-    return run_all(config.out, specs, config, label="sweep")
+    with RunLock(config.out).acquire():
+        check(config)  # again: another sweep may have written the directory since
+        specs = config.runs()
+        (config.out / "runs").mkdir(parents=True, exist_ok=True)
+        if not (config.out / "sweep.json").exists():  # a rerun (its settings checked equal) leaves the record as it was
+            write_json(config.out / "sweep.json", {**to_json(config), "runs": sorted(specs)})
+        return run_all(config.out, specs, config, label="sweep")

@@ -1,8 +1,11 @@
-"""One writer per run directory: an OS-level lock (``fcntl.flock``) on ``<run>/.lock``, held for the run's lifetime.
+"""One writer per directory: an OS-level lock (``fcntl.flock``) on ``<dir>/.lock``, held for the writer's lifetime.
 
-The kernel releases the lock when its holder exits, however it exits (a kill included), so a lock is never stale;
-the holder's process id is written into the file for the message that refuses a second writer. Reading a run
-takes no lock.
+A run directory is held by the process that trains it; a sweep's, a benchmark's, a probe's or a scaling measurement's
+directory by the command that writes it (its runs are held by their own processes). The kernel releases the lock when
+its holder exits, however it exits (a kill included), so a lock is never stale; the holder's process id is written
+into the file for the message that refuses a second writer. Within one process the lock is shared: a probe holds its
+directory, and the sweep of its branches, in the same directory, takes it again. Reading takes no lock; a report
+rewrites its own files whole, so one written while the experiment runs is replaced by the experiment's last.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import os
 from pathlib import Path
 
 LOCK = ".lock"
+
+#: The locks this process holds: real path of the directory -> [file descriptor, number of holders].
+_HELD: dict[str, list[int]] = {}
 
 
 class RunLockedError(ValueError):
@@ -31,10 +37,12 @@ def _refusal(run_path: Path) -> RunLockedError:
 
 
 def check_unlocked(run_path: Path) -> None:
-    """Refuse a run directory that a live process is writing; writes nothing (a probe of the lock).
+    """Refuse a directory that another live process is writing; writes nothing (a probe of the lock).
 
     :raises RunLockedError: naming the process that holds it.
     """
+    if os.path.realpath(run_path) in _HELD:
+        return
     path = run_path / LOCK
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -49,31 +57,35 @@ def check_unlocked(run_path: Path) -> None:
 
 
 class RunLock:
-    """The exclusive lock of one run directory, taken by :meth:`acquire` and held until :meth:`release`, the end of a
+    """The exclusive lock of one directory, taken by :meth:`acquire` and held until :meth:`release`, the end of a
     ``with`` block, or the process's exit.
 
-    :param run_path: the run directory (created if missing).
+    :param run_path: the directory (created if missing).
     """
 
     def __init__(self, run_path: Path) -> None:
         self.run_path = run_path
-        self._fd: int | None = None
+        self._key: str | None = None
 
     def acquire(self) -> RunLock:
-        """Take the lock without waiting.
+        """Take the lock without waiting (shared with this process's other holders of the directory).
 
         :raises RunLockedError: if another process holds it.
         """
         self.run_path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.run_path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise _refusal(self.run_path) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
+        key = os.path.realpath(self.run_path)
+        if key not in _HELD:
+            fd = os.open(self.run_path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise _refusal(self.run_path) from None
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            _HELD[key] = [fd, 0]
+        _HELD[key][1] += 1
+        self._key = key
         return self
 
     def __enter__(self) -> RunLock:
@@ -83,7 +95,12 @@ class RunLock:
         self.release()
 
     def release(self) -> None:
-        """Let the lock go (closing the file releases it)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Let the lock go; the last holder in this process closes the file, which releases it."""
+        if self._key is None:
+            return
+        held = _HELD[self._key]
+        held[1] -= 1
+        if held[1] == 0:
+            os.close(held[0])
+            del _HELD[self._key]
+        self._key = None

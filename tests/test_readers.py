@@ -190,6 +190,36 @@ def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
     assert_refused(*rl_gns(capsys, command, directory, *out), f"{path}", message)
 
 
+@pytest.mark.parametrize(
+    ("command", "source", "file", "message"),
+    [
+        ("advise", RUN, "config.json", "is a directory, not a JSON file"),
+        ("advise", RUN, "progress.csv", "is a directory, not a CSV file"),
+        ("analyze", SWEEP, "sweep.json", "is a directory, not a JSON file"),
+        ("probe-report", PROBE, "probe.json", "is a directory, not a JSON file"),
+    ],
+)
+def test_a_file_that_is_a_directory_is_one_line_naming_it(tmp_path, capsys, command, source, file, message):
+    directory = copy(source, tmp_path)
+    (directory / file).unlink()
+    (directory / file).mkdir()
+    assert_refused(*rl_gns(capsys, command, directory), f"{directory / file} {message}")
+
+
+@pytest.mark.parametrize(("command", "source"), [("analyze", SWEEP), ("probe-report", PROBE), ("bench-report", BENCH)])
+def test_runs_that_is_a_file_is_one_line(tmp_path, capsys, command, source):
+    directory = copy(source, tmp_path)
+    shutil.rmtree(directory / "runs")
+    (directory / "runs").write_text("not the runs\n")
+    assert_refused(*rl_gns(capsys, command, directory), f"{directory / 'runs'} is a file, not the directory of the runs")
+
+
+def test_a_run_config_whose_sizes_disagree_is_one_line(tmp_path, capsys):
+    run = copy(RUN, tmp_path)
+    edit_json(run / "config.json", lambda d: d.update(n_envs=10**30))
+    assert_refused(*rl_gns(capsys, "advise", run), f"{run / 'config.json'}: n_envs, n_steps and rollout_size do not")
+
+
 def test_a_progress_file_without_the_step_column_is_one_line(tmp_path, capsys):
     probe = copy(PROBE, tmp_path)
     progress = sorted((probe / "runs").iterdir())[0] / "progress.csv"

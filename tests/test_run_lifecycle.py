@@ -179,6 +179,26 @@ def test_out_must_name_a_directory_and_a_sweep_refuses_nan_targets(tmp_path, mon
 
 
 @pytest.mark.parametrize(
+    "args",
+    [
+        ["train", "--env", "BeamRider", "--backend", "ram"],
+        ["sweep", "--env", "BeamRider", "--backend", "ram", "--targets", "100", "--n-envs", "2,4"],
+        ["scaling", "--env", "BeamRider", "--n-envs", "2"],
+        ["bench"],
+    ],
+    ids=["train", "sweep", "scaling", "bench"],
+)
+def test_an_out_that_is_a_file_or_under_one_is_one_line(tmp_path, capsys, args):
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    for out, message in ((afile, f"--out {afile} is a file"), (afile / "sub", f"--out {afile / 'sub'}: {afile} is a file")):
+        assert main([*args, "--out", str(out)]) == 2
+        stderr = capsys.readouterr().err
+        assert stderr.count("\n") == 1 and message in stderr, stderr
+    assert afile.read_text() == "x\n"
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--targets", "300", "300"], "--targets repeats a value: [300.0, 300.0]"),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rl_gns.core.atari import resolve_game
 from rl_gns.experiments.config import TrainConfig, base_train_config
-from rl_gns.experiments.plan import EVERY_SETTING, plan_run
+from rl_gns.experiments.plan import EVERY_SETTING, check_writable, plan_run
 from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, connect, run_all
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import write_json
@@ -138,6 +138,7 @@ def check(config: BenchConfig) -> None:
     unknown = [game for game in tier.games if game not in games]
     if unknown:
         raise ValueError(f"suite {config.suite!r} names games missing from the game table: {unknown}")
+    check_writable(config.out)
     check_unlocked(config.out)  # another benchmark writes it: say so, not that one of its runs is taken
     check_same_settings(config.out / "bench.json", record(config), SELECTION_FIELDS)
     for spec in runs(config, tier).values():

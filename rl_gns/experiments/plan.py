@@ -293,15 +293,22 @@ def check_memory(config: TrainConfig, batching: Batching) -> None:
         )
 
 
+def check_writable(out: Path) -> None:
+    """Refuse an output directory that cannot be made or written: a file at ``out`` or on its path, or a directory
+    without write permission."""
+    existing = next(parent for parent in (out, *out.parents) if parent.exists() or parent == Path("."))
+    if not existing.is_dir():
+        where = f"--out {out}" if existing == out else f"--out {out}: {existing}"
+        raise ValueError(f"{where} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: {existing} is not writable")
+
+
 def check_out(out: Path, overwrite: bool) -> None:
     """Refuse a run directory that cannot be written, or that holds a run (unless ``overwrite``) or a live one."""
     if out == Path("."):
         raise ValueError("--out must name a run directory, not the current one")
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a directory")
-    existing = next(parent for parent in (out, *out.parents) if parent.exists() or parent == Path("."))
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {out}: {existing} is not writable")
+    check_writable(out)
     if out.is_dir():
         check_unlocked(out)
     if RunDir(out).is_started() and not overwrite:

@@ -44,7 +44,7 @@ from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
 from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, resolvable_improvement
 from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
-from rl_gns.experiments.plan import EVERY_SETTING, plan_run
+from rl_gns.experiments.plan import EVERY_SETTING, check_writable, plan_run
 from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, connect, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
@@ -310,6 +310,7 @@ def check(config: ProbeConfig) -> BranchPoint:
     point = branch_point(config.source, config.at)
     directory = config.directory(point)
     settings = config.recorded()
+    check_writable(directory)
     check_unlocked(directory)  # another probe writes it: say so, not that its anchor or a branch is taken
     check_same_settings(directory / PROBE, settings, ())
     plan_run(config.anchor_config(point), EVERY_SETTING)

@@ -41,7 +41,7 @@ def check_unlocked(run_path: Path) -> None:
 
     :raises RunLockedError: naming the process that holds it.
     """
-    if os.path.realpath(run_path) in _HELD:
+    if os.path.realpath(run_path) in _HELD or not run_path.is_dir():  # a file or nothing: no one writes it
         return
     path = run_path / LOCK
     try:

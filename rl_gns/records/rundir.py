@@ -116,6 +116,8 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
         header, rows = read_rows(path)
     except (UnicodeDecodeError, csv.Error) as error:
         raise RunFileError(f"{path}: not a CSV file ({error})") from error
+    except IsADirectoryError:
+        raise RunFileError(f"{path} is a directory, not a CSV file") from None
     numbers = []
     for line, row in enumerate(rows, start=2):
         if len(row) > len(header):
@@ -128,6 +130,21 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
     if missing:
         raise RunFileError(f"{path}: no column {', '.join(missing)} (its header: {', '.join(header)})")
     return dict(zip(header, np.array(numbers).T, strict=True))
+
+
+def runs_under(directory: Path) -> list[Path]:
+    """The run directories of a sweep, benchmark or probe: the directories in ``<directory>/runs``, by name (a
+    stray file there is left out).
+
+    :raises FileNotFoundError: naming the directory, if it has no ``runs``.
+    :raises RunFileError: if its ``runs`` is a file.
+    """
+    runs = directory / "runs"
+    if not runs.exists():
+        raise FileNotFoundError(f"{directory} holds no runs/ directory")
+    if not runs.is_dir():
+        raise RunFileError(f"{runs} is a file, not the directory of the runs")
+    return sorted(path for path in runs.iterdir() if path.is_dir())
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -148,6 +165,8 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except ValueError as error:  # json.JSONDecodeError, UnicodeDecodeError
         raise RunFileError(f"{path}: not valid JSON ({error})") from error
+    except IsADirectoryError:
+        raise RunFileError(f"{path} is a directory, not a JSON file") from None
 
 
 def read_record(path: Path, kinds: Mapping[str, Any]) -> dict[str, Any]:

@@ -241,12 +241,12 @@ class RunConfig:
             raise RecordError(f"{path}: not a run's config (a JSON object)")
         scheme = data.get("gns_scheme", "minibatch")  # runs before 2026-11-22 measured one scheme, named as a string
         schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
+        sizes = {name: _field(data, name, int, path) for name in ("n_envs", "n_steps", "minibatch_size", "rollout_size")}
+        if min(sizes.values()) < 1 or sizes["rollout_size"] != sizes["n_envs"] * sizes["n_steps"]:
+            raise RecordError(f"{path}: n_envs, n_steps and rollout_size do not describe one rollout ({sizes})")
         return cls(
             game=_field(data, "game", str, path),
-            n_envs=_field(data, "n_envs", int, path),
-            n_steps=_field(data, "n_steps", int, path),
-            minibatch_size=_field(data, "minibatch_size", int, path),
-            rollout_size=_field(data, "rollout_size", int, path),
+            **sizes,
             n_epochs=_field(data, "n_epochs", int, path, 4),
             nproc=_field(data, "nproc", int, path, 1),
             seed=_field(data, "seed", int, path, 0),

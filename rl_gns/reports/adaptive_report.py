@@ -26,7 +26,7 @@ import tyro
 from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.core.targets import first_reached
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, noise_columns, read_sweep_results
+from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, noise_columns, read_sweep_results, runs_under
 from rl_gns.reports.figures import Axes, colors, legend, relative, save_plot
 from rl_gns.reports.sweep_analysis import TargetResult
 from rl_gns.reports.sweep_report import plot_steps_vs_experience
@@ -79,7 +79,7 @@ def g2_resolution(sweep_dir: Path, loss: str) -> tuple[float, float] | None:
     error of the mean raw g2)``; a relative error near or above 1 means B_simple is not resolved. Only runs with
     at least 2 measurements count; ``None`` if there are none (not enough data)."""
     positive, relative_se = [], []
-    for run in (RunDir(d) for d in sorted((sweep_dir / "runs").iterdir()) if (d / CONFIG).exists()):
+    for run in (RunDir(d) for d in runs_under(sweep_dir) if (d / CONFIG).exists()):
         g2 = measured_g2(run, loss)
         if len(g2) < 2:
             continue
@@ -151,7 +151,7 @@ def compare(config: CompareConfig) -> Path:
     """Write ``comparison.md`` and ``steps_vs_experience.png`` into ``config.adaptive_dir``; return the report's path."""
     settings, fixed = load_fixed_results(config.fixed)
     targets = [float(t) for t in settings["targets"]]
-    run_dirs = sorted(d for d in (config.adaptive_dir / "runs").iterdir() if (d / "summary.json").exists())
+    run_dirs = [d for d in runs_under(config.adaptive_dir) if (d / "summary.json").exists()]
     runs = [load_adaptive_run(d, targets, settings["window"]) for d in run_dirs]
 
     save_plot(lambda ax: plot_comparison(fixed, runs, ax), config.adaptive_dir / "steps_vs_experience.png", (7, 5.5))

@@ -45,7 +45,7 @@ from rl_gns.core.names import LOSSES as MEASURED_LOSSES
 from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
-from rl_gns.records.rundir import RunDir, noise_sums, read_record, read_sweep_results, write_json
+from rl_gns.records.rundir import RunDir, noise_sums, read_record, read_sweep_results, runs_under, write_json
 from rl_gns.records.schema import BENCH_FIELDS, GAME_FIELDS, TIER_FIELDS, require
 from rl_gns.reports.figures import (
     DEFAULT_LOSS,
@@ -175,7 +175,7 @@ def report_scheme(schemes_R: list[tuple[str, ...]]) -> str:
 
 def finished_runs(bench_dir: Path) -> list[RunDir]:
     """The finished runs of a benchmark directory, by name."""
-    return [RunDir(d) for d in sorted((bench_dir / "runs").iterdir()) if d.is_dir() and RunDir(d).status() == "done"]
+    return [RunDir(d) for d in runs_under(bench_dir) if RunDir(d).status() == "done"]
 
 
 def load_run(run: RunDir, target: float, scheme: str) -> BenchRun:
@@ -567,7 +567,7 @@ def report(config: BenchReportConfig) -> Path:
         require(entry, f"{path}: games_table: {game}", GAME_FIELDS)
     rng = np.random.default_rng(config.seed)
     table = settings["games_table"]
-    run_dirs = sorted(p for p in (config.bench_dir / "runs").iterdir() if p.is_dir())
+    run_dirs = runs_under(config.bench_dir)
     finished = finished_runs(config.bench_dir)
     scheme = report_scheme([run.config().gns_schemes for run in finished])
     by_game: dict[str, list[BenchRun]] = {game: [] for game in table}

@@ -36,7 +36,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
-from rl_gns.records.rundir import RunDir, noise_sums, read_record, write_json
+from rl_gns.records.rundir import RunDir, noise_sums, read_record, runs_under, write_json
 from rl_gns.records.schema import SWEEP_FIELDS
 
 
@@ -432,7 +432,7 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, list[RunRecord]]:
     settings = read_record(sweep_dir / "sweep.json", SWEEP_FIELDS)
     targets = [float(t) for t in settings["targets"]]
     runs = []
-    for run_dir in sorted((sweep_dir / "runs").iterdir()):
+    for run_dir in runs_under(sweep_dir):
         record = load_run(RunDir(run_dir), targets, settings["window"])
         if record is not None:
             runs.append(record)

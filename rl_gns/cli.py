@@ -8,6 +8,8 @@ refused before anything is written, with one line on stderr and exit status 2.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import sys
@@ -232,6 +234,49 @@ INPUT_ERRORS = (
 )
 
 
+class UsageError(ValueError):
+    """The command line does not parse: an unknown flag, a value outside its choices, a missing argument."""
+
+
+def one_line(box: str, prog: str) -> str:
+    """Tyro's usage error in one line: the text of the box's first section (its title and its sections of help left
+    out), and the flags of a "Perhaps you meant" section.
+
+    :param box: what tyro printed: a title line, sections of text between rules of ``─``, a closing line.
+    :param prog: how the command is named in messages.
+    """
+    sections: list[list[str]] = [[]]
+    for line in box.strip().splitlines()[1:-1]:
+        text = " ".join(line.strip().strip("│").split())
+        if text and set(text) == {"─"}:
+            sections.append([])
+        elif text:
+            sections[-1].append(text)
+    meant = [line.split()[0] for section in sections[1:] if section[:1] == ["Perhaps you meant:"] for line in section[1:]]
+    flags = [flag for flag in meant if flag.startswith("-")]
+    return " ".join(sections[0]) + (f"; perhaps you meant {', '.join(flags)}" if flags else "") + f" (see {prog} --help)"
+
+
+def parse(config_cls: type, args: list[str], prog: str) -> object:
+    """``tyro.cli`` with its usage errors said in one line (:class:`UsageError`); help goes to stdout as tyro prints it.
+
+    :param config_cls: the command's settings dataclass.
+    :param args: the command line after the command's name.
+    :param prog: how the command is named in messages.
+    :raises UsageError: with tyro's message without its box, its title and its pointer to ``--help``.
+    """
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            config: object = tyro.cli(config_cls, args=args, prog=prog)
+    except SystemExit as stop:
+        if stop.code in (0, None):
+            raise
+        raise UsageError(one_line(said.getvalue(), prog)) from None
+    print(said.getvalue(), end="", file=sys.stderr)  # warnings, if any
+    return config
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse and run one command; anything else (no command, ``--help``, ``--version``, an unknown name) is answered by
     :func:`rl_gns.commands.main`. Returns the exit status (2 for bad settings or input)."""
@@ -240,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         return commands.main(argv)
     name = argv[0]
     config_cls, prepare = COMMANDS[name]
-    config: object = tyro.cli(config_cls, args=argv[1:], prog=f"rl-gns {name}")
     try:
+        config = parse(config_cls, argv[1:], f"rl-gns {name}")
         work = prepare(config, given_settings(argv[1:], type(config)))
     except (ValueError, FileExistsError, FileNotFoundError) as error:
         print(f"rl-gns {name}: error: {error}", file=sys.stderr)

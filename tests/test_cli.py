@@ -156,6 +156,10 @@ def test_every_flag_help_is_one_line():
         (["sweep", "--checkpoint-minutes", "-2"], "--checkpoint-minutes must be >= 0"),
         (["analyze", "no_such_sweep"], "not a sweep directory"),
         (["advise", "no_such_run"], "holds no progress.csv"),
+        (["train", "--gns-scheme", "bogus"], "invalid choice 'bogus' for argument '--gns-scheme'"),
+        (["train", "--n-env", "4"], "Unrecognized options: --n-env, 4; perhaps you meant --max-n-envs, --n-envs"),
+        (["sweep", "--n-envs", "four"], "Error parsing --n-envs"),
+        (["probe"], "Missing from rl-gns probe: PATH The run directory to probe. (required) (see rl-gns probe --help)"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_before_writing_anything(tmp_path, args, message):

@@ -5,6 +5,7 @@ refuses logs that no longer reach the checkpoint, and bad settings are refused b
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from rl_gns.records.logs import read_rows, user_umask
 pytestmark = pytest.mark.atari
 
 CLI = [sys.executable, "-m", "rl_gns"]
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: 64 agent steps per iteration, a checkpoint after every iteration.
 TINY = ["--env", "BeamRider", "--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32",
         "--torch-threads", "1", "--progress-bar", "False", "--checkpoint-minutes", "0"]  # fmt: skip
@@ -248,3 +250,20 @@ def test_a_directory_lock_is_shared_within_a_process_and_refused_to_another(tmp_
         refused = subprocess.run(other, capture_output=True, text=True)
         assert refused.returncode == 1 and f"is being written by process {os.getpid()}" in refused.stderr
     assert subprocess.run(other, capture_output=True, text=True).returncode == 0
+
+
+def test_a_sweep_refuses_a_finished_run_that_trained_other_settings(tmp_path, capsys):
+    """A finished run is not trained again, so it counts for the sweep only if it trained the sweep's settings."""
+    out = Path(shutil.copytree(RESULTS / "resume" / "beamrider_ram_sweep", tmp_path / "sweep"))
+    args = ["sweep", "--env", "BeamRider", "--backend", "ram", "--n-steps", "32", "--targets", "1000",
+            "--n-envs", "2,4,8,16", "--seeds", "1", "--budget-steps", "100000", "--lr-ref", "0.0005",
+            "--lr-points", "1", "--window", "20", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0 and "4 finished before, 0 to resume" in capsys.readouterr().out
+    run = out / "runs" / "n0004_lr3.54e-04_s0"
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "learning_rate": 1e-3, "clip_range": 0.2}))
+    specs = {path: path.read_bytes() for path in (out / "specs").iterdir()}
+    assert main(args) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.count("\n") == 1 and f"{run} finished with other settings (clip_range, learning_rate)" in stderr
+    assert {path: path.read_bytes() for path in (out / "specs").iterdir()} == specs

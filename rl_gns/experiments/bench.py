@@ -15,8 +15,8 @@ from pathlib import Path
 
 from rl_gns.core.atari import resolve_game
 from rl_gns.experiments.config import TrainConfig, base_train_config
-from rl_gns.experiments.plan import EVERY_SETTING, check_writable, plan_run
-from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, connect, run_all
+from rl_gns.experiments.plan import check_writable
+from rl_gns.experiments.runner import ExecutionConfig, check_runs, check_same_settings, connect, run_all
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import write_json
 from rl_gns.records.tables import load_games, load_suites
@@ -141,8 +141,7 @@ def check(config: BenchConfig) -> None:
     check_writable(config.out)
     check_unlocked(config.out)  # another benchmark writes it: say so, not that one of its runs is taken
     check_same_settings(config.out / "bench.json", record(config), SELECTION_FIELDS)
-    for spec in runs(config, tier).values():
-        plan_run(spec, EVERY_SETTING)
+    check_runs(runs(config, tier).values())
 
 
 def bench(config: BenchConfig) -> dict[str, str]:

@@ -44,8 +44,8 @@ from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
 from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, resolvable_improvement
 from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
-from rl_gns.experiments.plan import EVERY_SETTING, check_writable, plan_run
-from rl_gns.experiments.runner import ExecutionConfig, check_same_settings, connect, run_all
+from rl_gns.experiments.plan import check_writable
+from rl_gns.experiments.runner import ExecutionConfig, check_runs, check_same_settings, connect, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint
@@ -313,7 +313,7 @@ def check(config: ProbeConfig) -> BranchPoint:
     check_writable(directory)
     check_unlocked(directory)  # another probe writes it: say so, not that its anchor or a branch is taken
     check_same_settings(directory / PROBE, settings, ())
-    plan_run(config.anchor_config(point), EVERY_SETTING)
+    check_runs([config.anchor_config(point)])
     record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
     recorded = record.get("targets", [record["target"]] if "target" in record else None)
     check_sweep(config.sweep_config(point, tuple(recorded) if recorded else (0.0,)))

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,7 +35,7 @@ from typing import Literal
 
 from tqdm import tqdm
 
-from rl_gns.experiments.config import TrainConfig, population_settings, to_json
+from rl_gns.experiments.config import TrainConfig, population_settings, to_json, training_settings
 from rl_gns.experiments.plan import EVERY_SETTING, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS
@@ -139,14 +139,33 @@ def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> Non
     if not record.exists():
         return
     before = read_record(record, {})
-
-    def same(a: object, b: object) -> bool:  # a scheme recorded as "envs" before schemes became a list
-        return a == b or [a] == b or a == [b]
-
     # settings added since the record was written default to what the code did before them
-    changed = sorted(k for k in now if k not in ignore and k in before and not same(before[k], now[k]))
+    changed = sorted(k for k in now if k not in ignore and k in before and not same_setting(before[k], now[k]))
     if changed:
         raise ValueError(f"{record.parent} holds runs with other settings ({', '.join(changed)}); use another --out")
+
+
+def same_setting(recorded: object, now: object) -> bool:
+    """Whether a recorded setting equals its value now (a scheme recorded as "envs" before schemes became a list)."""
+    return recorded == now or [recorded] == now or recorded == [now]
+
+
+def check_runs(specs: Iterable[TrainConfig]) -> None:
+    """Check every run of a sweep, benchmark or probe before anything is written: each must be able to start or
+    resume (:func:`~rl_gns.experiments.plan.plan_run`), and a finished one, which is not run again, must have trained
+    what it is counted for (its ``config.json`` against its spec: a run copied in, or edited, is refused).
+
+    :raises ValueError: naming the run and why it cannot run, or the settings a finished run trained otherwise.
+    """
+    for spec in specs:
+        plan_run(spec, EVERY_SETTING)
+        run = RunDir(spec.out) if spec.out is not None else None
+        if run is None or run.status() != "done":
+            continue
+        stored, now = run.config().settings, training_settings(spec)
+        changed = sorted(key for key in now if key in stored and not same_setting(stored[key], now[key]))
+        if changed:
+            raise ValueError(f"{run.path} finished with other settings ({', '.join(changed)}); use another --out")
 
 
 class RunsFailedError(RuntimeError):

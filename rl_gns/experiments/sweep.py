@@ -22,8 +22,8 @@ from typing import Literal
 from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
-from rl_gns.experiments.plan import EVERY_SETTING, check_writable, flag, plan_run
-from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_same_settings, connect, run_all
+from rl_gns.experiments.plan import check_writable, flag
+from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_runs, check_same_settings, connect, run_all
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import write_json
 
@@ -143,8 +143,7 @@ def check(config: SweepConfig) -> None:
     check_writable(config.out)
     check_unlocked(config.out)  # another sweep writes it: say so, not that one of its runs is taken
     check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
-    for spec in config.runs().values():
-        plan_run(spec, EVERY_SETTING)
+    check_runs(config.runs().values())
 
 
 def sweep(config: SweepConfig) -> dict[str, str]:

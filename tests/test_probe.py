@@ -3,6 +3,7 @@ parameters, branches start from that agent and aim at the anchor's score plus de
 reached or says why it cannot."""
 
 import csv
+import hashlib
 import json
 import math
 import shutil
@@ -126,6 +127,21 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     other = subprocess.run([*command, "--delta", "50"], capture_output=True, text=True, timeout=600)
     assert other.returncode == 2 and "other settings (delta)" in other.stderr
     assert json.loads((out / "probe.json").read_text()) == record
+
+
+def test_a_probe_refuses_to_go_on_from_an_agent_replaced_since_it_started(source, tmp_path):
+    copied = Path(shutil.copytree(source, tmp_path / "source"))
+    config = ProbeConfig(source=copied, at=1500, n_envs=(2, 4), out=tmp_path / "p")
+    point = check(config)
+    assert point.sha256 == hashlib.sha256(point.model.read_bytes()).hexdigest()
+    directory = config.directory(point)
+    directory.mkdir(parents=True)
+    record = {**config.recorded(), "model": str(point.model), "model_sha256": point.sha256, "env_steps": point.env_steps}
+    (directory / "probe.json").write_text(json.dumps(record))
+    assert check(config) == point  # the same agent: the probe goes on
+    shutil.copy(copied / "snapshots" / "000000003008.zip", point.model)  # another agent under the same name
+    with pytest.raises(ValueError, match="is not the agent this probe started from"):
+        check(config)
 
 
 def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refused(source, tmp_path):

@@ -48,7 +48,7 @@ from rl_gns.experiments.plan import check_writable
 from rl_gns.experiments.runner import ExecutionConfig, check_runs, check_same_settings, connect, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
-from rl_gns.records.checkpoint import latest_checkpoint
+from rl_gns.records.checkpoint import latest_checkpoint, sha256
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
 from rl_gns.records.schema import PROBE_FIELDS
@@ -63,10 +63,12 @@ class BranchPoint:
 
     :param model: the agent (``model.zip``) the branches load.
     :param env_steps: agent steps the source had trained there.
+    :param sha256: the SHA-256 of ``model``, recorded so that a rerun refuses an agent replaced since.
     """
 
     model: Path
     env_steps: int
+    sha256: str
 
 
 def branch_point(source: Path, at: int | None = None) -> BranchPoint:
@@ -84,13 +86,13 @@ def branch_point(source: Path, at: int | None = None) -> BranchPoint:
         if not later:
             held = ", ".join(f"{steps:,}" for steps in kept) or "none (train with --snapshot-steps to keep some)"
             raise ValueError(f"{source}: no snapshot at or past {at:,} agent steps; it keeps {held}")
-        return BranchPoint(kept[later[0]], later[0])
+        return BranchPoint(kept[later[0]], later[0], sha256(kept[later[0]]))
     if run.status() == "done":
-        return BranchPoint(run.file(MODEL), run.summary().env_steps)
+        return BranchPoint(run.file(MODEL), run.summary().env_steps, sha256(run.file(MODEL)))
     checkpoint = latest_checkpoint(source)
     if checkpoint is None:
         raise ValueError(f"{source}: the run holds no agent yet (not finished, no checkpoint)")
-    return BranchPoint(checkpoint.model, checkpoint.env_steps)
+    return BranchPoint(checkpoint.model, checkpoint.env_steps, sha256(checkpoint.model))
 
 
 @dataclass(frozen=True)
@@ -315,6 +317,8 @@ def check(config: ProbeConfig) -> BranchPoint:
     check_same_settings(directory / PROBE, settings, ())
     check_runs([config.anchor_config(point)])
     record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
+    if record.get("model_sha256", point.sha256) != point.sha256:  # probes before 2026-11-24 recorded no digest
+        raise ValueError(f"{point.model} is not the agent this probe started from (its SHA-256 differs); use another --out")
     recorded = record.get("targets", [record["target"]] if "target" in record else None)
     check_sweep(config.sweep_config(point, tuple(recorded) if recorded else (0.0,)))
     return point
@@ -338,7 +342,8 @@ def probe(config: ProbeConfig) -> Path:
 def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
     """:func:`probe`, with the directory's lock held."""
     settings = config.recorded()
-    write_json(directory / PROBE, {**settings, "model": str(point.model), "env_steps": point.env_steps})
+    origin = {"model": str(point.model), "model_sha256": point.sha256, "env_steps": point.env_steps}
+    write_json(directory / PROBE, {**settings, **origin})
     anchor = config.anchor_config(point)
     if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor")[ANCHOR] not in ("done", "skipped"):
         return directory  # stopped before --max-wall-minutes: rerun to go on
@@ -349,8 +354,7 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         directory / PROBE,
         {
             **settings,
-            "model": str(point.model),
-            "env_steps": point.env_steps,
+            **origin,
             "start_score": start.mean,
             "start_score_sd": start.sd,
             "anchor_games": start.games,

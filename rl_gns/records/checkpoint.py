@@ -86,6 +86,7 @@ def set_global_rng_state(state: dict[str, Any]) -> None:
 
 
 def sha256(path: Path) -> str:
+    """The SHA-256 of a file, as hex, read in blocks of 1 MiB."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

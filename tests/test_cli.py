@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import typing
+from pathlib import Path
 
 import docstring_parser
 import numpy as np
@@ -16,6 +17,8 @@ from rl_gns.records.rundir import read_csv as read_progress
 pytestmark = pytest.mark.atari
 
 CLI = [sys.executable, "-m", "rl_gns"]
+#: A saved agent of Space Invaders from RAM (6 actions), for --init-from.
+SPACE_INVADERS = Path(__file__).resolve().parents[1] / "results/probes/trunks/SpaceInvaders/snapshots/000000050176.zip"
 
 
 def run_cli(*args, **kwargs):
@@ -160,6 +163,7 @@ def test_every_flag_help_is_one_line():
         (["train", "--n-env", "4"], "Unrecognized options: --n-env, 4; perhaps you meant --max-n-envs, --n-envs"),
         (["sweep", "--n-envs", "four"], "Error parsing --n-envs"),
         (["probe"], "Missing from rl-gns probe: PATH The run directory to probe. (required) (see rl-gns probe --help)"),
+        (["train", "--env", "Breakout", "--backend", "ram", "--init-from", str(SPACE_INVADERS)], "has 6 actions; Breakout"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_before_writing_anything(tmp_path, args, message):

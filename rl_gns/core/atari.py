@@ -15,6 +15,7 @@ meaningful for envs that were really reset.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import time
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
-from ale_py import roms
+from ale_py import ALEInterface, LoggerMode, roms
 from ale_py.vector_env import AtariVectorEnv
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack
@@ -288,3 +289,21 @@ def make_atari_vec_env(
         raise ValueError(f"unknown backend {backend!r}: use 'ale_vector', 'sb3' or 'ram'")
     vec_env.seed(seed)
     return vec_env
+
+
+@functools.cache
+def agent_spaces(game: str, backend: Literal["ale_vector", "sb3", "ram"]) -> tuple[tuple[int, ...], int]:
+    """What an agent of ``game`` on ``backend`` sees and does: the sorted shape of one observation (channels first or
+    last alike, as SB3 transposes images) and the number of actions. Builds one emulator, closed at once.
+
+    :param game: the game (a name :func:`resolve_game` accepts).
+    :param backend: as in :func:`make_atari_vec_env`.
+    """
+    ALEInterface.setLoggerMode(LoggerMode.Error)  # a check says one line: no emulator banner before it
+    env = make_atari_vec_env(game, 1, backend=backend)
+    try:
+        assert isinstance(env.action_space, gym.spaces.Discrete) and env.observation_space.shape is not None
+        return tuple(sorted(env.observation_space.shape)), int(env.action_space.n)
+    finally:
+        env.close()
+        ALEInterface.setLoggerMode(LoggerMode.Info)

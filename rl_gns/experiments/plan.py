@@ -17,9 +17,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 import torch as th
+from stable_baselines3.common.save_util import load_from_zip_file
 
 from rl_gns.core.advice import parse_predictor
-from rl_gns.core.atari import resolve_game
+from rl_gns.core.atari import agent_spaces, resolve_game
 from rl_gns.core.batching import Batching
 from rl_gns.core.distributed import sizes_over_ranks
 from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_from_json, training_settings
@@ -103,7 +104,7 @@ def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPl
     if config.adaptive_r is not None:
         check_adaptive(config, batching)
     if config.init_from is not None:
-        check_init_from(config.init_from, batching, config.adaptive_r)
+        check_init_from(config, batching)
     noise_scale = config.noise_scale_config()
     sizes = (
         sizes_over_ranks(noise_scale, batching.n_envs_per_rank, batching.n_steps, batching.minibatch_size, batching.nproc)
@@ -337,12 +338,28 @@ def check_adaptive(config: TrainConfig, batching: Batching) -> None:
     noise_scale.all_sizes(grown.n_envs, grown.n_steps, grown.minibatch_size)
 
 
-def check_init_from(init_from: Path, batching: Batching, adaptive_r: float | None) -> None:
-    """A branch starts from a saved agent of one process with a fixed env count."""
+def check_init_from(config: TrainConfig, batching: Batching) -> None:
+    """A branch starts from a saved agent of one process with a fixed env count, that sees and does what an agent of
+    the run's game and backend sees and does."""
+    init_from = config.init_from
+    assert init_from is not None
     if not init_from.is_file() or init_from.suffix != ".zip":
         raise ValueError(f"--init-from {init_from}: not a saved agent (model.zip)")
-    if batching.nproc > 1 or adaptive_r is not None:
+    if batching.nproc > 1 or config.adaptive_r is not None:
         raise ValueError("--init-from starts one process at a fixed env count: not with --nproc > 1 or --adaptive-r")
+    try:
+        saved = load_from_zip_file(init_from, load_data=True, device="cpu")[0] or {}
+        observation, action = saved["observation_space"], saved["action_space"]
+        was = (tuple(sorted(observation.shape)), int(action.n))
+    except Exception as error:  # a zip of something else: SB3 raises what the file makes it raise
+        raise ValueError(f"--init-from {init_from}: not a saved agent ({type(error).__name__}: {error})") from None
+    now = agent_spaces(config.env, config.backend)
+    if was != now:
+        raise ValueError(
+            f"--init-from {init_from}: the agent sees observations of shape {tuple(observation.shape)} and has {was[1]} "
+            f"actions; {config.env} on --backend {config.backend} gives observations of {math.prod(now[0])} values "
+            f"and has {now[1]} actions"
+        )
 
 
 def check_torchrun(batching: Batching) -> None:

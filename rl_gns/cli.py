@@ -45,6 +45,7 @@ from rl_gns.reports import (
     sweep_analysis,
     sweep_report,
 )
+from rl_gns.reports.figures import FigureError
 
 
 def given_settings(args: list[str], config_cls: type) -> frozenset[str]:
@@ -220,7 +221,7 @@ def split_number_lists(argv: list[str]) -> list[str]:
 #: What the work of a command raises for bad input found only once it runs: a run file that cannot be read, a run
 #: another process took, a checkpoint that cannot be resumed, a run that measured nothing to advise on, a probe's
 #: anchor that played too few games, a record on disk that lacks a field or holds one of the wrong kind, a Ray address
-#: where no cluster answers.
+#: where no cluster answers, data too large to plot.
 INPUT_ERRORS = (
     RunFileError,
     RecordError,
@@ -231,6 +232,7 @@ INPUT_ERRORS = (
     advise.NotMeasuredError,
     probe.TooFewGamesError,
     RayAddressError,
+    FigureError,
 )
 
 

@@ -19,6 +19,7 @@ from rl_gns.cli import main
 from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json
 from rl_gns.records.scaling_log import append_measurement, read_measurements
 from rl_gns.reports.adaptive_report import g2_resolution
+from rl_gns.reports.figures import FigureError, save_plot
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: One finished training run (100k agent steps of Beam Rider, 99 logged rows, 69 games).
@@ -163,7 +164,7 @@ def edit_json(path: Path, change) -> Path:
 @pytest.mark.parametrize(
     ("command", "source", "file", "change", "message"),
     [
-        ("analyze", SWEEP, "sweep.json", lambda d: d.update(targets=["high"]), "'targets' is ['high'], not list[float]"),
+        ("analyze", SWEEP, "sweep.json", lambda d: d.update(targets=["high"]), "'targets' is ['high'], not non-empty list"),
         ("analyze", SWEEP, "sweep.json", lambda d: d.pop("window"), "no 'window'"),
         ("analyze", SWEEP, f"runs/{SMALLEST}/config.json", lambda d: d.update(game=3), "'game' is 3, not str"),
         ("advise", RUN, "config.json", lambda d: [d], "not a run's config"),
@@ -418,3 +419,11 @@ def test_compare_adaptive_with_a_fixed_sweep_that_has_a_started_run(tmp_path, ca
     status, stderr = rl_gns(capsys, "compare-adaptive", adaptive, "--fixed", fixed)
     assert status == 0, stderr
     assert "| policy |" in (adaptive / "comparison.md").read_text()
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # matplotlib's overflow on the way to its error
+def test_data_too_large_to_plot_is_one_line_and_no_figure(tmp_path):
+    path = tmp_path / "figure.png"
+    with pytest.raises(FigureError, match=f"cannot draw {path}: "):
+        save_plot(lambda ax: ax.plot([0, 1], [-1.7e308, 1.7e308]), path, (4, 3))
+    assert not path.exists()

@@ -12,10 +12,13 @@ from rl_gns.records.schema import (
     PROBE_FIELDS,
     PROBE_RESULTS_FIELDS,
     SWEEP_FIELDS,
+    Count,
+    Finite,
     NoiseScaleSummary,
     RecordError,
     RunConfig,
     RunSummary,
+    Targets,
     conforms,
     require,
 )
@@ -67,6 +70,9 @@ def test_a_record_without_a_field_it_needs_names_its_file():
         ({"x": [1, 2, 3]}, dict[str, tuple[float, float, float]], True), ({"x": [1, 2]}, dict[str, list[str]], False),
         ("midpoint", Literal["passage", "midpoint"], True), ("end", Literal["passage", "midpoint"], False),
         (1, Literal[True], False), ("runs/a", Path, True), (["envs"], tuple[Literal["minibatch", "envs"], ...], True),
+        (1, Count, True), (0, Count, False), (-3, Count, False), (2.0, Count, True), (True, Count, False),
+        (1.5, Finite, True), (math.nan, Finite, False), (-math.inf, Finite, False), ("1", Finite, False),
+        ([0.5], Targets, True), ([], Targets, False), ([0.5, math.nan], Targets, False), (None, Targets | None, True),
     ],
 )  # fmt: skip
 def test_a_json_value_conforms_to_its_kind(value, kind, expected):
@@ -94,3 +100,7 @@ def test_require_names_the_file_and_the_first_field_that_is_missing_or_of_the_wr
     with pytest.raises(RecordError, match=r"^f.json: not a JSON object$"):
         require([1], "f.json", kinds)
     assert require({}, "f.json", kinds, optional=True) == {}
+    with pytest.raises(RecordError, match=r"^f.json: 'window' is 0, not int >= 1$"):
+        require({"window": 0}, "f.json", {"window": Count})
+    with pytest.raises(RecordError, match=r"^f.json: 'targets' is \[\], not non-empty list\[finite float\] \| None$"):
+        require({"targets": []}, "f.json", {"targets": Targets | None})

@@ -16,7 +16,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from rl_gns.core.names import FREE_SCHEMES, LOSSES, SCHEMES
 
@@ -41,17 +41,28 @@ def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, def
     return value
 
 
+#: A whole number >= 1 (a count: envs, steps, seeds, games of a window).
+Count = Annotated[int, lambda value: value >= 1, "int >= 1"]
+#: A number that is not NaN or infinite (a score, a target).
+Finite = Annotated[float, math.isfinite, "finite float"]
+#: Targets: one finite score or more.
+Targets = Annotated[list[Finite], bool, "non-empty list[finite float]"]
+
+
 def conforms(value: Any, kind: Any) -> bool:
     """Whether a value read from JSON is of ``kind``.
 
     :param value: the value as :func:`json.loads` returns it.
     :param kind: ``bool``, ``int`` (a whole number, also written as a float), ``float`` (any number; JSON's
         ``NaN``/``Infinity`` included), ``str``, a path (a string), ``dict``/``dict[str, K]``, ``list[K]`` or
-        ``tuple[K, ...]`` (a JSON list), ``Literal[...]``, ``Any``, or a union such as ``K | None`` (``None``: null).
+        ``tuple[K, ...]`` (a JSON list), ``Literal[...]``, ``Any``, a union such as ``K | None`` (``None``: null), or
+        ``Annotated[K, predicate, name]`` (a ``K`` for which ``predicate`` holds: :data:`Count`, :data:`Finite`).
     """
     origin, args = get_origin(kind), get_args(kind)
     if kind is Any:
         return True
+    if origin is Annotated:
+        return conforms(value, args[0]) and bool(kind.__metadata__[0](value))
     if kind is None or kind is type(None):
         return value is None
     if origin in (Union, types.UnionType):
@@ -80,7 +91,11 @@ def conforms(value: Any, kind: Any) -> bool:
 
 
 def kind_name(kind: Any) -> str:
-    """``kind`` as an error message names it (``list[float]``, ``int | None``)."""
+    """``kind`` as an error message names it (``list[float]``, ``int | None``, ``int >= 1``)."""
+    if get_origin(kind) is Annotated:
+        return kind.__metadata__[1]
+    if get_origin(kind) in (Union, types.UnionType):
+        return " | ".join("None" if k is type(None) else kind_name(k) for k in get_args(kind))
     return kind.__name__ if isinstance(kind, type) and not get_args(kind) else str(kind).replace("typing.", "")
 
 
@@ -108,37 +123,42 @@ def require(data: Any, path: PurePath | str, kinds: Mapping[str, Any], optional:
 SWEEP_FIELDS: dict[str, Any] = {
     "env": str,
     "backend": str,
-    "targets": list[float],
-    "window": int,
-    "n_envs": list[int],
-    "n_steps": int,
-    "n_steps_grid": list[int] | None,
-    "n_epochs": int,
-    "n_minibatches": int,
-    "minibatch_size": int | None,
-    "n_envs_ref": int,
-    "seeds": int,
+    "targets": Targets,
+    "window": Count,
+    "n_envs": list[Count],
+    "n_steps": Count,
+    "n_steps_grid": list[Count] | None,
+    "n_epochs": Count,
+    "n_minibatches": Count,
+    "minibatch_size": Count | None,
+    "n_envs_ref": Count,
+    "seeds": Count,
     "runs": list[str],
 }
 #: ``results.json`` of ``rl-gns analyze``: the sweep's settings and one entry per target.
 RESULTS_FIELDS: dict[str, Any] = {"settings": dict, "targets": list[dict]}
 #: An entry of ``results.json``'s ``targets``.
-TARGET_RESULT_FIELDS: dict[str, Any] = {"target": float, "fit": dict | None}
+TARGET_RESULT_FIELDS: dict[str, Any] = {"target": Finite, "fit": dict | None}
 #: ``probe.json`` (``rl-gns probe``): the branch point, and once the anchor has played, its score and the targets.
 PROBE_FIELDS: dict[str, Any] = {
     "source": str,
     "env_steps": int,
-    "window": int,
+    "window": Count,
     "first_seed": int | None,
     "steps": Literal["passage", "midpoint"] | None,
-    "start_score": float | None,
-    "start_score_sd": float | None,
-    "anchor_games": int | None,
-    "target": float | None,
-    "targets": list[float] | None,
+    "start_score": Finite | None,
+    "start_score_sd": Finite | None,
+    "anchor_games": Count | None,
+    "target": Finite | None,
+    "targets": Targets | None,
 }
 #: ``probe.json`` once the anchor has played (``start_score`` is set).
-PROBE_PLAYED_FIELDS: dict[str, Any] = {"start_score": float, "start_score_sd": float, "anchor_games": int, "target": float}
+PROBE_PLAYED_FIELDS: dict[str, Any] = {
+    "start_score": Finite,
+    "start_score_sd": Finite,
+    "anchor_games": Count,
+    "target": Finite,
+}
 #: ``probe_results.json`` (``rl-gns probe-report``): what ``validate-probes`` reads.
 PROBE_RESULTS_FIELDS: dict[str, Any] = {
     "target": float,
@@ -161,16 +181,16 @@ PROBE_FIT_FIELDS: dict[str, Any] = {
 #: A benchmark tier as ``bench.json`` records it: agent steps, envs, steps per env and seeds of every run.
 TIER_FIELDS: dict[str, Any] = {
     "description": str,
-    "total_steps": int,
-    "n_envs": int,
-    "n_steps": int,
-    "minibatch_size": int,
-    "n_epochs": int,
-    "seeds": int,
-    "every": int,
+    "total_steps": Count,
+    "n_envs": Count,
+    "n_steps": Count,
+    "minibatch_size": Count,
+    "n_epochs": Count,
+    "seeds": Count,
+    "every": Count,
 }
 #: A game of the game table as ``bench.json`` records it.
-GAME_FIELDS: dict[str, Any] = {"name": str, "target_score": float}
+GAME_FIELDS: dict[str, Any] = {"name": str, "target_score": Finite}
 #: ``bench.json`` (``rl-gns bench``).
 BENCH_FIELDS: dict[str, Any] = {
     "suite": str,

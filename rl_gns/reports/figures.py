@@ -87,11 +87,22 @@ def legend(ax: Axes, empty: str | None = None, **kwargs: Any) -> Axes:
     return ax
 
 
+class FigureError(ValueError):
+    """Data that matplotlib cannot lay out (values near the largest float); the message names the figure."""
+
+
 def save_figure(fig: plt.Figure, path: Path) -> Path:
-    """Lay out, save at print resolution and close a figure; return its path."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    """Lay out, save at print resolution and close a figure; return its path.
+
+    :raises FigureError: if the data cannot be laid out (nothing is written).
+    """
+    try:
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    except (ValueError, OverflowError) as error:
+        raise FigureError(f"cannot draw {path}: {error} (values too large to plot?)") from None
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -142,6 +142,9 @@ def test_a_probe_refuses_to_go_on_from_an_agent_replaced_since_it_started(source
     shutil.copy(copied / "snapshots" / "000000003008.zip", point.model)  # another agent under the same name
     with pytest.raises(ValueError, match="is not the agent this probe started from"):
         check(config)
+    (copied / "model.zip").unlink()  # a finished run committed without its agent
+    with pytest.raises(ValueError, match=r"the run finished but keeps no model\.zip; probe one of its snapshots with --at"):
+        branch_point(copied)
 
 
 def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refused(source, tmp_path):

@@ -267,3 +267,27 @@ def test_a_sweep_refuses_a_finished_run_that_trained_other_settings(tmp_path, ca
     stderr = capsys.readouterr().err
     assert stderr.count("\n") == 1 and f"{run} finished with other settings (clip_range, learning_rate)" in stderr
     assert {path: path.read_bytes() for path in (out / "specs").iterdir()} == specs
+
+
+@pytest.mark.parametrize(
+    ("args", "holds", "message"),
+    [
+        (["train", "--env", "BeamRider", "--backend", "ram"], "sweep", "holds a sweep (sweep.json), not a run"),
+        (
+            ["sweep", "--env", "BeamRider", "--targets", "100", "--n-envs", "2,4"],
+            "run",
+            "holds a run (config.json), not a sweep",
+        ),
+        (["bench"], "sweep", "holds a sweep (sweep.json), not a benchmark"),
+        (["scaling", "--env", "BeamRider", "--n-envs", "2"], "run", "holds a run (config.json), not a scaling measurement"),
+    ],
+    ids=["train into a sweep", "sweep into a run", "bench into a sweep", "scaling into a run"],
+)
+def test_a_directory_that_holds_another_kind_of_study_is_refused(tmp_path, capsys, args, holds, message):
+    source = RESULTS / "resume" / "beamrider_ram_sweep" if holds == "sweep" else RESULTS / "runs" / "beamrider_100k"
+    out = Path(shutil.copytree(source, tmp_path / "out"))
+    before = sorted(path.relative_to(out) for path in out.rglob("*"))
+    assert main([*args, "--out", str(out)]) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.count("\n") == 1 and f"--out {out} {message}: use another --out" in stderr, stderr
+    assert sorted(path.relative_to(out) for path in out.rglob("*")) == before

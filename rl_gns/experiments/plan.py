@@ -29,6 +29,7 @@ from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkp
 from rl_gns.records.lock import check_unlocked
 from rl_gns.records.logs import split_at
 from rl_gns.records.rundir import CONFIG, EPISODES, PROGRESS, STEP_KEY, RunDir
+from rl_gns.records.study import check_kind
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
 PIXEL_SAMPLE_BYTES = 4 * 84 * 84 * 4
@@ -310,6 +311,7 @@ def check_out(out: Path, overwrite: bool) -> None:
     if out == Path("."):
         raise ValueError("--out must name a run directory, not the current one")
     check_writable(out)
+    check_kind(out, "run")
     if out.is_dir():
         check_unlocked(out)
     if RunDir(out).is_started() and not overwrite:

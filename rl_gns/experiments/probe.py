@@ -52,6 +52,7 @@ from rl_gns.records.checkpoint import latest_checkpoint, sha256
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
 from rl_gns.records.schema import PROBE_FIELDS
+from rl_gns.records.study import check_kind
 
 #: Seeds of the anchors' envs start here, apart from the branches' seeds (0, 1, ...).
 ANCHOR_SEED = 1_000_000
@@ -88,6 +89,8 @@ def branch_point(source: Path, at: int | None = None) -> BranchPoint:
             raise ValueError(f"{source}: no snapshot at or past {at:,} agent steps; it keeps {held}")
         return BranchPoint(kept[later[0]], later[0], sha256(kept[later[0]]))
     if run.status() == "done":
+        if not run.file(MODEL).is_file():
+            raise ValueError(f"{source}: the run finished but keeps no {MODEL}; probe one of its snapshots with --at")
         return BranchPoint(run.file(MODEL), run.summary().env_steps, sha256(run.file(MODEL)))
     checkpoint = latest_checkpoint(source)
     if checkpoint is None:
@@ -313,6 +316,7 @@ def check(config: ProbeConfig) -> BranchPoint:
     directory = config.directory(point)
     settings = config.recorded()
     check_writable(directory)
+    check_kind(directory, "probe", shares=("sweep",))
     check_unlocked(directory)  # another probe writes it: say so, not that its anchor or a branch is taken
     check_same_settings(directory / PROBE, settings, ())
     check_runs([config.anchor_config(point)])

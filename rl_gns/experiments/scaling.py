@@ -33,6 +33,7 @@ from rl_gns.experiments.timing import env_steps_per_s, peak_rss_mib, time_phases
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import write_json
 from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, append_measurement, read_measurements
+from rl_gns.records.study import check_kind
 
 
 @dataclass
@@ -88,6 +89,7 @@ def check(config: ScalingConfig) -> None:
         if config.minibatch_size is not None and (n_envs * config.n_steps) % config.minibatch_size:
             raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size of n_envs {n_envs}")
     check_writable(config.out)
+    check_kind(config.out, "scaling measurement")
     check_unlocked(config.out)
     check_same_settings(config.out / SETTINGS, config.settings(), ())
 

@@ -26,6 +26,7 @@ from rl_gns.experiments.plan import check_writable, flag
 from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_runs, check_same_settings, connect, run_all
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import write_json
+from rl_gns.records.study import check_kind
 
 
 @dataclass
@@ -141,6 +142,7 @@ def check(config: SweepConfig) -> None:
         )
     config.check_execution()
     check_writable(config.out)
+    check_kind(config.out, "sweep", shares=("probe",))
     check_unlocked(config.out)  # another sweep writes it: say so, not that one of its runs is taken
     check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
     check_runs(config.runs().values())

@@ -55,6 +55,10 @@ PLOT = "training.png"
 MODEL = "model.zip"
 #: A probe directory's branch point (``rl-gns probe``).
 PROBE = "probe.json"
+#: A sweep's settings and runs (``rl-gns sweep``; a probe's branches).
+SWEEP = "sweep.json"
+#: A benchmark's tier and games (``rl-gns bench``).
+BENCH = "bench.json"
 #: A probe directory's anchor run: the branch point's agent at fixed parameters.
 ANCHOR = "anchor"
 #: A run's kept agents (``rl-gns train --snapshot-steps``), ``<agent steps, 12 digits>.zip``.

@@ -18,7 +18,7 @@ from rl_gns.experiments.config import TrainConfig, base_train_config
 from rl_gns.experiments.plan import check_writable
 from rl_gns.experiments.runner import ExecutionConfig, check_runs, check_same_settings, connect, run_all
 from rl_gns.records.lock import RunLock, check_unlocked
-from rl_gns.records.rundir import write_json
+from rl_gns.records.rundir import BENCH, write_json
 from rl_gns.records.study import check_kind
 from rl_gns.records.tables import load_games, load_suites
 
@@ -142,7 +142,7 @@ def check(config: BenchConfig) -> None:
     check_writable(config.out)
     check_kind(config.out, "benchmark")
     check_unlocked(config.out)  # another benchmark writes it: say so, not that one of its runs is taken
-    check_same_settings(config.out / "bench.json", record(config), SELECTION_FIELDS)
+    check_same_settings(config.out / BENCH, record(config), SELECTION_FIELDS)
     check_runs(runs(config, tier).values())
 
 
@@ -157,5 +157,5 @@ def bench(config: BenchConfig) -> dict[str, str]:
     with RunLock(config.out).acquire():
         check(config)  # again: another benchmark may have written the directory since
         (config.out / "runs").mkdir(parents=True, exist_ok=True)
-        write_json(config.out / "bench.json", record(config))
+        write_json(config.out / BENCH, record(config))
         return run_all(config.out, runs(config, load_tier(config)), config, label="bench")

@@ -25,7 +25,7 @@ from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings,
 from rl_gns.experiments.plan import check_writable, flag
 from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_runs, check_same_settings, connect, run_all
 from rl_gns.records.lock import RunLock, check_unlocked
-from rl_gns.records.rundir import write_json
+from rl_gns.records.rundir import SWEEP, write_json
 from rl_gns.records.study import check_kind
 
 
@@ -144,7 +144,7 @@ def check(config: SweepConfig) -> None:
     check_writable(config.out)
     check_kind(config.out, "sweep", shares=("probe",))
     check_unlocked(config.out)  # another sweep writes it: say so, not that one of its runs is taken
-    check_same_settings(config.out / "sweep.json", to_json(config), EXECUTION_FIELDS)
+    check_same_settings(config.out / SWEEP, to_json(config), EXECUTION_FIELDS)
     check_runs(config.runs().values())
 
 
@@ -160,6 +160,6 @@ def sweep(config: SweepConfig) -> dict[str, str]:
         check(config)  # again: another sweep may have written the directory since
         specs = config.runs()
         (config.out / "runs").mkdir(parents=True, exist_ok=True)
-        if not (config.out / "sweep.json").exists():  # a rerun (its settings checked equal) leaves the record as it was
-            write_json(config.out / "sweep.json", {**to_json(config), "runs": sorted(specs)})
+        if not (config.out / SWEEP).exists():  # a rerun (its settings checked equal) leaves the record as it was
+            write_json(config.out / SWEEP, {**to_json(config), "runs": sorted(specs)})
         return run_all(config.out, specs, config, label="sweep")

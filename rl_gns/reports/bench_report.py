@@ -45,7 +45,7 @@ from rl_gns.core.names import LOSSES as MEASURED_LOSSES
 from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
-from rl_gns.records.rundir import RunDir, noise_sums, read_record, read_sweep_results, runs_under, write_json
+from rl_gns.records.rundir import BENCH, RunDir, noise_sums, read_record, read_sweep_results, runs_under, write_json
 from rl_gns.records.schema import BENCH_FIELDS, GAME_FIELDS, TIER_FIELDS, require
 from rl_gns.reports.figures import (
     DEFAULT_LOSS,
@@ -560,7 +560,7 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
 
 def report(config: BenchReportConfig) -> Path:
     """Write ``results.json``, ``report.md`` and the figure into the benchmark directory; return the report's path."""
-    path = config.bench_dir / "bench.json"
+    path = config.bench_dir / BENCH
     settings = read_record(path, BENCH_FIELDS)
     require(settings["tier"], f"{path}: tier", TIER_FIELDS)
     for game, entry in settings["games_table"].items():
@@ -611,7 +611,7 @@ def report(config: BenchReportConfig) -> Path:
 def check(config: BenchReportConfig) -> None:
     """Fail early (``ValueError``) if the directory is not a benchmark, or its finished runs measured no scheme in
     common."""
-    if not (config.bench_dir / "bench.json").exists():
+    if not (config.bench_dir / BENCH).exists():
         raise ValueError(f"{config.bench_dir} is not a benchmark directory (no bench.json)")
     report_scheme([run.config().gns_schemes for run in finished_runs(config.bench_dir)])
     for sweep_dir in config.sweeps:

@@ -27,7 +27,7 @@ from scipy.stats import spearmanr
 
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums
-from rl_gns.records.rundir import ANCHOR, RunDir, noise_sums, read_record, write_json
+from rl_gns.records.rundir import ANCHOR, PROBE, SWEEP, RunDir, noise_sums, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_FIT_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS, require
 from rl_gns.reports.figures import (
     Axes,
@@ -130,7 +130,7 @@ def load_probe(probe_dir: Path) -> ProbePair:
     if not results_path.exists():
         raise ValueError(f"{probe_dir}: no probe_results.json; run rl-gns probe-report {probe_dir} first")
     results = read_record(results_path, PROBE_RESULTS_FIELDS)
-    settings = read_record(probe_dir / "sweep.json", SWEEP_FIELDS)
+    settings = read_record(probe_dir / SWEEP, SWEEP_FIELDS)
     fit = None if results.get("fit") is None else require(results["fit"], f"{results_path}: fit", PROBE_FIT_FIELDS)
     identified = bool(fit and fit["identified"])
     candidates: dict[str, tuple[float, tuple[float, float] | None]] = {}
@@ -167,10 +167,10 @@ def probe_dirs(paths: tuple[Path, ...]) -> list[Path]:
     """The probe directories among ``paths`` and their children, in order."""
     found = []
     for path in paths:
-        if (path / "probe.json").exists():
+        if (path / PROBE).exists():
             found.append(path)
         elif path.is_dir():
-            found += sorted(p for p in path.iterdir() if (p / "probe.json").exists())
+            found += sorted(p for p in path.iterdir() if (p / PROBE).exists())
     return found
 
 
@@ -179,7 +179,7 @@ def retests_apart(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
     ``first_seed`` counts as the pair; the others are its retests."""
     by_point: dict[tuple[str, int], list[tuple[int, Path]]] = {}
     for d in dirs:
-        record = read_record(d / "probe.json", PROBE_FIELDS)
+        record = read_record(d / PROBE, PROBE_FIELDS)
         by_point.setdefault((record["source"], record["env_steps"]), []).append((int(record.get("first_seed", 0)), d))
     ordered = [sorted(probes) for probes in by_point.values()]
     return [probes[0][1] for probes in ordered], [d for probes in ordered for _, d in probes[1:]]

@@ -36,7 +36,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
-from rl_gns.records.rundir import RunDir, noise_sums, read_record, runs_under, write_json
+from rl_gns.records.rundir import PROBE, SWEEP, RunDir, noise_sums, read_record, runs_under, write_json
 from rl_gns.records.schema import SWEEP_FIELDS
 
 
@@ -429,7 +429,7 @@ def fit_intervals(
 
 def load_sweep(sweep_dir: Path) -> tuple[dict, list[RunRecord]]:
     """The sweep's settings and every run that has started."""
-    settings = read_record(sweep_dir / "sweep.json", SWEEP_FIELDS)
+    settings = read_record(sweep_dir / SWEEP, SWEEP_FIELDS)
     targets = [float(t) for t in settings["targets"]]
     runs = []
     for run_dir in runs_under(sweep_dir):
@@ -463,7 +463,7 @@ def analyze(config: AnalyzeConfig) -> tuple[dict, list[RunRecord], list[TargetRe
 
 def check(config: AnalyzeConfig) -> None:
     """Fail early (``ValueError``) if the directory is not a sweep."""
-    if not (config.sweep_dir / "sweep.json").exists():
+    if not (config.sweep_dir / SWEEP).exists():
         raise ValueError(f"{config.sweep_dir} is not a sweep directory (no sweep.json)")
-    if (config.sweep_dir / "probe.json").exists():  # its report.md is the probe report's
+    if (config.sweep_dir / PROBE).exists():  # its report.md is the probe report's
         raise ValueError(f"{config.sweep_dir} is a probe directory: rl-gns probe-report {config.sweep_dir} reports it")

@@ -15,11 +15,9 @@ from pathlib import Path
 
 from rl_gns.core.atari import resolve_game
 from rl_gns.experiments.config import TrainConfig, base_train_config
-from rl_gns.experiments.plan import check_writable
-from rl_gns.experiments.runner import ExecutionConfig, check_runs, check_same_settings, connect, run_all
-from rl_gns.records.lock import RunLock, check_unlocked
+from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_runs, connect, run_all
+from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import BENCH, write_json
-from rl_gns.records.study import check_kind
 from rl_gns.records.tables import load_games, load_suites
 
 #: Settings that select or execute runs without changing what a run trains: they may change on resume.
@@ -139,10 +137,7 @@ def check(config: BenchConfig) -> None:
     unknown = [game for game in tier.games if game not in games]
     if unknown:
         raise ValueError(f"suite {config.suite!r} names games missing from the game table: {unknown}")
-    check_writable(config.out)
-    check_kind(config.out, "benchmark")
-    check_unlocked(config.out)  # another benchmark writes it: say so, not that one of its runs is taken
-    check_same_settings(config.out / BENCH, record(config), SELECTION_FIELDS)
+    check_directory(config.out, "benchmark", record(config), SELECTION_FIELDS)
     check_runs(runs(config, tier).values())
 
 

@@ -44,15 +44,13 @@ from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
 from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, resolvable_improvement
 from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
-from rl_gns.experiments.plan import check_writable
-from rl_gns.experiments.runner import ExecutionConfig, check_runs, check_same_settings, connect, run_all
+from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_runs, connect, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint, sha256
-from rl_gns.records.lock import RunLock, check_unlocked
+from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
 from rl_gns.records.schema import PROBE_FIELDS
-from rl_gns.records.study import check_kind
 
 #: Seeds of the anchors' envs start here, apart from the branches' seeds (0, 1, ...).
 ANCHOR_SEED = 1_000_000
@@ -315,10 +313,7 @@ def check(config: ProbeConfig) -> BranchPoint:
     point = branch_point(config.source, config.at)
     directory = config.directory(point)
     settings = config.recorded()
-    check_writable(directory)
-    check_kind(directory, "probe", shares=("sweep",))
-    check_unlocked(directory)  # another probe writes it: say so, not that its anchor or a branch is taken
-    check_same_settings(directory / PROBE, settings, ())
+    check_directory(directory, "probe", settings, shares=("sweep",))
     check_runs([config.anchor_config(point)])
     record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
     if record.get("model_sha256", point.sha256) != point.sha256:  # probes before 2026-11-24 recorded no digest

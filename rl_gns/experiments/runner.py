@@ -36,11 +36,12 @@ from typing import Literal
 from tqdm import tqdm
 
 from rl_gns.experiments.config import TrainConfig, population_settings, to_json, training_settings
-from rl_gns.experiments.plan import EVERY_SETTING, plan_run
+from rl_gns.experiments.plan import EVERY_SETTING, check_writable, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS
 from rl_gns.records.lock import check_unlocked
 from rl_gns.records.rundir import ERROR, RunDir, read_record, write_json
+from rl_gns.records.study import MARKS, Kind, check_kind
 
 
 @dataclass
@@ -126,6 +127,23 @@ EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address", "ou
 START_STOP_S = 30.0
 #: A run is not started with less than this many wall seconds left before the deadline.
 MIN_SLICE_S = 60.0
+
+
+def check_directory(out: Path, kind: Kind, now: dict, ignore: tuple[str, ...] = (), shares: tuple[Kind, ...] = ()) -> None:
+    """Refuse an ``--out`` that a command cannot write as a ``kind`` of study, before it writes anything: a file on its
+    path or no permission to write, another kind of study there, another live writer, or a record of other settings.
+
+    :param out: the directory (it need not exist).
+    :param kind: what the command writes there; its record (:data:`~rl_gns.records.study.MARKS`) holds the settings.
+    :param now: the settings of this invocation, as JSON values.
+    :param ignore: keys that may differ from the record's (how runs execute, not what they train).
+    :param shares: kinds that live in the same directory (a probe's branches are a sweep in the probe's directory).
+    :raises ValueError: with the reason (:class:`~rl_gns.records.lock.RunLockedError` for another writer).
+    """
+    check_writable(out)
+    check_kind(out, kind, shares)
+    check_unlocked(out)  # another command of this kind writes it: say so, not that one of its runs is taken
+    check_same_settings(out / MARKS[kind], now, ignore)
 
 
 def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> None:

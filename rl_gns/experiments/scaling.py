@@ -27,13 +27,11 @@ from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
 from rl_gns.core.distributed import DataParallelPPO, gather_objects, rank_and_size
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.launch import join, launch
-from rl_gns.experiments.plan import check_writable
-from rl_gns.experiments.runner import check_same_settings
+from rl_gns.experiments.runner import check_directory
 from rl_gns.experiments.timing import env_steps_per_s, peak_rss_mib, time_phases
-from rl_gns.records.lock import RunLock, check_unlocked
+from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import write_json
 from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, append_measurement, read_measurements
-from rl_gns.records.study import check_kind
 
 
 @dataclass
@@ -88,10 +86,7 @@ def check(config: ScalingConfig) -> None:
             raise ValueError(f"n_minibatches {config.n_minibatches} must divide the rollout size of n_envs {n_envs}")
         if config.minibatch_size is not None and (n_envs * config.n_steps) % config.minibatch_size:
             raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size of n_envs {n_envs}")
-    check_writable(config.out)
-    check_kind(config.out, "scaling measurement")
-    check_unlocked(config.out)
-    check_same_settings(config.out / SETTINGS, config.settings(), ())
+    check_directory(config.out, "scaling measurement", config.settings())
 
 
 def measure_n_envs(config: ScalingConfig, n_envs: int) -> dict:

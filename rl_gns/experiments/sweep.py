@@ -22,11 +22,10 @@ from typing import Literal
 from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
-from rl_gns.experiments.plan import check_writable, flag
-from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_runs, check_same_settings, connect, run_all
-from rl_gns.records.lock import RunLock, check_unlocked
+from rl_gns.experiments.plan import flag
+from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_directory, check_runs, connect, run_all
+from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import SWEEP, write_json
-from rl_gns.records.study import check_kind
 
 
 @dataclass
@@ -141,10 +140,7 @@ def check(config: SweepConfig) -> None:
             "(to the 3 significant digits runs are named by); use a factor further from 1"
         )
     config.check_execution()
-    check_writable(config.out)
-    check_kind(config.out, "sweep", shares=("probe",))
-    check_unlocked(config.out)  # another sweep writes it: say so, not that one of its runs is taken
-    check_same_settings(config.out / SWEEP, to_json(config), EXECUTION_FIELDS)
+    check_directory(config.out, "sweep", to_json(config), EXECUTION_FIELDS, shares=("probe",))
     check_runs(config.runs().values())
 
 

@@ -150,7 +150,8 @@ def bench(config: BenchConfig) -> dict[str, str]:
     check(config)
     connect(config)  # a cluster that does not answer leaves nothing written
     with RunLock(config.out).acquire():
-        check(config)  # again: another benchmark may have written the directory since
+        # again, under the lock, what another command may have written since check(): the directory, not every run
+        check_directory(config.out, "benchmark", record(config), SELECTION_FIELDS)
         (config.out / "runs").mkdir(parents=True, exist_ok=True)
         write_json(config.out / BENCH, record(config))
         return run_all(config.out, runs(config, load_tier(config)), config, label="bench")

@@ -334,7 +334,8 @@ def probe(config: ProbeConfig) -> Path:
     connect(config)  # a cluster that does not answer leaves nothing written
     directory = config.directory(point)
     with RunLock(directory).acquire():
-        check(config)  # again: another probe may have written the directory since
+        # again, under the lock, what another command may have written since check(): the directory, not every run
+        check_directory(directory, "probe", config.recorded(), shares=("sweep",))
         return _probe(config, point, directory)
 
 

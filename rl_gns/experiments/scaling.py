@@ -143,7 +143,7 @@ def measure(config: ScalingConfig) -> list[dict]:
     """
     check(config)
     with RunLock(config.out).acquire():
-        check(config)  # again: another measurement may have written the directory since
+        check_directory(config.out, "scaling measurement", config.settings())  # again, under the lock
         return _measure(config)
 
 

@@ -153,7 +153,8 @@ def sweep(config: SweepConfig) -> dict[str, str]:
     check(config)
     connect(config)  # a cluster that does not answer leaves nothing written
     with RunLock(config.out).acquire():
-        check(config)  # again: another sweep may have written the directory since
+        # again, under the lock, what another command may have written since check(): the directory, not every run
+        check_directory(config.out, "sweep", to_json(config), EXECUTION_FIELDS, shares=("probe",))
         specs = config.runs()
         (config.out / "runs").mkdir(parents=True, exist_ok=True)
         if not (config.out / SWEEP).exists():  # a rerun (its settings checked equal) leaves the record as it was

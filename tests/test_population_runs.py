@@ -14,7 +14,7 @@ import torch as th
 
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.config import TrainConfig, to_json
-from rl_gns.experiments.runner import population_jobs
+from rl_gns.experiments.runner import balance, makespan, population_jobs
 from rl_gns.experiments.sweep import SweepConfig
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint, load_rng_states
 from rl_gns.records.rundir import read_csv, write_json
@@ -58,6 +58,26 @@ def test_a_sweep_groups_each_rollout_size_into_one_population():
     assert all(len({specs[name].n_envs for name in job}) == 1 for job in jobs)
     adaptive = {name: replace(spec, adaptive_r=2.0) for name, spec in specs.items()}
     assert all(len(job) == 1 for job in population_jobs(list(adaptive), adaptive))
+
+
+def test_makespan_hands_each_job_to_the_first_free_worker():
+    assert makespan([3, 3, 2, 2, 2], 2) == 7  # 3+2+2 and 3+2
+    assert makespan([5, 1, 1], 3) == 5
+    assert makespan([], 2) == 0
+
+
+def test_populations_are_halved_only_while_the_workers_finish_sooner():
+    config = SweepConfig(env="BeamRider", backend="ram", n_envs=(2, 4, 8, 16, 32), seeds=3, lr_points=2, engine="population")
+    specs = config.runs()
+    jobs = population_jobs(list(specs), specs)
+    balanced = balance(jobs, specs, 2)  # five populations of 6 on 2 workers: one halved, 15 runs' budgets each
+    assert sorted(len(job) for job in balanced) == [3, 3, 6, 6, 6, 6]
+    assert sorted(name for job in balanced for name in job) == sorted(specs)
+    assert [len(job) for job in balanced] == [6, 6, 6, 6, 3, 3]  # longest first
+    assert all(len({specs[name].n_envs for name in job}) == 1 for job in balanced)
+    assert sorted(len(job) for job in balance(jobs, specs, 5)) == [6] * 5  # one population per worker: kept whole
+    assert sorted(len(job) for job in balance(jobs, specs, 16)) == [1] * 10 + [2] * 10  # 16 workers all busy
+    assert balance(population_jobs(list(specs)[:12], specs), specs, 1) == population_jobs(list(specs)[:12], specs)
 
 
 def test_runs_that_differ_in_more_than_seed_and_learning_rate_are_refused(tmp_path):

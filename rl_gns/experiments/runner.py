@@ -18,6 +18,7 @@ rerunning the command goes on.
 from __future__ import annotations
 
 import ctypes
+import heapq
 import json
 import os
 import shutil
@@ -309,6 +310,56 @@ def population_jobs(names: list[str], specs: dict[str, TrainConfig]) -> list[lis
     return list(groups.values())
 
 
+def makespan(costs: Sequence[float], n_workers: int) -> float:
+    """When the last of ``n_workers`` workers finishes, each taking the next job in order as soon as it is free.
+
+    :param costs: the jobs' durations, in the order they are handed out (any unit).
+    :param n_workers: workers at once (≥ 1).
+    :return: the largest worker's total, in the unit of ``costs``.
+    """
+    loads = [0.0] * n_workers
+    for cost in costs:
+        heapq.heapreplace(loads, loads[0] + cost)
+    return max(loads)
+
+
+def balance(jobs: list[list[str]], specs: dict[str, TrainConfig], n_workers: int) -> list[list[str]]:
+    """The jobs in the order workers take them, longest first, with populations halved where that lets the workers
+    finish sooner: five equal populations on two workers leave one worker idle for a fifth of the sweep, four whole
+    ones and two halves do not; on sixteen workers the five are cut into sixteen or more pieces. A job's cost is its
+    runs' budgets in agent steps (runs stop earlier at their target). Each round halves the fewest of the largest
+    populations that shortens the longest worker's share the most, and rounds go on while one does.
+
+    :param jobs: runs grouped into jobs (:func:`population_jobs`, or one run each).
+    :param specs: the runs, by name.
+    :param n_workers: jobs at once.
+    """
+
+    def cost(job: list[str]) -> int:
+        return sum(specs[name].total_steps for name in job)
+
+    def ordered(jobs: list[list[str]]) -> list[list[str]]:
+        return sorted(jobs, key=cost, reverse=True)
+
+    def span(jobs: list[list[str]]) -> float:
+        return makespan([cost(job) for job in jobs], n_workers)
+
+    jobs = ordered(jobs)
+    while True:
+        splittable = [i for i, job in enumerate(jobs) if len(job) > 1]  # largest first
+        rounds = [
+            ordered(
+                [job for i, job in enumerate(jobs) if i not in splittable[:k]]
+                + [piece for i in splittable[:k] for piece in (jobs[i][: len(jobs[i]) // 2], jobs[i][len(jobs[i]) // 2 :])]
+            )
+            for k in range(1, len(splittable) + 1)
+        ]
+        best = min(rounds, key=span, default=jobs)  # the first of equals: the fewest halved
+        if span(best) >= span(jobs):
+            return jobs
+        jobs = best
+
+
 def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:
     """Run every unfinished run of ``specs``, each in its own process; return ``{run name: outcome}``: ``done``,
     ``skipped`` (finished before), ``failed``, and with ``execution.max_wall_minutes`` ``paused`` (stopped with a
@@ -344,7 +395,8 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     if todo:
         print(f"  {workload([specs[name] for name in todo], n_workers)}", flush=True)
 
-    jobs = population_jobs(todo, specs) if execution.engine == "population" else [[name] for name in todo]
+    grouped = population_jobs(todo, specs) if execution.engine == "population" else [[name] for name in todo]
+    jobs = balance(grouped, specs, n_workers)
 
     def paths(job: list[str]) -> tuple[list[Path], Path]:
         """A job's spec files and its log: a run's ``log.txt``, a population's ``specs/<first run>.population.log``."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import re
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, is_dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,12 @@ from rl_gns.core.distributed import rank_and_size
 from rl_gns.experiments import bench, population_train, probe, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, under_torchrun
-from rl_gns.experiments.plan import EVERY_SETTING
+from rl_gns.experiments.plan import EVERY_SETTING, flag
 from rl_gns.experiments.runner import RayAddressError, RunsFailedError, die_with_parent
 from rl_gns.experiments.signals import Interrupted
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
+from rl_gns.records.logs import OutputError
 from rl_gns.records.rundir import RunFileError, read_json
 from rl_gns.records.schema import RecordError
 from rl_gns.reports import (
@@ -85,6 +87,10 @@ def train_and_plot(start: Callable[[], Path]) -> Path:
     return run_dir
 
 
+#: What a spec file names: every setting of a run.
+SPEC_FIELDS = frozenset(f.name for f in fields(TrainConfig))
+
+
 @dataclass
 class RunSpecConfig:
     """Run training runs from spec files written by rl-gns sweep, probe or bench (what their worker processes do)."""
@@ -95,7 +101,22 @@ class RunSpecConfig:
     """Stop cleanly, with a checkpoint, before this many wall-clock minutes of training (the command's deadline)."""
 
     def train_configs(self) -> list[TrainConfig]:
-        return [replace(train_config_from_json(read_json(s), s), max_wall_minutes=self.max_wall_minutes) for s in self.specs]
+        """The runs the spec files name.
+
+        :raises RecordError: for a file that does not name exactly the settings of a run (``rl-gns train``'s).
+        """
+        configs = []
+        for path in self.specs:
+            data = read_json(path)
+            config = train_config_from_json(data, path)
+            if set(data) != SPEC_FIELDS:
+                unknown, missing = sorted(set(data) - SPEC_FIELDS), sorted(SPEC_FIELDS - set(data))
+                raise RecordError(
+                    f"{path}: not a spec file of this rl-gns (unknown: {', '.join(unknown) or 'none'}; "
+                    f"missing: {', '.join(missing) or 'none'})"
+                )
+            configs.append(replace(config, max_wall_minutes=self.max_wall_minutes))
+        return configs
 
 
 def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], object]:
@@ -159,12 +180,14 @@ def scaling_and_report(config: ScalingCommand) -> Path:
 
 
 def check_scaling(config: ScalingCommand) -> None:
+    """Everything the command will use, before it measures: the settings, then the report's inputs."""
+    options = {key: getattr(config, key) for key in ("sweep", "target", "noise_run", "devices")}
     if not config.report_only:
+        scaling_report.check_options(config)
         scaling.check(config)
     elif not (config.out / "measurements.jsonl").exists():
         raise ValueError(f"--report-only needs {config.out}/measurements.jsonl")
-    options = {key: getattr(config, key) for key in ("sweep", "target", "noise_run", "devices")}
-    if config.report_only:
+    else:
         scaling_report.check(scaling_report.ScalingReportConfig(**options, scaling_dir=config.out))
 
 
@@ -233,6 +256,7 @@ INPUT_ERRORS = (
     probe.TooFewGamesError,
     RayAddressError,
     FigureError,
+    OutputError,
 )
 
 
@@ -279,6 +303,39 @@ def parse(config_cls: type, args: list[str], prog: str) -> object:
     return config
 
 
+def numbers(config: object) -> Iterator[tuple[str, float]]:
+    """``(field name, number)`` for every number of a command's settings: fields, items of lists, nested settings."""
+    for f in fields(config):  # type: ignore[arg-type]
+        value = getattr(config, f.name)
+        if is_dataclass(value):
+            yield from numbers(value)
+            continue
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, int | float) and not isinstance(item, bool):
+                yield f.name, item
+
+
+def check_finite(config: object) -> None:
+    """Refuse, for every command at once, a float that no setting takes: ``nan`` or ``inf``.
+
+    :raises ValueError: naming the flag and the value.
+    """
+    for name, value in numbers(config):
+        if not math.isfinite(value):
+            raise ValueError(f"{flag(name)} must be a finite number, got {value}")
+
+
+def check_counts(config: object) -> None:
+    """Refuse, for every command at once, a negative integer: every integer setting counts something (steps, envs,
+    seeds, resamples). Run after the command's own checks, which say where a setting must be at least 1.
+
+    :raises ValueError: naming the flag and the value.
+    """
+    for name, value in numbers(config):
+        if isinstance(value, int) and value < 0:
+            raise ValueError(f"{flag(name)} must be >= 0, got {value}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse and run one command; anything else (no command, ``--help``, ``--version``, an unknown name) is answered by
     :func:`rl_gns.commands.main`. Returns the exit status (2 for bad settings or input)."""
@@ -289,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     config_cls, prepare = COMMANDS[name]
     try:
         config = parse(config_cls, argv[1:], f"rl-gns {name}")
+        check_finite(config)
         work = prepare(config, given_settings(argv[1:], type(config)))
+        check_counts(config)
     except (ValueError, FileExistsError, FileNotFoundError) as error:
         print(f"rl-gns {name}: error: {error}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ reader either uses what is whole or refuses with one line naming the file (exit 
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -16,8 +17,10 @@ import numpy as np
 import pytest
 
 from rl_gns.cli import main
+from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json
 from rl_gns.records.scaling_log import append_measurement, read_measurements
+from rl_gns.records.tables import SUITES_FILE, table_path
 from rl_gns.reports.adaptive_report import g2_resolution
 from rl_gns.reports.figures import FigureError, save_plot
 
@@ -207,6 +210,39 @@ def test_a_file_that_is_a_directory_is_one_line_naming_it(tmp_path, capsys, comm
     assert_refused(*rl_gns(capsys, command, directory), f"{directory / file} {message}")
 
 
+def test_a_fifo_in_place_of_a_file_is_one_line_not_a_wait(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    (sweep / "sweep.json").unlink()
+    os.mkfifo(sweep / "sweep.json")  # opened for reading, a FIFO waits for a writer that never comes
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{sweep / 'sweep.json'} is a FIFO or device, not a JSON file")
+
+
+@pytest.mark.parametrize(
+    ("command", "source", "output"),
+    [("plot", RUN, "training.png"), ("probe-report", PROBE, "report.md"), ("analyze", SWEEP, "results.json")],
+)
+def test_a_directory_where_a_report_writes_a_file_is_one_line(tmp_path, capsys, command, source, output):
+    directory = copy(source, tmp_path)
+    (directory / output).unlink(missing_ok=True)
+    (directory / output).mkdir()
+    assert_refused(*rl_gns(capsys, command, directory), f"cannot write {directory / output}: a directory is there")
+    assert (directory / output).is_dir() and not any((directory / output).iterdir())
+
+
+def test_games_out_of_order_are_one_line(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    episodes = sweep / "runs" / SMALLEST / "episodes.csv"
+    header, first, second, *rest = episodes.read_text().splitlines(keepends=True)
+    episodes.write_text("".join([header, second, first, *rest]))
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: its games' agent steps are not non-negative")
+
+
+def test_compare_adaptive_refuses_runs_that_are_not_adaptive(tmp_path, capsys):
+    fixed = copy(SWEEP, tmp_path)
+    assert rl_gns(capsys, "analyze", fixed)[0] == 0
+    assert_refused(*rl_gns(capsys, "compare-adaptive", fixed, "--fixed", fixed), "is not an adaptive run")
+
+
 @pytest.mark.parametrize(("command", "source"), [("analyze", SWEEP), ("probe-report", PROBE), ("bench-report", BENCH)])
 def test_runs_that_is_a_file_is_one_line(tmp_path, capsys, command, source):
     directory = copy(source, tmp_path)
@@ -235,6 +271,36 @@ def test_a_run_spec_of_the_wrong_kind_is_refused_before_anything_is_written(tmp_
     assert not (tmp_path / "run").exists()
 
 
+def test_a_run_spec_with_a_setting_rl_gns_does_not_know_is_refused(tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    settings = to_json(TrainConfig(env="Pong", backend="ram", out=tmp_path / "run"))
+    spec.write_text(json.dumps({**settings, "n_env": 4}))
+    assert_refused(*rl_gns(capsys, "run", spec), f"{spec}: not a spec file of this rl-gns (unknown: n_env; missing: none)")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (
+            lambda text: text.replace("[tiers.smoke]", "[tiers.smoke]\nbackend = 'ram'"),
+            "tiers.smoke: unknown field(s) backend",
+        ),
+        (lambda text: text.replace("n_envs = 4\n", "", 1), "tiers.smoke: no 'n_envs'"),
+        (lambda text: text.replace("total_steps = 512", "total_steps = '512'"), "tiers.smoke: 'total_steps' is '512'"),
+        (lambda text: text.replace("[tiers.", "[tier."), "no 'tiers'"),
+        (lambda text: text + "\n[[", "not valid TOML"),
+    ],
+    ids=["unknown field", "missing field", "string count", "no tiers", "torn"],
+)
+def test_a_bad_suites_table_is_one_line_before_anything_is_written(tmp_path, capsys, damage, message):
+    suites = tmp_path / "suites.toml"
+    suites.write_text(damage(table_path(SUITES_FILE).read_text()))
+    out = tmp_path / "bench"
+    assert_refused(*rl_gns(capsys, "bench", "--suite", "smoke", "--suite-file", suites, "--out", out), str(suites), message)
+    assert not out.exists()
+
+
 def test_a_scaling_measurement_cut_short_is_left_out_and_a_bad_one_is_one_line(tmp_path, capsys):
     scaling = copy(SCALING, tmp_path)
     log = scaling / "measurements.jsonl"
@@ -248,6 +314,8 @@ def test_a_scaling_measurement_cut_short_is_left_out_and_a_bad_one_is_one_line(t
     assert rl_gns(capsys, "scaling-report", scaling)[0] == 0
     log.write_text(whole.replace('"agent_steps_per_s": ', '"agent_steps_per_s": "fast", "was": ', 1))
     assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1: 'agent_steps_per_s' is 'fast'")
+    log.write_text(whole.replace('"n_envs": ', '"n_envs": 0, "was": ', 1))
+    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1: 'n_envs' is 0, not int >= 1")
     log.write_text("{not json\n" + whole)
     assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1 is not valid JSON")
 

@@ -81,6 +81,10 @@ def check(config: ScalingConfig) -> None:
         raise ValueError(f"--nproc must be positive integers, got {config.nproc}")
     if config.iterations < 1 or config.n_epochs < 1 or config.n_steps < 2:
         raise ValueError("iterations and n_epochs must be >= 1 and n_steps >= 2")
+    for name in ("n_minibatches", "minibatch_size", "env_agent_steps"):
+        value = getattr(config, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     for n_envs in config.n_envs:
         if config.minibatch_size is None and (n_envs * config.n_steps) % config.n_minibatches:
             raise ValueError(f"n_minibatches {config.n_minibatches} must divide the rollout size of n_envs {n_envs}")

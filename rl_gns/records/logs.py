@@ -51,10 +51,27 @@ def user_umask() -> int:
     return mask
 
 
+class OutputError(ValueError):
+    """A file cannot be written where its path points: something other than a file is there."""
+
+
+def check_output(path: Path) -> None:
+    """Refuse to write a file over something that is not a file (a directory, a FIFO, a device).
+
+    :raises OutputError: naming the path.
+    """
+    if path.exists() and not path.is_file():
+        raise OutputError(f"cannot write {path}: {'a directory' if path.is_dir() else 'something other than a file'} is there")
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` by ``text``: written to a temporary file beside it, flushed to disk, given the mode ``open``
     would give a new file (the user's umask), then renamed over it, so a kill at any instant leaves the old file or
-    the new one, never a torn one."""
+    the new one, never a torn one.
+
+    :raises OutputError: if something other than a file is at ``path``.
+    """
+    check_output(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", newline="") as f:

@@ -51,6 +51,8 @@ PROGRESS = "progress.csv"
 EPISODES = "episodes.csv"
 SUMMARY = "summary.json"
 ERROR = "error.txt"
+#: A run's output when a sweep or benchmark runs it in its own process.
+LOG = "log.txt"
 PLOT = "training.png"
 MODEL = "model.zip"
 #: A probe directory's branch point (``rl-gns probe``).
@@ -102,6 +104,17 @@ def cell_value(cell: str, path: Path, line: int) -> float:
         raise RunFileError(f"{path}: line {line}: {cell!r} is not a number") from None
 
 
+def check_regular(path: Path, kind: str) -> None:
+    """Refuse a path that exists but is not a regular file (a directory, a FIFO that would block a reader, a device).
+
+    :param path: the file to read.
+    :param kind: what it should be, for the message ("a JSON file").
+    :raises RunFileError: naming the path.
+    """
+    if path.exists() and not path.is_file():
+        raise RunFileError(f"{path} is {'a directory' if path.is_dir() else 'a FIFO or device'}, not {kind}")
+
+
 def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Columns of a CSV of numbers with a header (SB3's ``progress.csv``, ``episodes.csv``) as float arrays.
 
@@ -116,12 +129,11 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
         ``columns``, a row longer than the header, or a cell that is not a number.
     """
     path = Path(path)
+    check_regular(path, "a CSV file")
     try:
         header, rows = read_rows(path)
     except (UnicodeDecodeError, csv.Error) as error:
         raise RunFileError(f"{path}: not a CSV file ({error})") from error
-    except IsADirectoryError:
-        raise RunFileError(f"{path} is a directory, not a CSV file") from None
     numbers = []
     for line, row in enumerate(rows, start=2):
         if len(row) > len(header):
@@ -165,12 +177,11 @@ def read_json(path: Path) -> Any:
     """
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
+    check_regular(path, "a JSON file")
     try:
         return json.loads(path.read_text())
     except ValueError as error:  # json.JSONDecodeError, UnicodeDecodeError
         raise RunFileError(f"{path}: not valid JSON ({error})") from error
-    except IsADirectoryError:
-        raise RunFileError(f"{path} is a directory, not a JSON file") from None
 
 
 def read_record(path: Path, kinds: Mapping[str, Any]) -> dict[str, Any]:
@@ -259,8 +270,17 @@ class RunDir:
         return progress
 
     def episodes(self) -> dict[str, np.ndarray]:
-        """``episodes.csv`` columns, each ``(N,)`` for the ``N`` finished games (empty arrays before the first)."""
+        """``episodes.csv`` columns, each ``(N,)`` for the ``N`` finished games (empty arrays before the first).
+
+        :raises RunFileError: if the games' agent steps are not finite, non-negative and in the order the games
+            finished (an edited or foreign file).
+        """
         games = read_csv(self.file(EPISODES), EPISODE_FIELDS[:2])
+        steps = games.get("env_steps", np.array([]))
+        if not (np.all(np.isfinite(steps)) and np.all(steps >= 0) and np.all(np.diff(steps) >= 0)):
+            raise RunFileError(
+                f"{self.file(EPISODES)}: its games' agent steps are not non-negative numbers in the order they finished"
+            )
         return {key: games.get(key, np.array([])) for key in EPISODE_FIELDS}
 
     def env_steps(self, progress: dict[str, np.ndarray] | None = None) -> int:

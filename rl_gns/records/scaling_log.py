@@ -8,7 +8,7 @@ from typing import Any
 
 from rl_gns.records.logs import append_line, whole_lines, write_atomically
 from rl_gns.records.rundir import RunFileError, read_record
-from rl_gns.records.schema import require
+from rl_gns.records.schema import Count, NonNegative, Positive, require
 
 SETTINGS = "settings.json"
 MEASUREMENTS = "measurements.jsonl"
@@ -23,15 +23,15 @@ SETTINGS_FIELDS: dict[str, Any] = {
 }
 #: A line of ``measurements.jsonl``: one ``(n_envs, nproc)``, times in seconds, rates in agent steps per second.
 MEASUREMENT_FIELDS: dict[str, Any] = {
-    "n_envs": int,
-    "nproc": int | None,
-    "rollout_size": int,
-    "env_only_agent_steps_per_s": float,
-    "agent_steps_per_s": float,
-    "seconds_per_iteration": float,
-    "rollout_s_per_iteration": float,
-    "update_s_per_iteration": float,
-    "peak_rss_mib": float,
+    "n_envs": Count,
+    "nproc": Count | None,
+    "rollout_size": Count,
+    "env_only_agent_steps_per_s": Positive,
+    "agent_steps_per_s": Positive,
+    "seconds_per_iteration": Positive,
+    "rollout_s_per_iteration": NonNegative,
+    "update_s_per_iteration": NonNegative,
+    "peak_rss_mib": Positive,
 }
 
 

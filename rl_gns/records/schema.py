@@ -45,6 +45,10 @@ def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, def
 Count = Annotated[int, lambda value: value >= 1, "int >= 1"]
 #: A number that is not NaN or infinite (a score, a target).
 Finite = Annotated[float, math.isfinite, "finite float"]
+#: A finite number above 0 (a rate, a memory size).
+Positive = Annotated[float, lambda value: math.isfinite(value) and value > 0, "finite float > 0"]
+#: A finite number of 0 or more (a duration).
+NonNegative = Annotated[float, lambda value: math.isfinite(value) and value >= 0, "finite float >= 0"]
 #: Targets: one finite score or more.
 Targets = Annotated[list[Finite], bool, "non-empty list[finite float]"]
 

@@ -10,9 +10,33 @@ from __future__ import annotations
 import tomllib
 from importlib import resources
 from pathlib import Path
+from typing import Any
+
+from rl_gns.records.schema import Count, Finite, RecordError, require
 
 GAMES_FILE = "atari_games.toml"
 SUITES_FILE = "suites.toml"
+
+#: A game of the game table (its units in ``envs/atari_games.toml``).
+GAME_ENTRY: dict[str, Any] = {
+    "name": str,
+    "random_score": Finite,
+    "human_score": Finite,
+    "target_score": Finite,
+    "ppo_references": list[dict] | None,
+}
+#: A tier of the suites table (its units in ``envs/suites.toml``); a field that admits ``None`` may be left out.
+TIER_ENTRY: dict[str, Any] = {
+    "description": str | None,
+    "total_steps": Count,
+    "n_envs": Count,
+    "seeds": Count,
+    "every": Count,
+    "n_steps": Count | None,
+    "minibatch_size": Count | None,
+    "n_epochs": Count | None,
+    "games": list[str] | None,
+}
 
 
 def table_path(name: str) -> Path:
@@ -27,18 +51,49 @@ def read_table(path: Path | None, name: str) -> dict:
     """Parse a TOML table: ``path`` if given, else the shipped table ``name``.
 
     :raises FileNotFoundError: naming the missing file.
+    :raises RecordError: for a path that is not a file, or a file that is not TOML.
     """
     path = table_path(name) if path is None else path
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
-    return tomllib.loads(path.read_text())
+    if not path.is_file():
+        raise RecordError(f"{path} is not a file")
+    try:
+        return tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise RecordError(f"{path}: not valid TOML ({error})") from error
+
+
+def require_entries(table: dict, path: Path, name: str, kinds: dict[str, Any]) -> dict[str, dict]:
+    """``table[name]``, a table of entries each with the fields ``kinds`` and no other.
+
+    :raises RecordError: naming the file, the entry and the field.
+    """
+    entries = require(table, path, {name: dict[str, dict]})[name]
+    for key, entry in entries.items():
+        where = f"{path}: {name}.{key}"
+        require(entry, where, kinds)
+        unknown = sorted(set(entry) - set(kinds))
+        if unknown:
+            raise RecordError(f"{where}: unknown field(s) {', '.join(unknown)} (known: {', '.join(kinds)})")
+    return entries
 
 
 def load_games(path: Path | None = None) -> dict[str, dict]:
-    """The game table, ``{ale-py ROM id: entry}`` (random, human and published PPO scores, target score)."""
-    return read_table(path, GAMES_FILE)["games"]
+    """The game table, ``{ale-py ROM id: entry}`` (random, human and published PPO scores, target score).
+
+    :raises RecordError: for a table without ``games`` or an entry without one of :data:`GAME_ENTRY`'s fields.
+    """
+    path = table_path(GAMES_FILE) if path is None else path
+    return require_entries(read_table(path, GAMES_FILE), path, "games", GAME_ENTRY)
 
 
 def load_suites(path: Path | None = None) -> dict:
-    """The benchmark tiers (``tiers``) and the paper's Atari ranges (``paper_ranges_frames``)."""
-    return read_table(path, SUITES_FILE)
+    """The benchmark tiers (``tiers``) and the paper's Atari ranges (``paper_ranges_frames``).
+
+    :raises RecordError: for a table without them, or a tier whose fields are not :data:`TIER_ENTRY`'s.
+    """
+    path = table_path(SUITES_FILE) if path is None else path
+    suites = require(read_table(path, SUITES_FILE), path, {"paper_ranges_frames": dict[str, tuple[float, float]]})
+    require_entries(suites, path, "tiers", TIER_ENTRY)
+    return suites

@@ -26,7 +26,8 @@ import tyro
 from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.core.targets import first_reached
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, noise_columns, read_sweep_results, runs_under
+from rl_gns.records.logs import write_atomically
+from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, RunFileError, noise_columns, read_sweep_results, runs_under
 from rl_gns.reports.figures import Axes, colors, legend, relative, save_plot
 from rl_gns.reports.sweep_analysis import TargetResult
 from rl_gns.reports.sweep_report import plot_steps_vs_experience
@@ -102,20 +103,28 @@ class AdaptiveRun:
 
 
 def load_adaptive_run(run_dir: Path, targets: list[float], window: int) -> AdaptiveRun:
-    """Read one finished adaptive run directory (``config.json``, ``summary.json``, ``progress.csv``, ``episodes.csv``)."""
+    """Read one finished adaptive run directory (``config.json``, ``summary.json``, ``progress.csv``, ``episodes.csv``).
+
+    :raises RunFileError: for a run trained without ``--adaptive-r``, or one whose games end after its last
+        logged iteration.
+    """
     run_files = RunDir(run_dir)
     config, progress, episodes = run_files.config(), run_files.progress(), run_files.episodes()
+    if config.adaptive_r is None:
+        raise RunFileError(f"{run_dir} is not an adaptive run (trained without --adaptive-r)")
     n_envs_final = run_files.summary().n_envs_final or config.n_envs
     # a run stopped at its stop score ends inside an iteration that is never logged: count it whole, as analyze does
     n_envs_T = [*progress.get(N_ENVS_KEY, np.empty(0)).astype(int).tolist(), n_envs_final]
     last_T = run_files.env_steps(progress) + n_envs_final * config.n_steps  # from 0 if no row was logged
     total_timesteps_T = np.append(progress.get(STEP_KEY, np.empty(0)), last_T)
-    assert config.adaptive_r is not None, f"{run_dir} is not an adaptive run"
     run = AdaptiveRun(run_dir.name, config.adaptive_r, config.seed, n_envs_T)
     for target in targets:
         game = first_reached(episodes.get("env_steps", np.array([])), episodes.get("score", np.array([])), target, window)
         if game is not None:
-            run.reached[target] = steps_and_experience_logged(int(episodes["env_steps"][game]), total_timesteps_T)
+            try:
+                run.reached[target] = steps_and_experience_logged(int(episodes["env_steps"][game]), total_timesteps_T)
+            except ValueError as error:
+                raise RunFileError(f"{run_dir}: its progress.csv does not cover its episodes.csv ({error})") from error
     return run
 
 
@@ -197,7 +206,7 @@ def compare(config: CompareConfig) -> Path:
             lines.append(f"| {loss} | {resolution[0]:.0%} | {resolution[1]:.2f} |")
     lines += ["", "![steps vs experience](steps_vs_experience.png)"]
     path = config.adaptive_dir / "comparison.md"
-    path.write_text("\n".join(lines) + "\n")
+    write_atomically(path, "\n".join(lines) + "\n")
     return path
 
 

@@ -45,6 +45,7 @@ from rl_gns.core.names import LOSSES as MEASURED_LOSSES
 from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
+from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import BENCH, RunDir, noise_sums, read_record, read_sweep_results, runs_under, write_json
 from rl_gns.records.schema import BENCH_FIELDS, GAME_FIELDS, TIER_FIELDS, require
 from rl_gns.reports.figures import (
@@ -554,7 +555,7 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
     else:
         lines.append(f"No game has a final score yet (every run needs {DEFAULT_WINDOW} finished games).")
     path = bench_dir / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    write_atomically(path, "\n".join(lines) + "\n")
     return path
 
 

@@ -20,6 +20,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval
+from rl_gns.records.logs import check_output
 
 __all__ = [
     "DEFAULT_LOSS",
@@ -95,8 +96,10 @@ def save_figure(fig: plt.Figure, path: Path) -> Path:
     """Lay out, save at print resolution and close a figure; return its path.
 
     :raises FigureError: if the data cannot be laid out (nothing is written).
+    :raises OutputError: if something other than a file is at ``path``.
     """
     try:
+        check_output(path)
         fig.tight_layout()
         fig.savefig(path, dpi=120)
     except (ValueError, OverflowError) as error:

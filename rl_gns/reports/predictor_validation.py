@@ -25,6 +25,7 @@ import numpy as np
 import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import read_sweep_results, write_json
 from rl_gns.reports.figures import (
     LOSS_COLORS,
@@ -265,7 +266,7 @@ def validate(config: ValidationConfig) -> Path:
     if skipped:
         lines += ["", "Not admitted:", "", *(f"- {s}" for s in skipped)]
     path = config.out / "predictors.md"
-    path.write_text("\n".join(lines) + "\n")
+    write_atomically(path, "\n".join(lines) + "\n")
     return path
 
 

@@ -28,6 +28,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.targets import StepsMeasure
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
+from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, require
 from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
@@ -355,7 +356,7 @@ def report(config: ProbeReportConfig) -> Path:
         "",
     ])  # fmt: skip
     path = config.probe_dir / "report.md"
-    path.write_text(text)
+    write_atomically(path, text)
     return path
 
 

@@ -27,6 +27,7 @@ from scipy.stats import spearmanr
 
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import ANCHOR, PROBE, SWEEP, RunDir, noise_sums, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_FIT_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS, require
 from rl_gns.reports.figures import (
@@ -430,7 +431,7 @@ def validate(config: ProbeValidationConfig) -> Path:
         "",
     ])  # fmt: skip
     path = config.out / "probes.md"
-    path.write_text(text)
+    write_atomically(path, text)
     return path
 
 

@@ -25,6 +25,7 @@ from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.noise_scale import RatioInterval
 from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
 from rl_gns.core.tradeoff import TradeoffFit
+from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import RunDir, read_sweep_results
 from rl_gns.records.scaling_log import MEASUREMENTS, read_measurements, read_settings
 from rl_gns.reports.advise import run_advice
@@ -66,13 +67,19 @@ class ScalingReportConfig(ScalingReportOptions):
 
 
 def check(config: ScalingReportConfig) -> None:
-    """Fail early (``ValueError``) on missing inputs."""
+    """Fail early (``ValueError``) on missing inputs: the measurements (:func:`check_options` for the rest)."""
     one_process = [r for r in read_measurements(config.scaling_dir / MEASUREMENTS) if r.get("nproc", 1) == 1]
     if len(one_process) < 2:
         raise ValueError(
             f"{config.scaling_dir}/{MEASUREMENTS} needs at least 2 n_envs measured on one process (rl-gns scaling)"
         )
-    if min(config.devices) < 1:
+    check_options(config)
+
+
+def check_options(config: ScalingReportOptions) -> None:
+    """Fail early (``ValueError``) on what the report predicts with: the sweep and its target, the run whose noise
+    scale marks the critical n_envs, the device counts; ``rl-gns scaling`` checks them before it measures."""
+    if not config.devices or min(config.devices) < 1:
         raise ValueError(f"--devices must be positive, got {config.devices}")
     if config.sweep is not None:
         if not (config.sweep / "results.json").exists():
@@ -182,7 +189,7 @@ def report(config: ScalingReportConfig) -> Path:
         marks[label] = {"n_envs": envs, "loss": None, "default": False}
         result["prediction"] = prediction
     result["marks_n_envs"] = marks
-    (out / "scaling.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_atomically(out / "scaling.json", json.dumps(result, indent=2) + "\n")
     plot_scaling(result, out / "scaling.png")
     write_report(result, out / "report.md")
     return out / "report.md"
@@ -373,4 +380,4 @@ def write_report(result: dict, path: Path) -> None:
             walls = [prediction[f"wall_s_measured_n_envs_D{d}"][i] for d in prediction["wall_s"]]
             cells = " | ".join("—" if math.isnan(wall) else f"{wall / 3600:.2f}" for wall in walls)
             lines.append(f"| {row['n_envs']} | {cells} |")
-    path.write_text("\n".join(lines) + "\n")
+    write_atomically(path, "\n".join(lines) + "\n")

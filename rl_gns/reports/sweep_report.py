@@ -12,6 +12,7 @@ import numpy as np
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
+from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import (
     LOSS_COLORS,
@@ -330,5 +331,5 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
     if notes.exists():
         lines += ["", notes.read_text().strip()]
     path = sweep_dir / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    write_atomically(path, "\n".join(lines) + "\n")
     return path

@@ -159,6 +159,21 @@ def test_corrupted_checkpoints_fall_back_or_are_refused(tmp_path):
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
+def test_resume_refuses_logs_out_of_order_another_out_and_overwrite(tmp_path):
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
+    elsewhere = run_cli("train", "--resume", str(run), "--out", str(tmp_path / "other"))
+    assert elsewhere.returncode == 2 and "names another" in elsewhere.stderr and not (tmp_path / "other").exists()
+    replaced = run_cli("train", "--resume", str(run), "--overwrite")
+    assert replaced.returncode == 2 and "--overwrite would replace it" in replaced.stderr
+    progress = run / "progress.csv"
+    header, *rows = progress.read_text().splitlines(keepends=True)
+    progress.write_text("".join([header, *rows, *rows]))  # the rows again: a log pasted twice
+    tangled = run_cli("train", "--resume", str(run))
+    assert tangled.returncode == 2 and "not in the order of their agent steps" in tangled.stderr
+    assert progress.read_text() == "".join([header, *rows, *rows])
+
+
 def forge_state(checkpoint: Path, state: dict) -> None:
     """Rewrite a checkpoint's state.json and its manifest entry, as if a checkpoint had been written so."""
     (checkpoint / "state.json").write_text(json.dumps(state))

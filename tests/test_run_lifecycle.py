@@ -16,7 +16,7 @@ import pytest
 
 from rl_gns.cli import main
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
-from rl_gns.records.lock import RunLock
+from rl_gns.records.lock import LOCK, RunLock, RunLockedError, check_unlocked
 from rl_gns.records.logs import read_rows, user_umask
 
 pytestmark = pytest.mark.atari
@@ -176,7 +176,7 @@ def test_out_must_name_a_directory_and_a_sweep_refuses_nan_targets(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     assert main(["train", "--out", ""]) == 2 and "not the current one" in capsys.readouterr().err
     assert main(["sweep", "--targets", "nan", "--out", "sweep"]) == 2
-    assert "--targets must be finite numbers" in capsys.readouterr().err
+    assert "--targets must be a finite number, got nan" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -237,6 +237,32 @@ def test_config_json_is_written_only_once_the_run_can_start(tmp_path):
     assert read_rows(run / "episodes.csv")[0] == ["env_steps", "score", "length_frames", "wall_s"]
     for name in ("config.json", "progress.csv", "episodes.csv", "summary.json"):  # the user's umask, not 0600
         assert (run / name).stat().st_mode & 0o777 == 0o666 & ~user_umask(), name
+
+
+@pytest.mark.parametrize("kind", ["symlink", "directory", "fifo"])
+def test_a_lock_that_is_not_a_file_is_refused_and_left_alone(tmp_path, kind):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    {
+        "symlink": lambda: (run / LOCK).symlink_to(victim),
+        "directory": (run / LOCK).mkdir,
+        "fifo": lambda: os.mkfifo(run / LOCK),
+    }[kind]()
+    for take in (check_unlocked, lambda path: RunLock(path).acquire()):
+        with pytest.raises(RunLockedError, match="is not a lock file"):
+            take(run)
+    assert victim.read_text() == "keep me\n"
+
+
+def test_train_refuses_a_directory_of_other_files(tmp_path, capsys):
+    out = tmp_path / "specs"
+    out.mkdir()
+    (out / "a.json").write_text("{}\n")
+    assert main(["train", "--env", "Pong", "--backend", "ram", "--out", str(out)]) == 2
+    assert "holds files and no run (config.json): a.json" in capsys.readouterr().err
+    assert [path.name for path in out.iterdir()] == ["a.json"]
 
 
 def test_a_directory_lock_is_shared_within_a_process_and_refused_to_another(tmp_path):

@@ -8,6 +8,7 @@ whole and the logs reaching it. Everything downstream takes the plan and derives
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Collection
@@ -26,9 +27,9 @@ from rl_gns.core.distributed import sizes_over_ranks
 from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_from_json, training_settings
 from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
-from rl_gns.records.lock import check_unlocked
+from rl_gns.records.lock import LOCK, check_unlocked
 from rl_gns.records.logs import split_at
-from rl_gns.records.rundir import CONFIG, EPISODES, PROGRESS, STEP_KEY, RunDir
+from rl_gns.records.rundir import CONFIG, EPISODES, LOG, PROGRESS, STEP_KEY, RunDir
 from rl_gns.records.study import check_kind
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
@@ -188,6 +189,10 @@ def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
         raise ValueError(f"--resume {run.path}: no run there (no config.json)")
     if run.status() == "done":
         raise ValueError(f"--resume {run.path}: the run is finished (summary.json)")
+    if "out" in given and config.out is not None and config.out.resolve() != run.path.resolve():
+        raise ValueError(f"--resume {run.path} goes on in the run's own directory; --out {config.out} names another")
+    if "overwrite" in given and config.overwrite:
+        raise ValueError(f"--resume {run.path} keeps what the run wrote; --overwrite would replace it")
     stored = train_config_from_json(run.config().settings, run.file(CONFIG))
     changed = [name for name in given if name not in RUN_CONTROL and getattr(config, name) != getattr(stored, name)]
     if changed:
@@ -224,16 +229,23 @@ def resumable_checkpoint(config: TrainConfig) -> Checkpoint:
 
 
 def check_logs_reach(run: RunDir, checkpoint: Checkpoint) -> None:
-    """Refuse to resume over a gap: each log must hold at least the rows it held when the checkpoint was written.
+    """Refuse to resume over a gap or a tangle: each log must hold at least the rows it held when the checkpoint was
+    written, in the order of their agent steps (one row per iteration in ``progress.csv``; games in the order they
+    ended in ``episodes.csv``).
 
-    :raises CheckpointError: naming the log that was cut or deleted.
+    :raises CheckpointError: naming the log that was cut, deleted, or whose rows were repeated or reordered.
     """
-    for name, step_key in ((PROGRESS, STEP_KEY), (EPISODES, "env_steps")):
+    for name, step_key, strictly in ((PROGRESS, STEP_KEY, True), (EPISODES, "env_steps", False)):
         expected = int(checkpoint.state["log_rows"][name])
         try:
-            _, kept, _ = split_at(run.file(name), step_key, checkpoint.env_steps)
+            header, kept, _ = split_at(run.file(name), step_key, checkpoint.env_steps)
         except ValueError as error:
             raise CheckpointError(f"--resume {run.path}: {name} is not a log of agent steps ({error})") from None
+        steps = [float(row[header.index(step_key)]) for row in kept]
+        if any(later < earlier or (strictly and later == earlier) for earlier, later in itertools.pairwise(steps)):
+            raise CheckpointError(
+                f"--resume {run.path}: {name}'s rows are not in the order of their agent steps (repeated or reordered)"
+            )
         if len(kept) < expected:
             raise CheckpointError(
                 f"--resume {run.path}: {name} holds {len(kept)} rows up to the checkpoint at {checkpoint.env_steps:,} agent "
@@ -314,6 +326,10 @@ def check_out(out: Path, overwrite: bool) -> None:
     check_kind(out, "run")
     if out.is_dir():
         check_unlocked(out)
+        foreign = sorted(path.name for path in out.iterdir() if path.name not in (LOCK, LOG))
+        if foreign and not RunDir(out).is_started():
+            listed = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise FileExistsError(f"{out} holds files and no run ({CONFIG}): {listed}; choose another --out")
     if RunDir(out).is_started() and not overwrite:
         raise FileExistsError(f"{out} already holds a run; pass --overwrite, --resume {out}, or another --out")
 

@@ -41,7 +41,7 @@ from rl_gns.experiments.plan import EVERY_SETTING, check_writable, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS
 from rl_gns.records.lock import check_unlocked
-from rl_gns.records.rundir import ERROR, RunDir, read_record, write_json
+from rl_gns.records.rundir import ERROR, LOG, RunDir, read_record, write_json
 from rl_gns.records.study import MARKS, Kind, check_kind
 
 
@@ -191,12 +191,17 @@ class RunsFailedError(RuntimeError):
     """Some runs of a sweep or benchmark failed (each has its ``error.txt``)."""
 
 
+def as_resume(spec: TrainConfig) -> TrainConfig:
+    """The spec that resumes the run of ``spec`` where it is (a spec that started it may replace one, ``overwrite``)."""
+    return replace(spec, resume=spec.out, overwrite=False)
+
+
 def resumable(spec: TrainConfig) -> bool:
     """Whether the run of ``spec`` has a checkpoint that this rl-gns can resume with ``spec``'s settings."""
     if spec.out is None or not (spec.out / CHECKPOINTS).is_dir():
         return False
     try:
-        plan_run(replace(spec, resume=spec.out), EVERY_SETTING)
+        plan_run(as_resume(spec), EVERY_SETTING)
     except (ValueError, FileNotFoundError):
         return False
     return True
@@ -378,7 +383,7 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     for name in todo:  # unfinished runs resume from their checkpoint, or restart from scratch
         spec, run = specs[name], run_dirs[name]
         if resumable(spec):
-            spec = replace(spec, resume=spec.out)
+            spec = as_resume(spec)
             run.file(ERROR).unlink(missing_ok=True)
             resumed.append(name)
         else:
@@ -400,7 +405,7 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
 
     def paths(job: list[str]) -> tuple[list[Path], Path]:
         """A job's spec files and its log: a run's ``log.txt``, a population's ``specs/<first run>.population.log``."""
-        log = run_dirs[job[0]].path / "log.txt" if len(job) == 1 else out / "specs" / f"{job[0]}.population.log"
+        log = run_dirs[job[0]].path / LOG if len(job) == 1 else out / "specs" / f"{job[0]}.population.log"
         return [out / "specs" / f"{name}.json" for name in job], log
 
     bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not todo)

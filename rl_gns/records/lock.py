@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from pathlib import Path
 
 LOCK = ".lock"
@@ -36,16 +37,37 @@ def _refusal(run_path: Path) -> RunLockedError:
     return RunLockedError(f"{run_path} is being written by {_holder(run_path / LOCK)}; wait for it to end or stop it first")
 
 
+def open_lock(path: Path, flags: int) -> int:
+    """Open a lock file without following a symbolic link or waiting on a FIFO; only a regular file is a lock.
+
+    :param path: ``<dir>/.lock``.
+    :param flags: ``os.open``'s flags (``O_RDONLY``; ``O_RDWR | O_CREAT``).
+    :return: the file descriptor.
+    :raises FileNotFoundError: if it does not exist (and ``flags`` does not create it).
+    :raises RunLockedError: if it is a link, a directory, a FIFO or a device: not a file that rl-gns wrote.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # ELOOP: a symbolic link; EISDIR: a directory
+        raise RunLockedError(f"{path} is not a lock file ({error.strerror}): remove it to write here") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunLockedError(f"{path} is not a lock file (not a regular file): remove it to write here")
+    return fd
+
+
 def check_unlocked(run_path: Path) -> None:
     """Refuse a directory that another live process is writing; writes nothing (a probe of the lock).
 
-    :raises RunLockedError: naming the process that holds it.
+    :raises RunLockedError: naming the process that holds it, or for a ``.lock`` that is not a lock file.
     """
     if os.path.realpath(run_path) in _HELD or not run_path.is_dir():  # a file or nothing: no one writes it
         return
     path = run_path / LOCK
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_lock(path, os.O_RDONLY)
     except FileNotFoundError:
         return
     try:
@@ -75,7 +97,7 @@ class RunLock:
         self.run_path.mkdir(parents=True, exist_ok=True)
         key = os.path.realpath(self.run_path)
         if key not in _HELD:
-            fd = os.open(self.run_path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_lock(self.run_path / LOCK, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -33,7 +33,7 @@ from rl_gns.experiments.signals import Interrupted
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
 from rl_gns.records.logs import OutputError
-from rl_gns.records.rundir import RunFileError, read_json
+from rl_gns.records.rundir import RunDir, RunFileError, read_json
 from rl_gns.records.schema import RecordError
 from rl_gns.reports import (
     adaptive_report,
@@ -124,7 +124,11 @@ def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], o
     sweep."""
     if os.environ.get("RL_GNS_WORKER"):
         die_with_parent()
-    plans = [train.plan_run(spec, EVERY_SETTING) for spec in config.train_configs()]
+    specs = config.train_configs()
+    finished = [str(spec.out) for spec in specs if spec.out is not None and RunDir(spec.out).status() == "done"]
+    if finished:  # a spec may replace a run it started (overwrite), never one that ended: its sweep counts it
+        raise FileExistsError(f"{', '.join(finished)}: finished (summary.json); the sweep that wrote the spec skips it")
+    plans = [train.plan_run(spec, EVERY_SETTING) for spec in specs]
     if len(plans) == 1:
         return partial(train.train, plans[0])
     population_train.check_population(plans)
@@ -136,6 +140,11 @@ def probe_and_report(config: probe.ProbeConfig) -> Path:
     if not probe_report.anchor_played(probe_dir):  # stopped at --max-wall-minutes: the same command goes on
         return probe_dir
     return probe_report.report(probe_report.ProbeReportConfig(probe_dir))
+
+
+def check_analyze(config: sweep_analysis.AnalyzeConfig) -> None:
+    sweep_analysis.check(config)
+    sweep_report.check_outputs(config.sweep_dir)
 
 
 def analyze(config: sweep_analysis.AnalyzeConfig) -> Path:
@@ -210,7 +219,7 @@ COMMANDS: dict[str, tuple[type, Prepare]] = {
     "sweep": (sweep.SweepConfig, checked(sweep.check, sweep.sweep)),
     "probe": (probe.ProbeConfig, checked(probe.check, probe_and_report)),
     "probe-report": (probe_report.ProbeReportConfig, checked(probe_report.check, probe_report.report)),
-    "analyze": (sweep_analysis.AnalyzeConfig, checked(sweep_analysis.check, analyze)),
+    "analyze": (sweep_analysis.AnalyzeConfig, checked(check_analyze, analyze)),
     "plot": (run_plot.PlotConfig, checked(run_plot.check, run_plot.plot_run)),
     "bench": (BenchCommand, checked(check_bench, bench_and_report)),
     "bench-report": (bench_report.BenchReportConfig, checked(bench_report.check, bench_report.report)),

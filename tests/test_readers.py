@@ -229,6 +229,33 @@ def test_a_directory_where_a_report_writes_a_file_is_one_line(tmp_path, capsys, 
     assert (directory / output).is_dir() and not any((directory / output).iterdir())
 
 
+def test_a_blocked_output_is_refused_before_any_output_is_written(tmp_path, capsys):
+    scaling = copy(SCALING, tmp_path)
+    (scaling / "scaling.png").unlink(missing_ok=True)
+    (scaling / "scaling.png").mkdir()
+    written = {path.name: path.stat().st_mtime_ns for path in scaling.iterdir()}
+    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"cannot write {scaling / 'scaling.png'}: a directory")
+    assert {path.name: path.stat().st_mtime_ns for path in scaling.iterdir()} == written
+
+
+def test_analyze_refuses_a_sweep_without_a_started_run(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    for run in (sweep / "runs").iterdir():
+        shutil.rmtree(run)
+    written = {path.name: path.stat().st_mtime_ns for path in sweep.iterdir()}
+    assert_refused(*rl_gns(capsys, "analyze", sweep), "holds no run that has started")
+    assert {path.name: path.stat().st_mtime_ns for path in sweep.iterdir()} == written
+
+
+def test_a_spec_of_a_finished_run_is_refused_and_the_run_kept(tmp_path, capsys):
+    run = copy(RUN, tmp_path)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(to_json(TrainConfig(env="BeamRider", backend="ram", out=run, overwrite=True))))
+    before = sorted(path.name for path in run.iterdir())
+    assert_refused(*rl_gns(capsys, "run", spec), f"{run}: finished (summary.json)")
+    assert sorted(path.name for path in run.iterdir()) == before
+
+
 def test_games_out_of_order_are_one_line(tmp_path, capsys):
     sweep = copy(SWEEP, tmp_path)
     episodes = sweep / "runs" / SMALLEST / "episodes.csv"

@@ -23,10 +23,13 @@ import torch as th
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from rl_gns.core.atari import make_atari_vec_env, resolve_game
+from rl_gns.core.batching import Batching
 from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
 from rl_gns.core.distributed import DataParallelPPO, gather_objects, rank_and_size
 from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.launch import join, launch
+from rl_gns.experiments.plan import check_memory
 from rl_gns.experiments.runner import check_directory
 from rl_gns.experiments.timing import env_steps_per_s, peak_rss_mib, time_phases
 from rl_gns.records.lock import RunLock
@@ -90,6 +93,8 @@ def check(config: ScalingConfig) -> None:
             raise ValueError(f"n_minibatches {config.n_minibatches} must divide the rollout size of n_envs {n_envs}")
         if config.minibatch_size is not None and (n_envs * config.n_steps) % config.minibatch_size:
             raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size of n_envs {n_envs}")
+    largest = max(config.n_envs)
+    check_memory(TrainConfig(env=config.env, backend="ale_vector"), Batching(largest, config.n_steps, 1))
     check_directory(config.out, "scaling measurement", config.settings())
 
 

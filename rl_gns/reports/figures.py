@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval
-from rl_gns.records.logs import check_output
+from rl_gns.records.logs import OutputError, check_output
 
 __all__ = [
     "DEFAULT_LOSS",
@@ -100,6 +100,10 @@ def save_figure(fig: plt.Figure, path: Path) -> Path:
     """
     try:
         check_output(path)
+    except OutputError:
+        plt.close(fig)
+        raise
+    try:
         fig.tight_layout()
         fig.savefig(path, dpi=120)
     except (ValueError, OverflowError) as error:
@@ -201,7 +205,8 @@ def intervals_so_far(g2_T: np.ndarray, trace_sigma_T: np.ndarray, points: int = 
 
 def log_limits(ax: Axes, margin: float = 10.0) -> tuple[float, float]:
     """Limits of a log axis ``margin`` times beyond the positive values of every line drawn (markers included);
-    the axis's own limits where nothing positive is drawn.
+    the axis's own limits where nothing positive is drawn, or one decade from 1 where those are not positive (an
+    empty panel: its legend says why).
 
     :param ax: the panel, with its lines drawn.
     :param margin: factor beyond the smallest and the largest value (10: a decade).
@@ -210,7 +215,7 @@ def log_limits(ax: Axes, margin: float = 10.0) -> tuple[float, float]:
     values = values[np.isfinite(values) & (values > 0)]
     if not len(values):
         bottom, top = ax.get_ylim()
-        return float(bottom), float(top)
+        return (float(bottom), float(top)) if bottom > 0 else (1.0, 10.0)
     return float(values.min() / margin), float(values.max() * margin)
 
 

@@ -25,7 +25,7 @@ from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.noise_scale import RatioInterval
 from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.logs import write_atomically
+from rl_gns.records.logs import check_output, write_atomically
 from rl_gns.records.rundir import RunDir, read_sweep_results
 from rl_gns.records.scaling_log import MEASUREMENTS, read_measurements, read_settings
 from rl_gns.reports.advise import run_advice
@@ -42,6 +42,9 @@ from rl_gns.reports.figures import (
     relative,
     save_figure,
 )
+
+#: What the report writes into the scaling directory: the fit and predictions, the figure, the report.
+OUTPUTS = ("scaling.json", "scaling.png", "report.md")
 
 
 @dataclass
@@ -68,6 +71,8 @@ class ScalingReportConfig(ScalingReportOptions):
 
 def check(config: ScalingReportConfig) -> None:
     """Fail early (``ValueError``) on missing inputs: the measurements (:func:`check_options` for the rest)."""
+    for name in OUTPUTS:
+        check_output(config.scaling_dir / name)
     one_process = [r for r in read_measurements(config.scaling_dir / MEASUREMENTS) if r.get("nproc", 1) == 1]
     if len(one_process) < 2:
         raise ValueError(
@@ -189,10 +194,11 @@ def report(config: ScalingReportConfig) -> Path:
         marks[label] = {"n_envs": envs, "loss": None, "default": False}
         result["prediction"] = prediction
     result["marks_n_envs"] = marks
-    write_atomically(out / "scaling.json", json.dumps(result, indent=2) + "\n")
-    plot_scaling(result, out / "scaling.png")
-    write_report(result, out / "report.md")
-    return out / "report.md"
+    result_json, figure, report_md = (out / name for name in OUTPUTS)
+    write_atomically(result_json, json.dumps(result, indent=2) + "\n")
+    plot_scaling(result, figure)
+    write_report(result, report_md)
+    return report_md
 
 
 def data_parallel(model: ThroughputModel, one_process: list[dict], ranks: list[dict]) -> list[dict]:

@@ -467,3 +467,5 @@ def check(config: AnalyzeConfig) -> None:
         raise ValueError(f"{config.sweep_dir} is not a sweep directory (no sweep.json)")
     if (config.sweep_dir / PROBE).exists():  # its report.md is the probe report's
         raise ValueError(f"{config.sweep_dir} is a probe directory: rl-gns probe-report {config.sweep_dir} reports it")
+    if not any(RunDir(path).is_started() for path in runs_under(config.sweep_dir)):
+        raise ValueError(f"{config.sweep_dir} holds no run that has started (no runs/*/config.json): nothing to analyse")

@@ -12,7 +12,7 @@ import numpy as np
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
-from rl_gns.records.logs import write_atomically
+from rl_gns.records.logs import check_output, write_atomically
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import (
     LOSS_COLORS,
@@ -244,14 +244,28 @@ def candidate_rows(results: list[TargetResult]) -> list[str]:
     return lines
 
 
+#: The figures the report draws, by name (``<name>.png`` in the sweep directory).
+FIGURES = ("steps_vs_experience", "wall_vs_experience", "noise_scale_by_size", "bcrit_predicted_vs_fitted")
+
+
+def check_outputs(sweep_dir: Path) -> None:
+    """Refuse, before anything is written, a sweep directory where a file of the analysis cannot be written.
+
+    :raises OutputError: naming the path.
+    """
+    for name in ("results.json", "report.md", *(f"{figure}.png" for figure in FIGURES)):
+        check_output(sweep_dir / name)
+
+
 def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results: list[TargetResult]) -> Path:
     """Write the figures and ``report.md`` into ``sweep_dir``; return the report's path."""
-    plots = {
-        "steps_vs_experience": (lambda ax: plot_steps_vs_experience(results, ax), (7, 5.5)),
-        "wall_vs_experience": (lambda ax: plot_wall_vs_experience(results, ax), (7, 4.5)),
-        "noise_scale_by_size": (lambda ax: plot_noise_scale_by_size(sweep_dir, runs, ax), (8.5, 4.5)),
-        "bcrit_predicted_vs_fitted": (lambda ax: plot_predicted_vs_fitted(results, ax), (12, 5.5)),
-    }
+    drawn = (
+        (lambda ax: plot_steps_vs_experience(results, ax), (7, 5.5)),
+        (lambda ax: plot_wall_vs_experience(results, ax), (7, 4.5)),
+        (lambda ax: plot_noise_scale_by_size(sweep_dir, runs, ax), (8.5, 4.5)),
+        (lambda ax: plot_predicted_vs_fitted(results, ax), (12, 5.5)),
+    )
+    plots = dict(zip(FIGURES, drawn, strict=True))
     figures = {name: save_plot(plot, sweep_dir / f"{name}.png", size).name for name, (plot, size) in plots.items()}
 
     m, n_steps, n_epochs = settings["n_minibatches"], settings["n_steps"], settings["n_epochs"]

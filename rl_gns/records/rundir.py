@@ -270,7 +270,8 @@ class RunDir:
         return progress
 
     def episodes(self) -> dict[str, np.ndarray]:
-        """``episodes.csv`` columns, each ``(N,)`` for the ``N`` finished games (empty arrays before the first).
+        """``episodes.csv`` columns, each ``(N,)`` for the ``N`` finished games (empty arrays before the first; NaN
+        in a column the file does not have).
 
         :raises RunFileError: if the games' agent steps are not finite, non-negative and in the order the games
             finished (an edited or foreign file).
@@ -281,7 +282,7 @@ class RunDir:
             raise RunFileError(
                 f"{self.file(EPISODES)}: its games' agent steps are not non-negative numbers in the order they finished"
             )
-        return {key: games.get(key, np.array([])) for key in EPISODE_FIELDS}
+        return {key: games.get(key, np.full(len(steps), np.nan)) for key in EPISODE_FIELDS}  # NaN: not recorded
 
     def env_steps(self, progress: dict[str, np.ndarray] | None = None) -> int:
         """Agent steps trained so far (the last logged row); 0 before the first."""

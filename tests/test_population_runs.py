@@ -14,7 +14,7 @@ import torch as th
 
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.config import TrainConfig, to_json
-from rl_gns.experiments.runner import balance, makespan, population_jobs
+from rl_gns.experiments.runner import as_resume, balance, makespan, population_jobs
 from rl_gns.experiments.sweep import SweepConfig
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint, load_rng_states
 from rl_gns.records.rundir import read_csv, write_json
@@ -58,6 +58,14 @@ def test_a_sweep_groups_each_rollout_size_into_one_population():
     assert all(len({specs[name].n_envs for name in job}) == 1 for job in jobs)
     adaptive = {name: replace(spec, adaptive_r=2.0) for name, spec in specs.items()}
     assert all(len(job) == 1 for job in population_jobs(list(adaptive), adaptive))
+
+
+def test_a_member_that_resumes_and_one_that_restarts_stay_one_population(tmp_path):
+    config = SweepConfig(env="BeamRider", backend="ram", n_envs=(2,), seeds=2, lr_points=1, engine="population")
+    specs = config.runs()
+    first, second = specs
+    mixed = {first: as_resume(specs[first]), second: specs[second]}  # one resumes, the other starts again
+    assert population_jobs(list(mixed), mixed) == [[first, second]]
 
 
 def test_makespan_hands_each_job_to_the_first_free_worker():

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rl_gns.cli import main
+from rl_gns.experiments.plan import check_out
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.lock import LOCK, RunLock, RunLockedError, check_unlocked
 from rl_gns.records.logs import read_rows, user_umask
@@ -263,6 +264,10 @@ def test_train_refuses_a_directory_of_other_files(tmp_path, capsys):
     assert main(["train", "--env", "Pong", "--backend", "ram", "--out", str(out)]) == 2
     assert "holds files and no run (config.json): a.json" in capsys.readouterr().err
     assert [path.name for path in out.iterdir()] == ["a.json"]
+    (out / "a.json").unlink()
+    for name in ("error.txt", "log.txt"):  # what a sweep leaves in a run that failed before it started
+        (out / name).write_text("killed\n")
+    check_out(out, overwrite=True)
 
 
 def test_a_directory_lock_is_shared_within_a_process_and_refused_to_another(tmp_path):

@@ -197,7 +197,7 @@ def training_settings(config: TrainConfig) -> dict[str, Any]:
 
 
 #: The settings in which the runs of one population (:mod:`rl_gns.experiments.population_train`) may differ.
-MEMBER_SETTINGS = ("seed", "learning_rate", "out", "resume")
+MEMBER_SETTINGS = ("seed", "learning_rate", "out", "resume", "overwrite")
 
 
 def population_settings(config: TrainConfig) -> dict[str, Any] | None:

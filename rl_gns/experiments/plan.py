@@ -29,7 +29,7 @@ from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from rl_gns.records.lock import LOCK, check_unlocked
 from rl_gns.records.logs import split_at
-from rl_gns.records.rundir import CONFIG, EPISODES, LOG, PROGRESS, STEP_KEY, RunDir
+from rl_gns.records.rundir import CONFIG, EPISODES, ERROR, LOG, PROGRESS, STEP_KEY, RunDir
 from rl_gns.records.study import check_kind
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
@@ -326,7 +326,7 @@ def check_out(out: Path, overwrite: bool) -> None:
     check_kind(out, "run")
     if out.is_dir():
         check_unlocked(out)
-        foreign = sorted(path.name for path in out.iterdir() if path.name not in (LOCK, LOG))
+        foreign = sorted(path.name for path in out.iterdir() if path.name not in (LOCK, LOG, ERROR))  # a sweep's
         if foreign and not RunDir(out).is_started():
             listed = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise FileExistsError(f"{out} holds files and no run ({CONFIG}): {listed}; choose another --out")

@@ -345,6 +345,11 @@ def check_counts(config: object) -> None:
             raise ValueError(f"{flag(name)} must be >= 0, got {value}")
 
 
+def one_line_text(error: BaseException) -> str:
+    """An error's message on one line: a line break inside it (a path may hold one) written as ``\\n``."""
+    return str(error).replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse and run one command; anything else (no command, ``--help``, ``--version``, an unknown name) is answered by
     :func:`rl_gns.commands.main`. Returns the exit status (2 for bad settings or input)."""
@@ -359,18 +364,18 @@ def main(argv: list[str] | None = None) -> int:
         work = prepare(config, given_settings(argv[1:], type(config)))
         check_counts(config)
     except (ValueError, FileExistsError, FileNotFoundError) as error:
-        print(f"rl-gns {name}: error: {error}", file=sys.stderr)
+        print(f"rl-gns {name}: error: {one_line_text(error)}", file=sys.stderr)
         return 2
     try:
         written = work()
     except INPUT_ERRORS as error:
-        print(f"rl-gns {name}: error: {error}", file=sys.stderr)
+        print(f"rl-gns {name}: error: {one_line_text(error)}", file=sys.stderr)
         return 2
     except Interrupted as stop:
-        print(f"rl-gns {name}: {stop}", file=sys.stderr)
+        print(f"rl-gns {name}: {one_line_text(stop)}", file=sys.stderr)
         return stop.exit_status
     except (RankFailedError, RunsFailedError, OSError) as error:
-        print(f"rl-gns {name}: error: {error}", file=sys.stderr)
+        print(f"rl-gns {name}: error: {one_line_text(error)}", file=sys.stderr)
         return 1
     if isinstance(written, Path):
         print(f"rl-gns {name}: wrote {written}", flush=True)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from rl_gns.cli import main
 from rl_gns.records.rundir import read_csv as read_progress
 
 pytestmark = pytest.mark.atari
@@ -207,3 +208,10 @@ def test_help_into_a_reader_that_closes_early_ends_without_a_traceback():
     cli = subprocess.Popen([*CLI, "probe", "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     cli.stdout.close()
     assert cli.wait(timeout=60) == 1 and cli.stderr.read() == b""
+
+
+def test_an_error_naming_a_path_with_a_line_break_stays_one_line(tmp_path, capsys):
+    path = tmp_path / "bad\nname"
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad\\nname is not a sweep directory" in err

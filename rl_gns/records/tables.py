@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rl_gns.records.rundir import check_regular
 from rl_gns.records.schema import Count, Finite, RecordError, require
 
 GAMES_FILE = "atari_games.toml"
@@ -51,13 +52,13 @@ def read_table(path: Path | None, name: str) -> dict:
     """Parse a TOML table: ``path`` if given, else the shipped table ``name``.
 
     :raises FileNotFoundError: naming the missing file.
-    :raises RecordError: for a path that is not a file, or a file that is not TOML.
+    :raises RunFileError: for a path that is not a regular file (:func:`~rl_gns.records.rundir.check_regular`).
+    :raises RecordError: for a file that is not TOML.
     """
     path = table_path(name) if path is None else path
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
-    if not path.is_file():
-        raise RecordError(f"{path} is not a file")
+    check_regular(path, "a TOML file")
     try:
         return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:

@@ -157,6 +157,7 @@ def test_a_second_sweep_is_refused_and_sigterm_to_a_sweep_stops_its_workers_with
         (["--device", "mps"], "no Apple GPU"),
         (["--torch-threads", "0"], "--torch-threads must be >= 1"),
         (["--seed", "-1"], "--seed must be in [0,"),
+        (["--total-steps", str(2**63 - 1)], "--total-steps must be at most 2,147,483,"),
         (["--clip-range", "-1"], "--clip-range must be > 0"),
         (["--sticky-actions", "2.0"], "--sticky-actions is a probability below 1"),
         (["--gae-lambda", "1.5"], "--gae-lambda must be in [0, 1]"),
@@ -178,6 +179,22 @@ def test_out_must_name_a_directory_and_a_sweep_refuses_nan_targets(tmp_path, mon
     assert main(["train", "--out", ""]) == 2 and "not the current one" in capsys.readouterr().err
     assert main(["sweep", "--targets", "nan", "--out", "sweep"]) == 2
     assert "--targets must be a finite number, got nan" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--first-seed", "-1"], "--first-seed and --seeds: the seeds -1..1 must lie in [0,"),
+        (["--first-seed", str(2**31 - 2)], "--first-seed and --seeds: the seeds 2147483646..2147483648"),
+        (["--budget-steps", str(2**63 - 1)], "--budget-steps must be at most 2,147,483,"),
+    ],
+)
+def test_a_sweep_names_its_own_flags_for_seeds_out_of_range(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--targets", "100", "--seeds", "3", *args, "--out", "sweep"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -42,6 +42,15 @@ EVERY_SETTING = tuple(f.name for f in fields(TrainConfig))
 MAX_SEED = 2**31 - 1
 
 
+def largest_seed(total_steps: int, n_envs: int) -> int:
+    """The largest seed a run may have: its env seeds run up to ``seed + total_steps + n_envs`` (:data:`MAX_SEED`).
+
+    :param total_steps: the run's budget in agent steps.
+    :param n_envs: its parallel envs.
+    """
+    return MAX_SEED - total_steps - n_envs
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """Everything a run needs, checked and derived once.
@@ -170,9 +179,12 @@ def check_values(config: TrainConfig) -> None:
         raise ValueError(f"--sticky-actions is a probability below 1, got {config.sticky_actions}")
     if not 0.0 <= config.gns_ema_beta < 1.0:
         raise ValueError(f"--gns-ema-beta must be in [0, 1), got {config.gns_ema_beta}")
-    largest_seed = MAX_SEED - config.total_steps - config.n_envs
-    if not 0 <= config.seed <= largest_seed:
-        raise ValueError(f"--seed must be in [0, {largest_seed:,}] for this budget, got {config.seed}")
+    if largest_seed(config.total_steps, config.n_envs) < 0:
+        raise ValueError(f"--total-steps must be at most {MAX_SEED - config.n_envs:,} agent steps, got {config.total_steps:,}")
+    if not 0 <= config.seed <= largest_seed(config.total_steps, config.n_envs):
+        raise ValueError(
+            f"--seed must be in [0, {largest_seed(config.total_steps, config.n_envs):,}] for this budget, got {config.seed}"
+        )
 
 
 def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:

@@ -22,7 +22,7 @@ from typing import Literal
 from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
-from rl_gns.experiments.plan import flag
+from rl_gns.experiments.plan import MAX_SEED, flag, largest_seed
 from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_directory, check_runs, connect, run_all
 from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import SWEEP, write_json
@@ -130,6 +130,15 @@ def check(config: SweepConfig) -> None:
     for name in ("n_envs_ref", "budget_steps"):
         if getattr(config, name) < 1:
             raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")
+    largest = largest_seed(config.budget_steps, max(config.n_envs))
+    if largest < 0:
+        most = MAX_SEED - max(config.n_envs)
+        raise ValueError(f"--budget-steps must be at most {most:,} agent steps, got {config.budget_steps:,}")
+    if config.first_seed < 0 or config.first_seed + config.seeds - 1 > largest:
+        raise ValueError(
+            f"--first-seed and --seeds: the seeds {config.first_seed}..{config.first_seed + config.seeds - 1} must lie in "
+            f"[0, {largest:,}] for this budget"
+        )
     for name in ("targets", "n_envs", "n_steps_grid"):
         values = getattr(config, name)
         if len(set(values)) < len(values):

@@ -47,14 +47,20 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings or input).
 
     Output piped into a reader that closes early (``rl-gns probe --help | head``) ends the command quietly, as other
-    command-line tools do, with status 1 and no traceback.
+    command-line tools do, with status 1 and no traceback. Ctrl-C where a command does not stop at a checkpoint of its
+    own (while it starts, or a second Ctrl-C) ends it in one line with status 130, as the shell reports SIGINT.
     """
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        return answer(sys.argv[1:] if argv is None else argv)
+        return answer(argv)
     except BrokenPipeError:
         # The reader is gone: point stdout at /dev/null so that the interpreter's final flush cannot raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:
+        name = f"rl-gns {argv[0]}" if argv[:1] and argv[0] in SUMMARIES else "rl-gns"
+        print(f"{name}: stopped by SIGINT before it could stop at a checkpoint; what it wrote is kept", file=sys.stderr)
+        return 130
 
 
 def answer(argv: list[str]) -> int:

@@ -2,8 +2,10 @@
 
 import dataclasses
 import json
+import signal
 import subprocess
 import sys
+import time
 import typing
 from pathlib import Path
 
@@ -215,3 +217,13 @@ def test_an_error_naming_a_path_with_a_line_break_stays_one_line(tmp_path, capsy
     assert main(["analyze", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad\\nname is not a sweep directory" in err
+
+
+def test_ctrl_c_while_a_command_starts_is_one_line_with_status_130(tmp_path):
+    # SIGINT half a second in lands while the library is imported, before any handler of the command's own.
+    cli = subprocess.Popen([*CLI, "train", "--out", str(tmp_path / "run")], stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    cli.send_signal(signal.SIGINT)
+    assert cli.wait(timeout=60) == 130
+    assert cli.stderr.read() == "rl-gns train: stopped by SIGINT before it could stop at a checkpoint; what it wrote is kept\n"
+    assert not (tmp_path / "run").exists()

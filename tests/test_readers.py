@@ -179,10 +179,14 @@ def edit_json(path: Path, change) -> Path:
         ("validate-probes", PROBE, "probe_results.json", lambda d: d["fit"].pop("e_min"), "fit: no 'e_min'"),
         ("bench-report", BENCH, "bench.json", lambda d: d.update(tier={}), "tier: no 'description'"),
         ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].pop("target_score"), "pong: no 'target"),
+        ("advise", RUN, "config.json", lambda d: d.update(gns_scheme=3), "'gns_scheme' is 3, not one of"),
+        ("advise", RUN, "config.json", lambda d: d.update(gns="no"), "'gns' is 'no', not bool"),
+        ("advise", RUN, "config.json", lambda d: d.update(nproc=0), "nproc 0 must be at least 1"),
     ],
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
         "probe sd", "probe window", "probe results", "probe fit", "bench tier", "bench game",
+        "config scheme", "config gns", "config nproc",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
@@ -192,6 +196,32 @@ def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
     path = edit_json(directory / file, change)
     out = ("--out", tmp_path / "validation") if command == "validate-probes" else ()
     assert_refused(*rl_gns(capsys, command, directory, *out), f"{path}", message)
+
+
+def test_json_nested_deeper_than_the_parser_goes_is_one_line(tmp_path, capsys):
+    run = copy(RUN, tmp_path)
+    (run / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert_refused(*rl_gns(capsys, "advise", run), f"{run / 'config.json'}: nested too deeply")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t["fit"].pop("e_min"), "targets[0]: fit: no 'e_min'"),
+        (lambda t: t["fit"].update(s_min="a"), "targets[0]: fit: 's_min' is 'a'"),
+        (lambda t: t.update(candidates="zzz"), "targets[0]: 'candidates' is 'zzz'"),
+        (lambda t: t["candidates"]["env_value"].update(value="x"), "candidates: env_value: 'value' is 'x'"),
+        (lambda t: t.update(rollout_size_K=t["rollout_size_K"][:-1]), "per-size lists differ in length"),
+        (lambda t: t.update(ci_b_crit=3), "'ci_b_crit' is 3"),
+    ],
+    ids=["fit without e_min", "fit of text", "candidates of text", "candidate of text", "lists differ", "interval"],
+)
+def test_every_reader_of_a_sweeps_results_checks_each_target_entry(tmp_path, capsys, change, message):
+    sweep = copy(RESULTS / "sweeps" / "beamrider_ram", tmp_path)
+    edit_json(sweep / "results.json", lambda d: change(d["targets"][0]))
+    out = tmp_path / "validation"
+    assert_refused(*rl_gns(capsys, "validate-predictors", sweep, "--out", out), message)
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

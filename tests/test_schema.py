@@ -104,3 +104,22 @@ def test_require_names_the_file_and_the_first_field_that_is_missing_or_of_the_wr
         require({"window": 0}, "f.json", {"window": Count})
     with pytest.raises(RecordError, match=r"^f.json: 'targets' is \[\], not non-empty list\[finite float\] \| None$"):
         require({"targets": []}, "f.json", {"targets": Targets | None})
+
+
+def test_require_reads_a_whole_number_written_as_a_float_as_an_int():
+    kinds = {"n": Count, "sizes": list[int], "ci": tuple[float, float] | None, "rows": dict[str, int], "lr": float}
+    read = require({"n": 2.0, "sizes": [64.0, 128], "ci": [1, 2.5], "rows": {"a": 3.0}, "lr": 1.0}, "f.json", kinds)
+    assert read == {"n": 2, "sizes": [64, 128], "ci": [1, 2.5], "rows": {"a": 3}, "lr": 1.0}
+    assert [type(v) for v in (read["n"], *read["sizes"], read["rows"]["a"], read["lr"])] == [int, int, int, int, float]
+
+
+def test_a_summary_whose_noise_scales_or_advice_are_of_the_wrong_kind_names_the_field():
+    summary = {"env_steps": 64, "b_simple_value_envs": 812.5, "b_simple_value_envs_run_average_ci95": [512.0, None]}
+    assert RunSummary.from_json(summary, "s.json").noise_scales[0].run_average_ci95 == (512.0, None)
+    for change, message in (
+        ({"b_simple_value_envs": "abc"}, "'b_simple_value_envs' is 'abc', not float | None"),
+        ({"b_simple_value_envs_run_average_ci95": [1, 2, 3]}, "'b_simple_value_envs_run_average_ci95' is \\[1, 2, 3\\]"),
+        ({"advice": "text"}, "'advice' is 'text', not dict | None"),
+    ):
+        with pytest.raises(RecordError, match=f"^s.json: {message}"):
+            RunSummary.from_json({**summary, **change}, "s.json")

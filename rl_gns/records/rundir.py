@@ -38,9 +38,12 @@ from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.logs import read_rows, write_atomically
 from rl_gns.records.schema import (
+    CANDIDATE_FIELDS,
     RESULTS_FIELDS,
     SWEEP_FIELDS,
     TARGET_RESULT_FIELDS,
+    TRADEOFF_FIT_FIELDS,
+    RecordError,
     RunConfig,
     RunSummary,
     require,
@@ -173,7 +176,8 @@ def read_json(path: Path) -> Any:
 
     :param path: the file.
     :raises FileNotFoundError: naming the file, if it is missing.
-    :raises RunFileError: naming the file, if it is not valid JSON (cut short, edited, or not text).
+    :raises RunFileError: naming the file, if it is not valid JSON (cut short, edited, or not text), or nests deeper
+        than the parser goes (no record of rl-gns nests more than a few levels).
     """
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
@@ -182,6 +186,8 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except ValueError as error:  # json.JSONDecodeError, UnicodeDecodeError
         raise RunFileError(f"{path}: not valid JSON ({error})") from error
+    except RecursionError as error:
+        raise RunFileError(f"{path}: nested too deeply to be a record of rl-gns") from error
 
 
 def read_record(path: Path, kinds: Mapping[str, Any]) -> dict[str, Any]:
@@ -201,10 +207,42 @@ def read_sweep_results(path: Path) -> dict[str, Any]:
     :raises RecordError: naming the file and field, if a field is missing or of the wrong kind.
     """
     results = read_record(path, RESULTS_FIELDS)
-    require(results["settings"], f"{path}: settings", SWEEP_FIELDS)
-    for i, entry in enumerate(results["targets"]):
-        require(entry, f"{path}: targets[{i}]", TARGET_RESULT_FIELDS)
+    results["settings"] = require(results["settings"], f"{path}: settings", SWEEP_FIELDS)
+    results["targets"] = [read_target_result(entry, f"{path}: targets[{i}]") for i, entry in enumerate(results["targets"])]
     return results
+
+
+def read_target_result(entry: Any, where: str) -> dict[str, Any]:
+    """One entry of ``results.json``'s ``targets``, checked: its fields, its fit and candidates, and one value per
+    rollout size in every per-size list.
+
+    :param entry: the entry as parsed.
+    :param where: the file and entry, named in errors.
+    :raises RecordError: naming the file, entry and field.
+    """
+    entry = require(entry, where, TARGET_RESULT_FIELDS)
+    if entry["fit"] is not None:
+        entry["fit"] = require(entry["fit"], f"{where}: fit", TRADEOFF_FIT_FIELDS)
+    entry["candidates"] = {
+        name: require(candidate, f"{where}: candidates: {name}", CANDIDATE_FIELDS)
+        for name, candidate in entry["candidates"].items()
+    }
+    sizes = len(entry["rollout_size_K"])
+    per_size = {
+        name: len(values)
+        for name, values in (
+            *((key, entry[key]) for key in TARGET_RESULT_FIELDS if key.endswith("_K")),
+            *(
+                (f"candidates: {name}: {key}", c[key])
+                for name, c in entry["candidates"].items()
+                for key in CANDIDATE_FIELDS
+                if key.endswith("_K")
+            ),
+        )
+    }
+    if any(length != sizes for length in per_size.values()):
+        raise RecordError(f"{where}: its per-size lists differ in length ({per_size})")
+    return entry
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def read_measurements(path: Path) -> list[dict]:
             continue
         try:
             row = json.loads(line)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # a line nested deeper than the parser goes, too
             raise RunFileError(f"{path}: line {number} is not valid JSON ({error})") from error
         rows.append(require(row, f"{path}: line {number}", MEASUREMENT_FIELDS))
     return sorted(rows, key=lambda row: row["n_envs"])

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from rl_gns.core.names import FREE_SCHEMES, LOSSES, SCHEMES
+from rl_gns.core.names import FREE_SCHEMES, LOSSES, SCHEMES, Scheme
 
 
 class RecordError(ValueError):
@@ -43,6 +43,8 @@ def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, def
 
 #: A whole number >= 1 (a count: envs, steps, seeds, games of a window).
 Count = Annotated[int, lambda value: value >= 1, "int >= 1"]
+#: A whole number >= 0 (agent steps so far, resumes).
+Whole = Annotated[int, lambda value: value >= 0, "int >= 0"]
 #: A number that is not NaN or infinite (a score, a target).
 Finite = Annotated[float, math.isfinite, "finite float"]
 #: A finite number above 0 (a rate, a memory size).
@@ -120,7 +122,26 @@ def require(data: Any, path: PurePath | str, kinds: Mapping[str, Any], optional:
             raise RecordError(f"{path}: no {key!r}")
         if key in data and not conforms(data[key], kind):
             raise RecordError(f"{path}: {key!r} is {data[key]!r}, not {kind_name(kind)}")
-    return data
+    return {**data, **{key: as_kind(data[key], kind) for key, kind in kinds.items() if key in data}}
+
+
+def as_kind(value: Any, kind: Any) -> Any:
+    """A value that :func:`conforms` to ``kind``, as the code reads it: a whole number written as a float (``2.0``)
+    becomes an ``int`` wherever ``kind`` wants one, in lists and dicts too; anything else is returned as it is."""
+    origin, args = get_origin(kind), get_args(kind)
+    if origin is Annotated:
+        return as_kind(value, args[0])
+    if origin in (Union, types.UnionType):
+        return next((as_kind(value, k) for k in args if conforms(value, k)), value)
+    if kind is int and isinstance(value, float):
+        return int(value)
+    if origin in (list, tuple) and args and isinstance(value, list):
+        if origin is tuple and args[-1] is not Ellipsis:
+            return [as_kind(v, k) for v, k in zip(value, args, strict=True)]
+        return [as_kind(v, args[0]) for v in value]
+    if origin is dict and args and isinstance(value, dict):
+        return {key: as_kind(v, args[1]) for key, v in value.items()}
+    return value
 
 
 #: ``sweep.json`` (``rl-gns sweep``; a probe's branches): the settings its readers use.
@@ -141,8 +162,37 @@ SWEEP_FIELDS: dict[str, Any] = {
 }
 #: ``results.json`` of ``rl-gns analyze``: the sweep's settings and one entry per target.
 RESULTS_FIELDS: dict[str, Any] = {"settings": dict, "targets": list[dict]}
-#: An entry of ``results.json``'s ``targets``.
-TARGET_RESULT_FIELDS: dict[str, Any] = {"target": Finite, "fit": dict | None}
+#: A 95 % interval: its low and high ends (the high end may be +inf: not resolved).
+Interval = tuple[float, float]
+#: An entry of ``results.json``'s ``targets``: the points per rollout size (equal lengths, ``_K``), the fit and the
+#: noise-scale candidates.
+TARGET_RESULT_FIELDS: dict[str, Any] = {
+    "target": Finite,
+    "rollout_size_K": list[Count],
+    "steps_K": list[float],
+    "experience_K": list[float],
+    "wall_s_K": list[float],
+    "best_lr_K": list[list[float]],
+    "seeds_reached_K": list[int],
+    "censored_sizes": list[int],
+    "fit": dict | None,
+    "ci_s_min": Interval | None,
+    "ci_e_min": Interval | None,
+    "ci_b_crit": Interval | None,
+    "b_crit": float | None,
+    "candidates": dict[str, dict],
+    "flags": list[str],
+    "not_identified": str | None,
+}
+#: The fit of an entry of ``results.json``'s ``targets`` (``TradeoffFit``).
+TRADEOFF_FIT_FIELDS: dict[str, Any] = {"s_min": Finite, "e_min": Finite, "rms_log_residual": float}
+#: A noise-scale candidate of an entry of ``results.json``'s ``targets``.
+CANDIDATE_FIELDS: dict[str, Any] = {
+    "value": float,
+    "ci": Interval | None,
+    "b_simple_K": list[float],
+    "n_measurements_K": list[int],
+}
 #: ``probe.json`` (``rl-gns probe``): the branch point, and once the anchor has played, its score and the targets.
 PROBE_FIELDS: dict[str, Any] = {
     "source": str,
@@ -264,20 +314,26 @@ class RunConfig:
         if not isinstance(data, dict):
             raise RecordError(f"{path}: not a run's config (a JSON object)")
         scheme = data.get("gns_scheme", "minibatch")  # runs before 2026-11-22 measured one scheme, named as a string
+        if not conforms(scheme, Scheme | list[Scheme]):
+            raise RecordError(f"{path}: 'gns_scheme' is {scheme!r}, not one of {SCHEMES} or a list of them")
         schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
-        sizes = {name: _field(data, name, int, path) for name in ("n_envs", "n_steps", "minibatch_size", "rollout_size")}
+        counts = ("n_envs", "n_steps", "minibatch_size", "rollout_size")
+        sizes = {name: _field(data, name, int, path) for name in counts}
         if min(sizes.values()) < 1 or sizes["rollout_size"] != sizes["n_envs"] * sizes["n_steps"]:
             raise RecordError(f"{path}: n_envs, n_steps and rollout_size do not describe one rollout ({sizes})")
+        n_epochs, nproc = _field(data, "n_epochs", int, path, 4), _field(data, "nproc", int, path, 1)
+        if min(n_epochs, nproc) < 1:
+            raise RecordError(f"{path}: n_epochs {n_epochs} and nproc {nproc} must be at least 1")
         return cls(
             game=_field(data, "game", str, path),
             **sizes,
-            n_epochs=_field(data, "n_epochs", int, path, 4),
-            nproc=_field(data, "nproc", int, path, 1),
+            n_epochs=n_epochs,
+            nproc=nproc,
             seed=_field(data, "seed", int, path, 0),
             learning_rate=_field(data, "learning_rate", float, path, math.nan),
             total_steps=_field(data, "total_steps", int, path, 0),
             backend=_field(data, "backend", str, path, "ale_vector"),
-            gns_schemes=schemes if data.get("gns", True) else (),
+            gns_schemes=schemes if _field(data, "gns", bool, path, True) else (),
             legacy_keys=isinstance(scheme, str),
             adaptive_r=_field(data, "adaptive_r", float, path, None),
             settings=data,
@@ -364,6 +420,17 @@ class RunSummary:
         """
         if not isinstance(data, dict):
             raise RecordError(f"{path}: not a run's summary (a JSON object)")
+        keys = [f"b_simple_{loss}_{scheme}" for scheme in (*SCHEMES, *FREE_SCHEMES) for loss in LOSSES]
+        require(
+            data,
+            path,
+            {
+                "advice": dict | None,
+                **{key: float | None for key in keys},
+                **{f"{key}_run_average": float | None for key in keys},
+                **{f"{key}_run_average_ci95": tuple[float | None, float | None] | None for key in keys},
+            },
+        )
         noise_scales = []
         for scheme in (*SCHEMES, *FREE_SCHEMES):
             for loss in LOSSES:

@@ -159,6 +159,48 @@ def test_corrupted_checkpoints_fall_back_or_are_refused(tmp_path):
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
+def rehash(checkpoint: Path, name: str) -> None:
+    """Record a checkpoint file's new checksum in its manifest, as if it had been written so."""
+    manifest = json.loads((checkpoint / MANIFEST).read_text())
+    manifest["files"][name] = sha256(checkpoint / name)
+    (checkpoint / MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_a_checkpoint_whose_files_match_their_checksums_but_do_not_read_is_not_resumed_from(tmp_path):
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
+    assert run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9").returncode == 0
+    newest, older = sorted((run / CHECKPOINTS).iterdir(), reverse=True)
+    state = json.loads((newest / "state.json").read_text())
+    for name, damage, message in (
+        ("model.zip", lambda path: path.write_bytes(path.read_bytes()[:1000]), "is not a zip file"),
+        ("rng.pkl", lambda path: path.write_text("garbage\n"), "rng.pkl cannot be read"),
+        ("state.json", lambda path: path.write_text(json.dumps({**state, "log_rows": None})), "'log_rows' is None"),
+        ("state.json", lambda path: path.write_text(json.dumps({**state, "n_envs": 0})), "'n_envs' is 0"),
+    ):
+        kept = (newest / name).read_bytes()
+        damage(newest / name)
+        rehash(newest, name)
+        with pytest.warns(UserWarning, match=message):
+            assert latest_checkpoint(run).path == older
+        (newest / name).write_bytes(kept)
+        rehash(newest, name)
+    assert latest_checkpoint(run).path == newest
+
+
+def test_resume_refuses_a_log_cell_that_is_not_a_number_before_training(tmp_path):
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
+    progress = run / "progress.csv"
+    header, first, *rest = progress.read_text().splitlines(keepends=True)
+    progress.write_text("".join([header, first.replace(",", ",x", 1), *rest]))
+    before = {path: path.stat().st_mtime_ns for path in run.rglob("*")}
+    refused = run_cli("train", "--resume", str(run))
+    assert refused.returncode == 2 and "is not a number" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert {path: path.stat().st_mtime_ns for path in run.rglob("*")} == before
+
+
 def test_resume_refuses_logs_out_of_order_another_out_and_overwrite(tmp_path):
     run = tmp_path / "run"
     assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0

@@ -29,7 +29,7 @@ from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from rl_gns.records.lock import LOCK, check_unlocked
 from rl_gns.records.logs import split_at
-from rl_gns.records.rundir import CONFIG, EPISODES, ERROR, LOG, PROGRESS, STEP_KEY, RunDir
+from rl_gns.records.rundir import CONFIG, EPISODES, ERROR, LOG, PROGRESS, STEP_KEY, RunDir, RunFileError, cell_value
 from rl_gns.records.study import check_kind
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
@@ -245,12 +245,20 @@ def check_logs_reach(run: RunDir, checkpoint: Checkpoint) -> None:
     written, in the order of their agent steps (one row per iteration in ``progress.csv``; games in the order they
     ended in ``episodes.csv``).
 
-    :raises CheckpointError: naming the log that was cut, deleted, or whose rows were repeated or reordered.
+    :raises CheckpointError: naming the log that was cut, deleted, or whose rows were repeated, reordered, or hold
+        a cell that is not a number (the readers of the finished run would refuse it).
     """
     for name, step_key, strictly in ((PROGRESS, STEP_KEY, True), (EPISODES, "env_steps", False)):
         expected = int(checkpoint.state["log_rows"][name])
         try:
             header, kept, _ = split_at(run.file(name), step_key, checkpoint.env_steps)
+            for line, row in enumerate(kept, start=2):
+                if len(row) > len(header):
+                    raise RunFileError(f"{run.file(name)}: line {line} has {len(row)} cells, the header {len(header)}")
+                for cell in row:
+                    cell_value(cell, run.file(name), line)
+        except RunFileError as error:
+            raise CheckpointError(f"--resume {run.path}: {error}") from None
         except ValueError as error:
             raise CheckpointError(f"--resume {run.path}: {name} is not a log of agent steps ({error})") from None
         steps = [float(row[header.index(step_key)]) for row in kept]

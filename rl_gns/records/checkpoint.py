@@ -27,6 +27,7 @@ import random
 import shutil
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,8 @@ from typing import Any
 
 import numpy as np
 import torch as th
+
+from rl_gns.records.schema import Count, NonNegative, Whole, require
 
 CHECKPOINTS = "checkpoints"
 #: Checkpoints kept per run (the newest ones); the older one is the fallback if the newest is corrupted.
@@ -43,6 +46,19 @@ FORMAT = 3
 MANIFEST = "manifest.json"
 #: The files of a checkpoint that the manifest covers.
 FILES = ("model.zip", "rng.pkl", "state.json")
+#: ``state.json``: what resuming reads of it (older checkpoints lack ``settings`` and ``rl_gns``).
+STATE_FIELDS: dict[str, Any] = {
+    "env_steps": Whole,
+    "n_envs": Count,
+    "wall_s": NonNegative,
+    "games_dropped": Whole,
+    "resumes": Whole,
+    "log_rows": dict[str, Whole],
+    "settings": dict | None,
+    "rl_gns": str | None,
+}
+#: What each rank's entry of ``rng.pkl`` holds (:func:`global_rng_state`).
+RNG_KEYS = frozenset({"torch", "numpy", "random"})
 
 
 class CheckpointError(ValueError):
@@ -151,14 +167,20 @@ def verify(path: Path) -> Checkpoint:
         for name, digest in manifest["files"].items():
             if sha256(path / name) != digest:
                 raise CheckpointError(f"checkpoint {path}: {name} does not match its checksum")
-        state = json.loads((path / "state.json").read_text())
-        if int(state["env_steps"]) != int(path.name):
+        state = require(json.loads((path / "state.json").read_text()), path / "state.json", STATE_FIELDS)
+        if state["env_steps"] != int(path.name):
             raise CheckpointError(f"checkpoint {path}: state.json says {state['env_steps']} agent steps")
+        with zipfile.ZipFile(path / "model.zip") as archive:
+            damaged = archive.testzip()
+        if damaged is not None:
+            raise CheckpointError(f"checkpoint {path}: model.zip's {damaged} is damaged")
+        checkpoint = Checkpoint(path, state)
+        load_rng_states(checkpoint)
     except CheckpointError:
         raise
-    except (OSError, ValueError, KeyError, AttributeError, TypeError) as error:
+    except (OSError, ValueError, KeyError, AttributeError, TypeError, RecursionError, zipfile.BadZipFile) as error:
         raise CheckpointError(f"checkpoint {path} is corrupted: {error}") from error
-    return Checkpoint(path, state)
+    return checkpoint
 
 
 def latest_checkpoint(run_path: Path) -> Checkpoint | None:
@@ -185,10 +207,18 @@ def latest_checkpoint(run_path: Path) -> Checkpoint | None:
 
 
 def load_rng_states(checkpoint: Checkpoint) -> list[dict[str, Any]]:
-    """The global RNG states of each rank saved with a verified checkpoint (our own pickle, checked against its
-    SHA-256)."""
-    with open(checkpoint.path / "rng.pkl", "rb") as f:
-        return pickle.load(f)  # written by write_checkpoint, checksum verified
+    """The global RNG states of each rank saved with a checkpoint (our own pickle, checked against its SHA-256).
+
+    :raises CheckpointError: if the file does not hold one state per rank (edited, and its checksum with it).
+    """
+    try:
+        with open(checkpoint.path / "rng.pkl", "rb") as f:
+            states = pickle.load(f)  # written by write_checkpoint, checksum verified
+    except Exception as error:  # unpickling bytes that are not a pickle can raise anything
+        raise CheckpointError(f"checkpoint {checkpoint.path}: rng.pkl cannot be read ({error!r})") from error
+    if not isinstance(states, list) or not states or not all(isinstance(s, dict) and s.keys() >= RNG_KEYS for s in states):
+        raise CheckpointError(f"checkpoint {checkpoint.path}: rng.pkl does not hold one RNG state per rank")
+    return states
 
 
 def remove_checkpoints(run_path: Path) -> None:

@@ -45,6 +45,11 @@ class Batching:
             )
         if self.n_envs % self.nproc:
             raise ValueError(f"--nproc {self.nproc} must divide --n-envs {self.n_envs}: each rank steps n_envs / nproc envs")
+        if self.minibatch_size < 2 * self.nproc:
+            raise ValueError(
+                f"a minibatch of {self.minibatch_size} samples over {self.nproc} rank(s) leaves fewer than 2 per rank: PPO "
+                "normalises the advantages over each minibatch; use fewer minibatches or a larger rollout"
+            )
 
     @classmethod
     def of_minibatch_size(cls, n_envs: int, n_steps: int, minibatch_size: int, nproc: int = 1) -> Batching:

@@ -164,6 +164,7 @@ def test_a_second_sweep_is_refused_and_sigterm_to_a_sweep_stops_its_workers_with
         (["--ent-coef", "-0.1"], "--ent-coef must be >= 0"),
         (["--n-envs", "100000"], "GiB free"),
         (["--minibatch-size", "300"], "--minibatch-size 300 must divide the rollout size 1024"),
+        (["--n-envs", "2", "--n-steps", "1", "--minibatch-size", "1"], "leaves fewer than 2 per rank"),
     ],
 )
 def test_bad_settings_are_refused_in_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys, args, message):

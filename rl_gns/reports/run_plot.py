@@ -107,13 +107,14 @@ def plot_run(config: PlotConfig) -> Path:
     run = RunDir(config.run_dir)
     settings = run.config()
     progress = run.logged_progress()
-    if not settings.measured_schemes:
-        fig, ax_score = plt.subplots(figsize=(7.5, 3.6))
-        plot_score(progress, ax_score)
-    else:
-        fig, (ax_score, ax_gns) = plt.subplots(2, 1, figsize=(7.5, 8), sharex=True, height_ratios=(2, 3))
-        plot_score(progress, ax_score)
-        plot_noise_scale(progress, settings, ax_gns)
-        ax_score.set_xlabel("")
+    with np.errstate(over="ignore", invalid="ignore"):  # values too large to plot: save_figure says so, in one line
+        if not settings.measured_schemes:
+            fig, ax_score = plt.subplots(figsize=(7.5, 3.6))
+            plot_score(progress, ax_score)
+        else:
+            fig, (ax_score, ax_gns) = plt.subplots(2, 1, figsize=(7.5, 8), sharex=True, height_ratios=(2, 3))
+            plot_score(progress, ax_score)
+            plot_noise_scale(progress, settings, ax_gns)
+            ax_score.set_xlabel("")
     fig.suptitle(f"{settings.game}: {settings.n_envs} envs × {settings.n_steps} steps")
     return save_figure(fig, run.file(PLOT))

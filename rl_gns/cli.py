@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         check_finite(config)
         work = prepare(config, given_settings(argv[1:], type(config)))
         check_counts(config)
-    except (ValueError, FileExistsError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # OSError: a path that cannot be looked at (too long, a loop, no access)
         print(f"rl-gns {name}: error: {one_line_text(error)}", file=sys.stderr)
         return 2
     try:

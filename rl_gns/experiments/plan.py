@@ -28,7 +28,7 @@ from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_fro
 from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from rl_gns.records.lock import LOCK, check_unlocked
-from rl_gns.records.logs import split_at
+from rl_gns.records.logs import check_path_name, split_at
 from rl_gns.records.rundir import CONFIG, EPISODES, ERROR, LOG, PROGRESS, STEP_KEY, RunDir, RunFileError, cell_value
 from rl_gns.records.study import check_kind
 
@@ -328,8 +328,9 @@ def check_memory(config: TrainConfig, batching: Batching) -> None:
 
 
 def check_writable(out: Path) -> None:
-    """Refuse an output directory that cannot be made or written: a file at ``out`` or on its path, or a directory
-    without write permission."""
+    """Refuse an output directory that cannot be made or written: a name that is not text or is longer than the file
+    system allows, a file at ``out`` or on its path, or a directory without write permission."""
+    check_path_name(out)
     existing = next(parent for parent in (out, *out.parents) if parent.exists() or parent == Path("."))
     if not existing.is_dir():
         where = f"--out {out}" if existing == out else f"--out {out}: {existing}"

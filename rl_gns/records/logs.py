@@ -52,16 +52,36 @@ def user_umask() -> int:
 
 
 class OutputError(ValueError):
-    """A file cannot be written where its path points: something other than a file is there."""
+    """A file cannot be written where its path points: something other than a file is there, its directory is not
+    writable, or no file can have that name."""
 
 
 def check_output(path: Path) -> None:
-    """Refuse to write a file over something that is not a file (a directory, a FIFO, a device).
+    """Refuse to write a file over something that is not a file (a directory, a FIFO, a device), or into a directory
+    this process may not write (permissions, a read-only file system).
 
     :raises OutputError: naming the path.
     """
     if path.exists() and not path.is_file():
         raise OutputError(f"cannot write {path}: {'a directory' if path.is_dir() else 'something other than a file'} is there")
+    if path.parent.is_dir() and not os.access(path.parent, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {path}: its directory is not writable (permissions, or a read-only file system)")
+
+
+def check_path_name(path: Path) -> None:
+    """Refuse a path that no file can have here: a name that is not UTF-8 text (the records name their paths in
+    JSON) or a part longer than the file system allows.
+
+    :raises OutputError: naming the path.
+    """
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise OutputError(f"{str(path).encode('utf-8', 'backslashreplace').decode()}: not a UTF-8 name") from None
+    longest = os.pathconf(".", "PC_NAME_MAX")  # the working directory's file system: a stat of a longer name fails
+    too_long = [len(os.fsencode(part)) for part in path.parts if len(os.fsencode(part)) > longest]
+    if too_long:
+        raise OutputError(f"{path}: a name of {too_long[0]:,} bytes, longer than this file system's {longest}")
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -179,6 +179,9 @@ def edit_json(path: Path, change) -> Path:
         ("validate-probes", PROBE, "probe_results.json", lambda d: d["fit"].pop("e_min"), "fit: no 'e_min'"),
         ("bench-report", BENCH, "bench.json", lambda d: d.update(tier={}), "tier: no 'description'"),
         ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].pop("target_score"), "pong: no 'target"),
+        ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(random_score="x"), "random_score"),
+        ("bench-report", BENCH, "bench.json", lambda d: d.update(paper_ranges_frames={"b_crit_start": [1000, 100]}),
+         "paper_ranges_frames: 'b_crit_start' is [1000, 100], not [low, high] with 0 < low <= high"),
         ("advise", RUN, "config.json", lambda d: d.update(gns_scheme=3), "'gns_scheme' is 3, not one of"),
         ("advise", RUN, "config.json", lambda d: d.update(gns="no"), "'gns' is 'no', not bool"),
         ("advise", RUN, "config.json", lambda d: d.update(nproc=0), "nproc 0 must be at least 1"),
@@ -186,7 +189,7 @@ def edit_json(path: Path, change) -> Path:
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
         "probe sd", "probe window", "probe results", "probe fit", "bench tier", "bench game",
-        "config scheme", "config gns", "config nproc",
+        "config scheme", "config gns", "config nproc", "bench random score", "bench ranges",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
@@ -328,6 +331,21 @@ def test_a_run_spec_of_the_wrong_kind_is_refused_before_anything_is_written(tmp_
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "--out", "d" * 300 + "/run"], "a name of 300 bytes, longer than this file system's"),
+        (["sweep", "--targets", "100", "--out", "bad\udcffname"], "bad\\udcffname: not a UTF-8 name"),
+        (["analyze", "d" * 300], "File name too long"),
+    ],
+    ids=["name too long", "not UTF-8", "reader's path too long"],
+)
+def test_a_path_no_file_can_have_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    assert_refused(*rl_gns(capsys, *args), message)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_run_spec_with_a_setting_rl_gns_does_not_know_is_refused(tmp_path, capsys):
     spec = tmp_path / "spec.json"
     settings = to_json(TrainConfig(env="Pong", backend="ram", out=tmp_path / "run"))
@@ -347,8 +365,10 @@ def test_a_run_spec_with_a_setting_rl_gns_does_not_know_is_refused(tmp_path, cap
         (lambda text: text.replace("total_steps = 512", "total_steps = '512'"), "tiers.smoke: 'total_steps' is '512'"),
         (lambda text: text.replace("[tiers.", "[tier."), "no 'tiers'"),
         (lambda text: text + "\n[[", "not valid TOML"),
+        (lambda text: "a = " + "[" * 5000 + "]" * 5000, "not valid TOML"),
+        (lambda text: text.replace("b_crit_start = [100, 1_000]", "b_crit_start = [1_000, 100]"), "'b_crit_start' is"),
     ],
-    ids=["unknown field", "missing field", "string count", "no tiers", "torn"],
+    ids=["unknown field", "missing field", "string count", "no tiers", "torn", "nested too deeply", "range inverted"],
 )
 def test_a_bad_suites_table_is_one_line_before_anything_is_written(tmp_path, capsys, damage, message):
     suites = tmp_path / "suites.toml"

@@ -243,8 +243,20 @@ TIER_FIELDS: dict[str, Any] = {
     "seeds": Count,
     "every": Count,
 }
-#: A game of the game table as ``bench.json`` records it.
-GAME_FIELDS: dict[str, Any] = {"name": str, "target_score": Finite}
+#: A game of the game table (``envs/atari_games.toml``, and ``bench.json``'s copy of it).
+GAME_FIELDS: dict[str, Any] = {
+    "name": str,
+    "random_score": Finite,
+    "human_score": Finite,
+    "target_score": Finite,
+    "ppo_references": list[dict] | None,
+}
+#: A range of the paper's: ``(low, high)``, ``0 < low <= high``.
+Range = Annotated[tuple[float, float], lambda value: 0 < value[0] <= value[1], "[low, high] with 0 < low <= high"]
+#: The paper's Atari ranges in frames that ``bench-report`` draws (``envs/suites.toml``, and ``bench.json``'s copy).
+PAPER_RANGES_FIELDS: dict[str, Any] = {
+    name: Range for name in ("b_crit_start", "b_crit_average", "b_simple_start", "b_simple_average")
+}
 #: ``bench.json`` (``rl-gns bench``).
 BENCH_FIELDS: dict[str, Any] = {
     "suite": str,
@@ -253,7 +265,7 @@ BENCH_FIELDS: dict[str, Any] = {
     "seeds": int | None,
     "tier": dict,
     "games_table": dict[str, dict],
-    "paper_ranges_frames": dict[str, tuple[float, float]],
+    "paper_ranges_frames": dict,
 }
 
 

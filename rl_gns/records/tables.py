@@ -13,19 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from rl_gns.records.rundir import check_regular
-from rl_gns.records.schema import Count, Finite, RecordError, require
+from rl_gns.records.schema import GAME_FIELDS, PAPER_RANGES_FIELDS, Count, RecordError, require
 
 GAMES_FILE = "atari_games.toml"
 SUITES_FILE = "suites.toml"
 
-#: A game of the game table (its units in ``envs/atari_games.toml``).
-GAME_ENTRY: dict[str, Any] = {
-    "name": str,
-    "random_score": Finite,
-    "human_score": Finite,
-    "target_score": Finite,
-    "ppo_references": list[dict] | None,
-}
 #: A tier of the suites table (its units in ``envs/suites.toml``); a field that admits ``None`` may be left out.
 TIER_ENTRY: dict[str, Any] = {
     "description": str | None,
@@ -61,7 +53,7 @@ def read_table(path: Path | None, name: str) -> dict:
     check_regular(path, "a TOML file")
     try:
         return tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise RecordError(f"{path}: not valid TOML ({error})") from error
 
 
@@ -83,10 +75,10 @@ def require_entries(table: dict, path: Path, name: str, kinds: dict[str, Any]) -
 def load_games(path: Path | None = None) -> dict[str, dict]:
     """The game table, ``{ale-py ROM id: entry}`` (random, human and published PPO scores, target score).
 
-    :raises RecordError: for a table without ``games`` or an entry without one of :data:`GAME_ENTRY`'s fields.
+    :raises RecordError: for a table without ``games`` or an entry without one of :data:`~rl_gns.records.schema.GAME_FIELDS`.
     """
     path = table_path(GAMES_FILE) if path is None else path
-    return require_entries(read_table(path, GAMES_FILE), path, "games", GAME_ENTRY)
+    return require_entries(read_table(path, GAMES_FILE), path, "games", GAME_FIELDS)
 
 
 def load_suites(path: Path | None = None) -> dict:
@@ -95,6 +87,7 @@ def load_suites(path: Path | None = None) -> dict:
     :raises RecordError: for a table without them, or a tier whose fields are not :data:`TIER_ENTRY`'s.
     """
     path = table_path(SUITES_FILE) if path is None else path
-    suites = require(read_table(path, SUITES_FILE), path, {"paper_ranges_frames": dict[str, tuple[float, float]]})
+    suites = require(read_table(path, SUITES_FILE), path, {"paper_ranges_frames": dict})
+    require(suites["paper_ranges_frames"], f"{path}: paper_ranges_frames", PAPER_RANGES_FIELDS)
     require_entries(suites, path, "tiers", TIER_ENTRY)
     return suites

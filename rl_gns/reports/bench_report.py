@@ -47,7 +47,7 @@ from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
 from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import BENCH, RunDir, noise_sums, read_record, read_sweep_results, runs_under, write_json
-from rl_gns.records.schema import BENCH_FIELDS, GAME_FIELDS, TIER_FIELDS, require
+from rl_gns.records.schema import BENCH_FIELDS, GAME_FIELDS, PAPER_RANGES_FIELDS, TIER_FIELDS, require
 from rl_gns.reports.figures import (
     DEFAULT_LOSS,
     DEFAULT_SCHEME,
@@ -564,6 +564,7 @@ def report(config: BenchReportConfig) -> Path:
     path = config.bench_dir / BENCH
     settings = read_record(path, BENCH_FIELDS)
     require(settings["tier"], f"{path}: tier", TIER_FIELDS)
+    require(settings["paper_ranges_frames"], f"{path}: paper_ranges_frames", PAPER_RANGES_FIELDS)
     for game, entry in settings["games_table"].items():
         require(entry, f"{path}: games_table: {game}", GAME_FIELDS)
     rng = np.random.default_rng(config.seed)

@@ -24,6 +24,7 @@ import tyro
 
 from rl_gns import commands
 from rl_gns.core.distributed import rank_and_size
+from rl_gns.core.ppo import TrainingDivergedError
 from rl_gns.experiments import bench, population_train, probe, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, under_torchrun
@@ -374,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as stop:
         print(f"rl-gns {name}: {one_line_text(stop)}", file=sys.stderr)
         return stop.exit_status
-    except (RankFailedError, RunsFailedError, OSError) as error:
+    except (RankFailedError, RunsFailedError, TrainingDivergedError, OSError) as error:
         print(f"rl-gns {name}: error: {one_line_text(error)}", file=sys.stderr)
         return 1
     if isinstance(written, Path):

@@ -227,3 +227,10 @@ def test_ctrl_c_while_a_command_starts_is_one_line_with_status_130(tmp_path):
     assert cli.wait(timeout=60) == 130
     assert cli.stderr.read() == "rl-gns train: stopped by SIGINT before it could stop at a checkpoint; what it wrote is kept\n"
     assert not (tmp_path / "run").exists()
+
+
+def test_training_that_diverges_ends_in_one_line_naming_the_settings(tmp_path):
+    tiny = ("--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32", "--total-steps", "256")
+    result = run_cli("train", *tiny, "--vf-coef", "1e300", "--out", str(tmp_path / "run"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1].startswith("rl-gns train: error: training diverged: the policy's parameters")

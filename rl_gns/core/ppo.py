@@ -123,6 +123,10 @@ DEFAULT_NOISE_SCALE = NoiseScaleConfig()
 DEFAULT_FALLBACK = NoiseScaleConfig(schemes=("minibatch",))
 
 
+class TrainingDivergedError(RuntimeError):
+    """An update left the policy's parameters NaN or infinite: no later iteration can train or act."""
+
+
 class NoiseScalePPO(PPO):
     """PPO (Stable-Baselines3) that logs the gradient noise scale ``B_simple`` under ``gns/``.
 
@@ -269,7 +273,11 @@ class NoiseScalePPO(PPO):
     def train(self) -> None:
         """Measure the noise scale (every ``noise_scale.every`` iterations), then run PPO's update."""
         self.before_update()
-        self._ppo_update()
+        try:
+            self._ppo_update()
+        except ValueError:  # SB3's distribution refuses NaN logits: a minibatch step made the parameters so
+            self.check_finite()
+            raise
         self.after_update()
 
     def before_update(self, measured: Measured | None = None, measured_s: float | None = None) -> None:
@@ -304,7 +312,11 @@ class NoiseScalePPO(PPO):
         return batches
 
     def after_update(self) -> None:
-        """What :meth:`train` does after PPO's update: the pre-clip gradient norms and the iteration's log row."""
+        """What :meth:`train` does after PPO's update: the pre-clip gradient norms and the iteration's log row.
+
+        :raises TrainingDivergedError: if the update left a parameter NaN or infinite (the next rollout could only fail).
+        """
+        self.check_finite()
         if self._gns_tap is not None:
             norms = self._gns_tap.pop()
             if norms:
@@ -315,6 +327,17 @@ class NoiseScalePPO(PPO):
             super().dump_logs(iteration)
             for key, value in update.items():  # as with PPO, the last update's values stay readable after learn()
                 self.logger.record(key, value)
+
+    def check_finite(self) -> None:
+        """Refuse to go on from parameters that are NaN or infinite.
+
+        :raises TrainingDivergedError: naming the agent step and the settings that keep training finite.
+        """
+        if not all(bool(th.isfinite(param).all()) for param in self.policy.parameters()):
+            raise TrainingDivergedError(
+                f"training diverged: the policy's parameters are not finite in the update at {self.num_timesteps:,} "
+                "agent steps; a smaller --learning-rate, --vf-coef or --ent-coef keeps them finite"
+            )
 
     def _measure_noise_scale(self, measured: Measured | None, measured_s: float | None) -> None:
         assert self.noise_scale is not None

@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tyro
 
 from rl_gns import commands
@@ -29,7 +30,7 @@ from rl_gns.experiments import bench, population_train, probe, scaling, sweep, t
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, under_torchrun
 from rl_gns.experiments.plan import EVERY_SETTING, flag
-from rl_gns.experiments.runner import RayAddressError, RunsFailedError, die_with_parent
+from rl_gns.experiments.runner import WORKER_OF, RayAddressError, RunsFailedError, die_with_parent
 from rl_gns.experiments.signals import Interrupted
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
@@ -123,8 +124,8 @@ class RunSpecConfig:
 def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], object]:
     """A spec names every setting of its run; several specs are one population; a worker of a sweep ends with the
     sweep."""
-    if os.environ.get("RL_GNS_WORKER"):
-        die_with_parent()
+    if os.environ.get(WORKER_OF, "").isdigit():
+        die_with_parent(int(os.environ[WORKER_OF]))
     specs = config.train_configs()
     finished = [str(spec.out) for spec in specs if spec.out is not None and RunDir(spec.out).status() == "done"]
     if finished:  # a spec may replace a run it started (overwrite), never one that ended: its sweep counts it
@@ -325,14 +326,20 @@ def numbers(config: object) -> Iterator[tuple[str, float]]:
                 yield f.name, item
 
 
+#: The largest float32: the losses and parameters are float32 tensors.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def check_finite(config: object) -> None:
-    """Refuse, for every command at once, a float that no setting takes: ``nan`` or ``inf``.
+    """Refuse, for every command at once, a float that no setting takes: ``nan``, ``inf``, or beyond float32's range.
 
     :raises ValueError: naming the flag and the value.
     """
     for name, value in numbers(config):
         if not math.isfinite(value):
             raise ValueError(f"{flag(name)} must be a finite number, got {value}")
+        if isinstance(value, float) and abs(value) > FLOAT32_MAX:  # torch computes in float32: it would overflow there
+            raise ValueError(f"{flag(name)} must lie within float32's range (±{FLOAT32_MAX:.1e}), got {value}")
 
 
 def check_counts(config: object) -> None:

@@ -340,3 +340,20 @@ def test_a_directory_that_holds_another_kind_of_study_is_refused(tmp_path, capsy
     stderr = capsys.readouterr().err
     assert stderr.count("\n") == 1 and f"--out {out} {message}: use another --out" in stderr, stderr
     assert sorted(path.relative_to(out) for path in out.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "--clip-range", "1e300"], "--clip-range must lie within float32's range"),
+        (["train", "--torch-threads", "100000"], "--torch-threads must be at most this machine's"),
+        (["analyze", ".", "--max-rms-log-residual", "-1"], "--max-rms-log-residual must be > 0"),
+    ],
+    ids=["float32 overflow", "threads", "threshold"],
+)
+def test_settings_beyond_what_can_run_are_refused_in_one_line(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    assert main([*args, *(["--out", "run"] if args[0] == "train" else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -171,6 +171,8 @@ def check_values(config: TrainConfig) -> None:
         value = getattr(config, name)
         if value is not None and value < 1:
             raise ValueError(f"{flag(name)} must be >= 1, got {value}")
+    if config.torch_threads is not None and config.torch_threads > (os.cpu_count() or 1):
+        raise ValueError(f"--torch-threads must be at most this machine's {os.cpu_count()} cores, got {config.torch_threads}")
     if not 0.0 < config.gamma <= 1.0:
         raise ValueError(f"--gamma must be in (0, 1], got {config.gamma}")
     if not 0.0 <= config.gae_lambda <= 1.0:

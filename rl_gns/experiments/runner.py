@@ -207,14 +207,21 @@ def resumable(spec: TrainConfig) -> bool:
     return True
 
 
-def die_with_parent() -> None:
+#: The environment variable that tells a worker the process id of the sweep that started it (:meth:`Workers.run`).
+WORKER_OF = "RL_GNS_WORKER"
+
+
+def die_with_parent(parent: int) -> None:
     """Ask the kernel to send this process SIGTERM when the process that started it ends (Linux; elsewhere nothing),
-    so that a worker never outlives its sweep, however the sweep ends."""
+    so that a worker never outlives its sweep, however the sweep ends.
+
+    :param parent: the sweep's process id, as it started this worker: a sweep that ended while the worker was still
+        importing (its parent is then another process) ends the worker at once.
+    """
     if not sys.platform.startswith("linux"):
         return
-    parent = os.getppid()
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
-    if os.getppid() != parent:  # the parent ended before the request was in place
+    if os.getppid() != parent:  # the sweep ended before the request was in place
         os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -232,7 +239,7 @@ class Workers:
         with open(log_path, "a") as log, self._lock:
             if self.stopping:
                 return None
-            env = {**os.environ, "PYTHONUNBUFFERED": "1", "RL_GNS_WORKER": "1"}
+            env = {**os.environ, "PYTHONUNBUFFERED": "1", WORKER_OF: str(os.getpid())}
             process = subprocess.Popen(command, stdout=log, stderr=log, env=env, start_new_session=True)
             self._running.add(process)
         try:

@@ -462,7 +462,9 @@ def analyze(config: AnalyzeConfig) -> tuple[dict, list[RunRecord], list[TargetRe
 
 
 def check(config: AnalyzeConfig) -> None:
-    """Fail early (``ValueError``) if the directory is not a sweep."""
+    """Fail early (``ValueError``) if the directory is not a sweep or a threshold is not one."""
+    if not config.max_rms_log_residual > 0:
+        raise ValueError(f"--max-rms-log-residual must be > 0, got {config.max_rms_log_residual}")
     if not (config.sweep_dir / SWEEP).exists():
         raise ValueError(f"{config.sweep_dir} is not a sweep directory (no sweep.json)")
     if (config.sweep_dir / PROBE).exists():  # its report.md is the probe report's

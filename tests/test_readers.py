@@ -183,13 +183,19 @@ def edit_json(path: Path, change) -> Path:
         ("bench-report", BENCH, "bench.json", lambda d: d.update(paper_ranges_frames={"b_crit_start": [1000, 100]}),
          "paper_ranges_frames: 'b_crit_start' is [1000, 100], not [low, high] with 0 < low <= high"),
         ("advise", RUN, "config.json", lambda d: d.update(gns_scheme=3), "'gns_scheme' is 3, not one of"),
+        ("plot", RUN, "config.json", lambda d: d.update(game="x" * 5000), "'game' is not the id of an Atari game"),
+        ("validate-probes", PROBE, "probe_results.json", lambda d: d["fit"].update(b_crit=-5), "'b_crit' is -5"),
+        ("bench-report", BENCH, "bench.json",
+         lambda d: d["games_table"]["pong"].update(ppo_references=[{"source": "x", "score": "y"}]),
+         "pong: ppo_references[0]: 'score' is 'y'"),
         ("advise", RUN, "config.json", lambda d: d.update(gns="no"), "'gns' is 'no', not bool"),
         ("advise", RUN, "config.json", lambda d: d.update(nproc=0), "nproc 0 must be at least 1"),
     ],
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
         "probe sd", "probe window", "probe results", "probe fit", "bench tier", "bench game",
-        "config scheme", "config gns", "config nproc", "bench random score", "bench ranges",
+        "config scheme", "config game", "probe fit negative", "bench reference",
+        "config gns", "config nproc", "bench random score", "bench ranges",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
@@ -212,12 +218,21 @@ def test_json_nested_deeper_than_the_parser_goes_is_one_line(tmp_path, capsys):
     [
         (lambda t: t["fit"].pop("e_min"), "targets[0]: fit: no 'e_min'"),
         (lambda t: t["fit"].update(s_min="a"), "targets[0]: fit: 's_min' is 'a'"),
+        (lambda t: t["fit"].update(s_min=0), "targets[0]: fit: 's_min' is 0, not finite float > 0"),
         (lambda t: t.update(candidates="zzz"), "targets[0]: 'candidates' is 'zzz'"),
         (lambda t: t["candidates"]["env_value"].update(value="x"), "candidates: env_value: 'value' is 'x'"),
         (lambda t: t.update(rollout_size_K=t["rollout_size_K"][:-1]), "per-size lists differ in length"),
         (lambda t: t.update(ci_b_crit=3), "'ci_b_crit' is 3"),
     ],
-    ids=["fit without e_min", "fit of text", "candidates of text", "candidate of text", "lists differ", "interval"],
+    ids=[
+        "fit without e_min",
+        "fit of text",
+        "fit of zero",
+        "candidates of text",
+        "candidate of text",
+        "lists differ",
+        "interval",
+    ],
 )
 def test_every_reader_of_a_sweeps_results_checks_each_target_entry(tmp_path, capsys, change, message):
     sweep = copy(RESULTS / "sweeps" / "beamrider_ram", tmp_path)

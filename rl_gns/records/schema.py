@@ -12,6 +12,7 @@ the ``*_FIELDS`` tables below) before any of them is used.
 from __future__ import annotations
 
 import math
+import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -185,7 +186,7 @@ TARGET_RESULT_FIELDS: dict[str, Any] = {
     "not_identified": str | None,
 }
 #: The fit of an entry of ``results.json``'s ``targets`` (``TradeoffFit``).
-TRADEOFF_FIT_FIELDS: dict[str, Any] = {"s_min": Finite, "e_min": Finite, "rms_log_residual": float}
+TRADEOFF_FIT_FIELDS: dict[str, Any] = {"s_min": Positive, "e_min": Positive, "rms_log_residual": float}
 #: A noise-scale candidate of an entry of ``results.json``'s ``targets``.
 CANDIDATE_FIELDS: dict[str, Any] = {
     "value": float,
@@ -224,13 +225,13 @@ PROBE_RESULTS_FIELDS: dict[str, Any] = {
     "fit": dict | None,
     "noise_at_branch_point": dict[str, tuple[float, float, float]],
 }
-#: A fit in ``probe_results.json`` (``fit_record``).
+#: A fit in ``probe_results.json`` (``fit_record``): ``b_crit`` and its high end may be +inf (not identified).
 PROBE_FIT_FIELDS: dict[str, Any] = {
     "identified": bool,
-    "b_crit": float,
-    "b_crit_low": float,
-    "b_crit_high": float,
-    "e_min": float,
+    "b_crit": Annotated[float, lambda value: value > 0, "float > 0"],
+    "b_crit_low": NonNegative,
+    "b_crit_high": Annotated[float, lambda value: value > 0, "float > 0"],
+    "e_min": Positive,
 }
 #: A benchmark tier as ``bench.json`` records it: agent steps, envs, steps per env and seeds of every run.
 TIER_FIELDS: dict[str, Any] = {
@@ -251,6 +252,21 @@ GAME_FIELDS: dict[str, Any] = {
     "target_score": Finite,
     "ppo_references": list[dict] | None,
 }
+#: A published PPO score of a game (an entry of its ``ppo_references``).
+PPO_REFERENCE_FIELDS: dict[str, Any] = {"source": str, "score": Finite, "std": NonNegative | None, "agent_steps": Count | None}
+
+
+def require_game(entry: Any, where: str) -> dict[str, Any]:
+    """One game of the game table, checked: :data:`GAME_FIELDS`, and each of its published PPO scores.
+
+    :raises RecordError: naming the file, the game and the field.
+    """
+    entry = require(entry, where, GAME_FIELDS)
+    for i, reference in enumerate(entry.get("ppo_references") or []):
+        require(reference, f"{where}: ppo_references[{i}]", PPO_REFERENCE_FIELDS)
+    return entry
+
+
 #: A range of the paper's: ``(low, high)``, ``0 < low <= high``.
 Range = Annotated[tuple[float, float], lambda value: 0 < value[0] <= value[1], "[low, high] with 0 < low <= high"]
 #: The paper's Atari ranges in frames that ``bench-report`` draws (``envs/suites.toml``, and ``bench.json``'s copy).
@@ -336,8 +352,11 @@ class RunConfig:
         n_epochs, nproc = _field(data, "n_epochs", int, path, 4), _field(data, "nproc", int, path, 1)
         if min(n_epochs, nproc) < 1:
             raise RecordError(f"{path}: n_epochs {n_epochs} and nproc {nproc} must be at least 1")
+        game = _field(data, "game", str, path)
+        if not re.fullmatch(r"[A-Za-z0-9_/\-]{1,100}", game):
+            raise RecordError(f"{path}: 'game' is not the id of an Atari game ({game[:40]!r}...)")
         return cls(
-            game=_field(data, "game", str, path),
+            game=game,
             **sizes,
             n_epochs=n_epochs,
             nproc=nproc,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_gns.records.rundir import check_regular
-from rl_gns.records.schema import GAME_FIELDS, PAPER_RANGES_FIELDS, Count, RecordError, require
+from rl_gns.records.schema import GAME_FIELDS, PAPER_RANGES_FIELDS, Count, RecordError, require, require_game
 
 GAMES_FILE = "atari_games.toml"
 SUITES_FILE = "suites.toml"
@@ -78,7 +78,8 @@ def load_games(path: Path | None = None) -> dict[str, dict]:
     :raises RecordError: for a table without ``games`` or an entry without one of :data:`~rl_gns.records.schema.GAME_FIELDS`.
     """
     path = table_path(GAMES_FILE) if path is None else path
-    return require_entries(read_table(path, GAMES_FILE), path, "games", GAME_FIELDS)
+    games = require_entries(read_table(path, GAMES_FILE), path, "games", GAME_FIELDS)
+    return {name: require_game(entry, f"{path}: games.{name}") for name, entry in games.items()}
 
 
 def load_suites(path: Path | None = None) -> dict:

@@ -47,7 +47,7 @@ from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
 from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import BENCH, RunDir, noise_sums, read_record, read_sweep_results, runs_under, write_json
-from rl_gns.records.schema import BENCH_FIELDS, GAME_FIELDS, PAPER_RANGES_FIELDS, TIER_FIELDS, require
+from rl_gns.records.schema import BENCH_FIELDS, PAPER_RANGES_FIELDS, TIER_FIELDS, require, require_game
 from rl_gns.reports.figures import (
     DEFAULT_LOSS,
     DEFAULT_SCHEME,
@@ -566,7 +566,7 @@ def report(config: BenchReportConfig) -> Path:
     require(settings["tier"], f"{path}: tier", TIER_FIELDS)
     require(settings["paper_ranges_frames"], f"{path}: paper_ranges_frames", PAPER_RANGES_FIELDS)
     for game, entry in settings["games_table"].items():
-        require(entry, f"{path}: games_table: {game}", GAME_FIELDS)
+        require_game(entry, f"{path}: games_table: {game}")
     rng = np.random.default_rng(config.seed)
     table = settings["games_table"]
     run_dirs = runs_under(config.bench_dir)

@@ -12,8 +12,9 @@ fixed budget (a target no run reaches), through the real CLI:
   that no engine can exceed on this machine.
 
 Per size, an engine's rate is per core: the agent steps of the size's runs over the seconds they trained (from their
-``summary.json``; a population's runs share its seconds). The whole sweep's rate is every agent step over the
-command's wall time, process starts and imports included. Run it on an idle machine; rows print as they come.
+``summary.json``; a population's runs share its seconds, and each half of a population split across workers counts
+its own). The whole sweep's rate is every agent step over the command's wall time, process starts and imports
+included. Run it on an idle machine; rows print as they come.
 
     python benchmarks/sweep_engines.py --out results/benchmarks/sweep_engines_cpu.json
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -76,16 +78,19 @@ def timed_sweep(args: Args, engine: Engine, out: Path) -> dict:
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
     wall_s = time.perf_counter() - start
+    # a population's members share its seconds: each job (a process, or a population's log naming its members) counts
+    # once, with its longest member's time
+    jobs = {path.name: [path.name] for path in (out / "runs").iterdir()}
+    for log in (out / "specs").glob("*.population.log"):
+        members = re.findall(r"/runs/([^/:\s]+): finished", log.read_text())
+        jobs = {name: runs for name, runs in jobs.items() if name not in members} | {log.name: members}
     by_size: dict[int, list[tuple[int, float]]] = {}
-    for summary_path in sorted((out / "runs").glob("*/summary.json")):
-        summary = json.loads(summary_path.read_text())
-        by_size.setdefault(summary["n_envs_final"], []).append((summary["env_steps"], summary["wall_s"]))
-    sizes = {}
-    for n_envs, runs in sorted(by_size.items()):
-        steps = sum(s for s, _ in runs)
-        seconds = sum(w for _, w in runs) if engine == "process" else max(w for _, w in runs)
-        sizes[n_envs] = steps / seconds
-    total = sum(s for runs in by_size.values() for s, _ in runs)
+    for runs in jobs.values():
+        summaries = [json.loads((out / "runs" / name / "summary.json").read_text()) for name in runs]
+        steps, seconds = sum(s["env_steps"] for s in summaries), max(s["wall_s"] for s in summaries)
+        by_size.setdefault(summaries[0]["n_envs_final"], []).append((steps, seconds))
+    sizes = {n_envs: sum(s for s, _ in jobs) / sum(w for _, w in jobs) for n_envs, jobs in sorted(by_size.items())}
+    total = sum(s for size_jobs in by_size.values() for s, _ in size_jobs)
     return {"wall_s": wall_s, "agent_steps": total, "agent_steps_per_s": total / wall_s, "per_size": sizes}
 
 

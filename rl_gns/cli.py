@@ -371,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
         check_finite(config)
         work = prepare(config, given_settings(argv[1:], type(config)))
         check_counts(config)
+    except BrokenPipeError:  # the reader of --help went away: rl_gns.commands.main ends quietly
+        raise
     except (ValueError, OSError) as error:  # OSError: a path that cannot be looked at (too long, a loop, no access)
         print(f"rl-gns {name}: error: {one_line_text(error)}", file=sys.stderr)
         return 2

@@ -13,10 +13,17 @@ def write_sweep(path, game, targets):
     path.mkdir()
     entries = []
     for target, sizes, b_crit, candidates in targets:
+        steps = [1 + b_crit / size for size in sizes]  # S = S_min (1 + B_crit / B) with S_min = 1
+        per_size = {"b_simple_K": [1.0] * len(sizes), "n_measurements_K": [10] * len(sizes)}
         entries.append({
-            "target": target, "rollout_size_K": sizes, "fit": {"s_min": 1, "e_min": b_crit, "rms_log_residual": 0},
-            "b_crit": b_crit, "ci_b_crit": [0.8 * b_crit, 1.25 * b_crit],
-            "candidates": {name: {"value": v, "ci": None if ci is None else list(ci)} for name, (v, ci) in candidates.items()},
+            "target": target, "rollout_size_K": sizes, "steps_K": steps,
+            "experience_K": [size * s for size, s in zip(sizes, steps, strict=True)], "wall_s_K": [1.0] * len(sizes),
+            "best_lr_K": [[5e-4]] * len(sizes), "seeds_reached_K": [3] * len(sizes), "censored_sizes": [],
+            "fit": {"s_min": 1, "e_min": b_crit, "rms_log_residual": 0}, "ci_s_min": None, "ci_e_min": None,
+            "b_crit": b_crit, "ci_b_crit": [0.8 * b_crit, 1.25 * b_crit], "flags": [], "not_identified": None,
+            "candidates": {
+                name: {"value": v, "ci": None if ci is None else list(ci), **per_size} for name, (v, ci) in candidates.items()
+            },
         })  # fmt: skip
     settings = {"env": game, "backend": "ram", "targets": [t[0] for t in targets], "window": 20, "n_envs": [2, 4, 8],
                 "n_steps": 32, "n_epochs": 4, "n_minibatches": 4, "minibatch_size": None, "n_envs_ref": 8, "seeds": 3,

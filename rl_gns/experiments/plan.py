@@ -29,7 +29,7 @@ from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from rl_gns.records.lock import LOCK, check_unlocked
 from rl_gns.records.logs import check_path_name, split_at
-from rl_gns.records.rundir import CONFIG, EPISODES, ERROR, LOG, PROGRESS, STEP_KEY, RunDir, RunFileError, cell_value
+from rl_gns.records.rundir import CONFIG, EPISODES, ERROR, LOG, PROGRESS, STEP_KEY, RunDir, RunFileError, row_values
 from rl_gns.records.study import check_kind
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
@@ -254,11 +254,7 @@ def check_logs_reach(run: RunDir, checkpoint: Checkpoint) -> None:
         expected = int(checkpoint.state["log_rows"][name])
         try:
             header, kept, _ = split_at(run.file(name), step_key, checkpoint.env_steps)
-            for line, row in enumerate(kept, start=2):
-                if len(row) > len(header):
-                    raise RunFileError(f"{run.file(name)}: line {line} has {len(row)} cells, the header {len(header)}")
-                for cell in row:
-                    cell_value(cell, run.file(name), line)
+            row_values(run.file(name), header, kept)
         except RunFileError as error:
             raise CheckpointError(f"--resume {run.path}: {error}") from None
         except ValueError as error:

@@ -118,6 +118,23 @@ def check_regular(path: Path, kind: str) -> None:
         raise RunFileError(f"{path} is {'a directory' if path.is_dir() else 'a FIFO or device'}, not {kind}")
 
 
+def row_values(path: Path, header: list[str], rows: list[list[str]]) -> list[list[float]]:
+    """The cells of a CSV file's rows as numbers, each row padded with NaN to the header's length (blank rows left out).
+
+    :param path: the file (named in errors).
+    :param header: its header.
+    :param rows: its rows after the header, the first on line 2.
+    :raises RunFileError: naming the file and line, for a row longer than the header or a cell that is not a number.
+    """
+    numbers = []
+    for line, row in enumerate(rows, start=2):
+        if len(row) > len(header):
+            raise RunFileError(f"{path}: line {line} has {len(row)} cells, the header {len(header)}")
+        if row:
+            numbers.append([cell_value(cell, path, line) for cell in row] + [math.nan] * (len(header) - len(row)))
+    return numbers
+
+
 def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Columns of a CSV of numbers with a header (SB3's ``progress.csv``, ``episodes.csv``) as float arrays.
 
@@ -137,12 +154,7 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
         header, rows = read_rows(path)
     except (UnicodeDecodeError, csv.Error) as error:
         raise RunFileError(f"{path}: not a CSV file ({error})") from error
-    numbers = []
-    for line, row in enumerate(rows, start=2):
-        if len(row) > len(header):
-            raise RunFileError(f"{path}: line {line} has {len(row)} cells, the header {len(header)}")
-        if row:
-            numbers.append([cell_value(cell, path, line) for cell in row] + [math.nan] * (len(header) - len(row)))
+    numbers = row_values(path, header, rows)
     if not numbers:
         return {}
     missing = [c for c in columns if c not in header]

@@ -14,6 +14,7 @@ from rl_gns.core.noise_scale import (
     b_simple,
     b_simple_interval,
     cumulative_b_simple,
+    fieller_interval,
     g2_and_trace,
     student_t2,
 )
@@ -184,6 +185,36 @@ def test_b_simple_interval_reports_a_lower_bound_when_g2_is_not_resolved():
     assert not interval.resolved and interval.low >= 0.0 and math.isinf(interval.high)
     few = b_simple_interval(np.array([1.0, 2.0, np.nan]), np.array([10.0, 20.0, np.nan]))
     assert few.point == pytest.approx(10.0) and (few.low, few.high) == (0.0, math.inf)
+
+
+def test_fieller_interval_holds_every_ratio_of_its_set():
+    """Against the set's definition on a grid: every R >= 0 with (num - R den)^2 <= t^2 (v_num - 2 R v_nd + R^2 v_den)
+    lies in the returned interval, num / den among them, for resolved, unresolved and sign-changing denominators."""
+    rng = np.random.default_rng(4)
+    grid = np.concatenate([[0.0], np.geomspace(1e-3, 1e6, 4000)])
+    lower_ray_cases = 0
+    for _ in range(2000):
+        num, den = rng.normal(1.0, 1.0), rng.normal(1.0, 1.0)
+        sd_num, sd_den = rng.uniform(0.05, 2.0, 2)
+        v_nd = rng.uniform(-0.9, 0.9) * sd_num * sd_den
+        t2 = 1.96**2
+        low, high = fieller_interval(num, den, sd_num**2, v_nd, sd_den**2, t2)
+        inside = (num - grid * den) ** 2 <= t2 * (sd_num**2 - 2 * grid * v_nd + grid**2 * sd_den**2)
+        assert np.all((grid[inside] >= low * (1 - 1e-9)) & (grid[inside] <= high * (1 + 1e-9)))
+        if num / den >= 0:
+            assert low <= num / den <= high
+        lower_ray_cases += den**2 < t2 * sd_den**2 and (low, high) == (0.0, math.inf)
+    assert lower_ray_cases > 0
+
+
+def test_fieller_interval_keeps_both_rays_when_the_lower_one_reaches_zero():
+    """num and den both unresolved and strongly correlated: R <= r_- reaches positive ratios, so the hull is [0, inf)
+    (reporting the upper ray alone claimed a lower bound above num / den = 0.5)."""
+    num, den, v_num, v_nd, v_den, t2 = 0.5, 1.0, 4.0, 1.9, 1.0, 4.0
+    a, b, c = den**2 - t2 * v_den, num * den - t2 * v_nd, num**2 - t2 * v_num
+    r_minus, r_plus = (b + math.sqrt(b * b - a * c)) / a, (b - math.sqrt(b * b - a * c)) / a
+    assert a < 0 and 0.5 < r_minus < r_plus
+    assert fieller_interval(num, den, v_num, v_nd, v_den, t2) == (0.0, math.inf)
 
 
 def test_noise_sums_pool_by_adding_numerators_and_denominators():

@@ -245,8 +245,12 @@ def fieller_interval(num: float, den: float, v_num: float, v_num_den: float, v_d
 
         (num - R \\cdot den)^2 \\le t^2 (v_{num} - 2 R v_{num,den} + R^2 v_{den}),
 
-    clipped to ``R >= 0``. Where ``den`` is resolved from zero (``den^2 > t^2 v_{den}``) the set is a bounded
-    interval; otherwise it is unbounded above and only its lower end is returned, with ``inf``.
+    clipped to ``R >= 0``: the ``R`` with ``a R^2 - 2 b R + c <= 0``, ``a = den^2 - t^2 v_{den}``,
+    ``b = num \cdot den - t^2 v_{num,den}``, ``c = num^2 - t^2 v_{num}``. Where ``den`` is resolved from zero
+    (``a > 0``) the set is a bounded interval. Otherwise it is unbounded: every ratio (no real root), or two
+    rays ``R <= r_-`` and ``R >= r_+``. When the lower ray reaches ``R >= 0`` the set clipped to ``R >= 0`` is
+    ``[0, r_-] ∪ [r_+, ∞)``, reported as its hull ``(0, inf)``; else only the upper ray, ``(max(r_+, 0), inf)``.
+    The returned interval holds every ratio of the set, ``num / den`` among them when it is ``>= 0``.
 
     :param t2: the squared Student (or normal) quantile of the level.
     :return: ``(low, high)``.
@@ -258,10 +262,15 @@ def fieller_interval(num: float, den: float, v_num: float, v_num_den: float, v_d
     if a > 0:  # a bounded interval (disc >= 0 here: the set contains num / den)
         root = math.sqrt(max(disc, 0.0))
         return max((b - root) / a, 0.0), (b + root) / a
+    if a == 0:  # one linear inequality, -2 b R + c <= 0: an upper ray where b > 0
+        return (max(c / (2 * b), 0.0), math.inf) if b > 0 else (0.0, math.inf)
     if disc < 0:  # every ratio is compatible with the data
         return 0.0, math.inf
-    upper_branch_start = (b - math.sqrt(disc)) / a if a < 0 else c / (2 * b) if b else 0.0
-    return max(upper_branch_start, 0.0), math.inf
+    root = math.sqrt(disc)
+    lower_ray_end, upper_ray_start = (b + root) / a, (b - root) / a  # a < 0: R <= lower_ray_end or R >= upper_ray_start
+    if lower_ray_end >= 0.0:
+        return 0.0, math.inf
+    return max(upper_ray_start, 0.0), math.inf
 
 
 class NoiseScaleTracker:

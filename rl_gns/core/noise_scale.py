@@ -246,7 +246,7 @@ def fieller_interval(num: float, den: float, v_num: float, v_num_den: float, v_d
         (num - R \\cdot den)^2 \\le t^2 (v_{num} - 2 R v_{num,den} + R^2 v_{den}),
 
     clipped to ``R >= 0``: the ``R`` with ``a R^2 - 2 b R + c <= 0``, ``a = den^2 - t^2 v_{den}``,
-    ``b = num \cdot den - t^2 v_{num,den}``, ``c = num^2 - t^2 v_{num}``. Where ``den`` is resolved from zero
+    ``b = num \\cdot den - t^2 v_{num,den}``, ``c = num^2 - t^2 v_{num}``. Where ``den`` is resolved from zero
     (``a > 0``) the set is a bounded interval. Otherwise it is unbounded: every ratio (no real root), or two
     rays ``R <= r_-`` and ``R >= r_+``. When the lower ray reaches ``R >= 0`` the set clipped to ``R >= 0`` is
     ``[0, r_-] ∪ [r_+, ∞)``, reported as its hull ``(0, inf)``; else only the upper ray, ``(max(r_+, 0), inf)``.

@@ -73,8 +73,8 @@ class Args:
     """JSON record, rewritten after each n_envs."""
 
 
-def build(name: str, env: str, n_envs: int, seed: int, device: str) -> PPO:
-    """The PPO agent of configuration ``name``."""
+def build(name: str, env: str, n_envs: int, seed: int, device: str, num_threads: int = 0) -> PPO:
+    """The PPO agent of configuration ``name``; ``num_threads`` emulator threads for ale-py's vector env (0: its choice)."""
     if name == "a_sb3":
         sb3_env = make_atari_vec_env(env, n_envs, seed, backend="sb3")
         return PPO("CnnPolicy", sb3_env, seed=seed, device=device, **atari_ppo_kwargs(anneal=False))
@@ -85,7 +85,7 @@ def build(name: str, env: str, n_envs: int, seed: int, device: str) -> PPO:
         "b_off_nchw": {"noise_scale": None, "channels_last": False},
         "b_off_rollout_1_thread": {"noise_scale": None, "rollout_threads": 1},
     }
-    vec_env = make_atari_vec_env(env, n_envs, seed)
+    vec_env = make_atari_vec_env(env, n_envs, seed, num_threads=num_threads)
     return NoiseScalePPO("CnnPolicy", vec_env, seed=seed, device=device, **variants[name], **atari_ppo_kwargs(anneal=False))
 
 

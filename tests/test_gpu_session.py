@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def session(stage: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "DEVICE": "cpu", "TINY": "1", "OUT": str(tmp_path / "out"), "SWEEP_DIR": str(tmp_path / "sweep"),
+           "TRUNK_DIR": str(tmp_path / "trunk"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
     return subprocess.run(["bash", "benchmarks/gpu/session.sh", stage], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
@@ -43,6 +44,30 @@ def test_ceiling_stage_steps_the_envs_alone(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = json.loads((tmp_path / "out" / "ceiling.json").read_text())["rows"]
     assert {row["backend"] for row in rows} == {"ale_vector", "sb3"} and all(row["agent_steps_per_s"] > 0 for row in rows)
+
+
+def test_concurrent_stage_times_processes_of_plain_sb3_and_rl_gns_at_once(tmp_path):
+    result = session("concurrent", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = json.loads((tmp_path / "out" / "concurrent_runs.json").read_text())["rows"]
+    assert [(row["configuration"], row["processes"]) for row in rows] == [("a_sb3", 2), ("c_default", 2)]
+    assert all(len(row["per_process_agent_steps_per_s"]) == 2 and row["aggregate_agent_steps_per_s"] > 0 for row in rows)
+
+
+def test_trunk_stage_trains_then_goes_on_and_brings_back_its_state(tmp_path):
+    result = session("trunk", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    parts = sorted((tmp_path / "out").glob("trunk_state.tar.part*"))
+    joined = tmp_path / "state.tar"
+    joined.write_bytes(b"".join(part.read_bytes() for part in parts))
+    with tarfile.open(joined) as tar:
+        names = tar.getnames()
+    assert any(name.endswith("state.json") for name in names) and any(name.startswith("snapshots/") for name in names)
+    with tarfile.open(tmp_path / "out" / "trunk_files.tar.gz") as tar:
+        assert {"./config.json", "./progress.csv"} <= set(tar.getnames())
+    again = session("trunk", tmp_path)  # the same trunk again: it goes on from its checkpoint
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "resuming" in (tmp_path / "out" / "trunk.log").read_text()
 
 
 def test_sweep_stage_runs_a_slice_and_brings_back_its_small_files(tmp_path):

@@ -3,7 +3,8 @@
 # for its Python 3.12 on x86-64, into .whl/ at the repository root (git-ignored through .git/info/exclude),
 # plus rl-gns itself built from this checkout. The machine's image already holds torch, numpy, scipy, pandas,
 # matplotlib, tensorboard, tqdm, rich, cloudpickle and statsmodels (/work/.library/device/KINDS.md).
-# Then every device command carries .whl and starts with: bash benchmarks/gpu/session.sh <stage>
+# Also the pixel Beam Rider trunk to go on with (session.sh trunk) into .carry/ (git-ignored too): the newest one under
+# results/gpu/, or TRUNK. Then every device command carries .whl and .carry and runs: bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -21,3 +22,7 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 # pure-Python wheels built here: rliable 1.2 is published as a source distribution only, and rl-gns itself
 python3 -m pip wheel -q --no-deps -w .whl rliable==1.2.0 .
 du -sh .whl && ls .whl
+grep -qx '/.carry/' "$exclude" || echo '/.carry/' >> "$exclude"
+trunk="${TRUNK:-$(find results/gpu -maxdepth 2 -type d -name beamrider_trunk 2>/dev/null | sort | tail -1)}"
+rm -rf .carry && mkdir -p .carry
+if [ -n "$trunk" ]; then cp -r "$trunk" .carry/beamrider_trunk && du -sh .carry; fi

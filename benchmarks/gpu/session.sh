@@ -2,26 +2,33 @@
 # Drives a lent GPU machine, one stage per device command (each ends well inside the 10-minute limit):
 #
 #   bash benchmarks/gpu/session.sh check   # GPU losses, gradients and noise-scale norms against the CPU reference
-#   bash benchmarks/gpu/session.sh speed   # throughput matrix: plain SB3 vs rl-gns (off, default, all), n_envs 8-256
+#   bash benchmarks/gpu/session.sh speed   # throughput matrix: plain SB3 vs rl-gns (off, default, all), n_envs 16, 64
 #   bash benchmarks/gpu/session.sh ceiling # the emulator ceiling: envs alone with random actions
+#   bash benchmarks/gpu/session.sh concurrent # 4 and 8 training processes at once: plain SB3 against rl-gns
+#   bash benchmarks/gpu/session.sh population # pixel agents one at a time against one population sharing the GPU
+#   bash benchmarks/gpu/session.sh trunk   # the pixel Beam Rider trunk, MINUTES more of it; rerun to go on
 #   bash benchmarks/gpu/session.sh sweep   # one slice of the pixel Beam Rider sweep; rerun to go on
 #   bash benchmarks/gpu/session.sh ranks   # data-parallel ranks (--nproc 1,2,4, gloo) on the machine's CPU cores
-#   bash benchmarks/gpu/session.sh population # pixel agents one at a time against one population sharing the GPU
 #
-# On the device: carry .whl (benchmarks/gpu/prepare_wheels.sh makes it here) and run from the repository root;
-# results go to $OUT (what comes back): JSON records, logs, and the sweep's small files as one tarball. The sweep
-# lives in $SWEEP_DIR, outside the repository, so that a warm machine keeps its checkpoints between commands; a
-# bare machine starts it from the finished runs committed under results/gpu/ (rerunning skips them).
+# On the device: carry .whl and .carry (benchmarks/gpu/prepare_wheels.sh makes both here) and run from the repository
+# root. A device command carries at most 64 MiB of working tree, and results/ alone is larger: move it out of the
+# checkout for the device commands (mv results ../results_aside; mv ../results_aside results after). Each stage fits
+# one 10-minute command on one H100 with 16 cores (timed 2026-11-24; the times below). Results go to $OUT (what comes
+# back, at most 8 files of 16 MiB): JSON records, logs, and small files as tarballs. The sweep and the trunk live
+# outside the repository ($SWEEP_DIR, $TRUNK_DIR), so that a warm machine keeps their checkpoints between commands;
+# a bare machine starts the sweep from the finished runs committed under results/gpu/ and the trunk from the copy in
+# .carry/beamrider_trunk.
 #
 # CPU dry run (tests/test_gpu_session.py): DEVICE=cpu TINY=1 OUT=... SWEEP_DIR=... bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
-stage="${1:?usage: session.sh check|speed|ceiling|sweep|ranks|population}"
+stage="${1:?usage: session.sh check|speed|ceiling|concurrent|population|trunk|sweep|ranks}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 DEVICE="${DEVICE:-cuda}"
 TINY="${TINY:-0}"
 OUT="${OUT:?set OUT to the folder whose files come back}"
 SWEEP_DIR="${SWEEP_DIR:-/tmp/rl_gns_gpu/beamrider_pixels}"
+TRUNK_DIR="${TRUNK_DIR:-/tmp/rl_gns_gpu/beamrider_trunk}"
 MINUTES="${MINUTES:-8}"  # a sweep slice's wall-clock budget, inside the 10-minute command limit
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
@@ -43,16 +50,49 @@ case "$stage" in
     python3 benchmarks/gpu/check_device.py --device "$DEVICE" --n-envs "$n_envs" --out "$OUT/check.json" 2>&1 | tee "$OUT/check.log"
     ;;
   speed)
-    # SIZES, N_CHUNKS and CHUNK_ITERATIONS fit the matrix to the time a command has
+    # SIZES, N_CHUNKS and CHUNK_ITERATIONS fit the matrix to the time a command has: about 2.5 min at n_envs 16 and
+    # 3 at 64 on the H100 (plain SB3 steps about 600 agent steps/s there, on one core)
     if [ "$TINY" = 1 ]; then sizes=(2); chunks=(--n-chunks 1 --chunk-iterations 1)
-    else read -ra sizes <<<"${SIZES:-8 32 128 256}"; chunks=(--n-chunks "${N_CHUNKS:-3}" --chunk-iterations "${CHUNK_ITERATIONS:-4}"); fi
+    else read -ra sizes <<<"${SIZES:-16 64}"; chunks=(--n-chunks "${N_CHUNKS:-3}" --chunk-iterations "${CHUNK_ITERATIONS:-2}"); fi
     python3 benchmarks/speed.py --device "$DEVICE" --n-envs "${sizes[@]}" "${chunks[@]}" --out "$OUT/speed.json" 2>&1 | tee "$OUT/speed.log"
     python3 benchmarks/speed_table.py "$OUT/speed.json" | tee "$OUT/speed.md"
     ;;
   ceiling)
     # the emulator ceiling: the envs alone with random actions (ale-py's vector env on every core; SB3's stack on one)
-    if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --seconds 1); else settings=(--n-envs 16 64 256 --seconds 10); fi
+    # (256 envs did not finish inside 2 minutes: each env loads its ROM, about 0.1 s, before the clock starts)
+    if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --seconds 1); else settings=(--n-envs 16 64 128 --seconds 5); fi
     python3 benchmarks/emulator_ceiling.py "${settings[@]}" --backends ale_vector sb3 --out "$OUT/ceiling.json" 2>&1 | tee "$OUT/ceiling.log"
+    ;;
+  concurrent)
+    # K processes of plain SB3 PPO, then of rl-gns (default measurement), n_envs 16 each, cores / K threads each:
+    # about 2.5 min on the H100
+    if [ "$TINY" = 1 ]; then settings=(--processes 2 --n-envs 2 --iterations 1); else settings=(--processes 4 8 --n-envs 16 --iterations 6); fi
+    python3 benchmarks/concurrent_runs.py --configs a_sb3 c_default "${settings[@]}" --device "$DEVICE" \
+      --out "$OUT/concurrent_runs.json" 2>&1 | tee "$OUT/concurrent.log"
+    ;;
+  trunk)
+    # the pixel Beam Rider trunk toward a running score of 1,000 (n_envs 64, rl-zoo3 settings, schedule of 10M agent
+    # steps, noise scale measured; about 3,000 agent steps/s on the H100), MINUTES of training per command. Back come
+    # its small files, and its last checkpoint and snapshot in 15 MiB parts (cat trunk_state.tar.part* | tar x):
+    # put them in .carry/beamrider_trunk for the next bare machine.
+    if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --n-steps 16 --minibatch-size 8 --total-steps 1000000 --snapshot-steps 256); minutes=0.2
+    else settings=(--n-envs 64 --total-steps 10000000 --snapshot-steps 250000); minutes="$MINUTES"; fi
+    if [ ! -d "$TRUNK_DIR" ] && [ -d .carry/beamrider_trunk ]; then
+      mkdir -p "$(dirname "$TRUNK_DIR")" && cp -r .carry/beamrider_trunk "$TRUNK_DIR"
+    fi
+    if [ -f "$TRUNK_DIR/config.json" ]; then
+      python3 -m rl_gns train --resume "$TRUNK_DIR" --device "$DEVICE" --max-wall-minutes "$minutes" 2>&1 | tee "$OUT/trunk.log"
+    else
+      python3 -m rl_gns train --env BeamRider "${settings[@]}" --device "$DEVICE" --seed 0 --checkpoint-minutes 2 \
+        --max-wall-minutes "$minutes" --out "$TRUNK_DIR" 2>&1 | tee "$OUT/trunk.log"
+    fi
+    (cd "$TRUNK_DIR" && find . -maxdepth 1 \( -name '*.json' -o -name '*.csv' -o -name '*.png' \) -print0 \
+       | tar --null -czf "$OUT/trunk_files.tar.gz" -T -)
+    # the state to go on from: the last checkpoint of an unfinished trunk, the final model.zip of a finished one
+    state="$(cd "$TRUNK_DIR" && { find checkpoints -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1; })"
+    [ -n "$state" ] || state=model.zip
+    snapshot="$(cd "$TRUNK_DIR" && { find snapshots -name '*.zip' 2>/dev/null | sort | tail -1; })"
+    (cd "$TRUNK_DIR" && tar cf - "$state" ${snapshot:+"$snapshot"}) | split -b 15M - "$OUT/trunk_state.tar.part"
     ;;
   sweep)
     # n_envs 8-128 (16x) at n_steps 128, M = 4, 2 learning rates x 2 seeds, targets up to 1,000; 4 runs share the GPU
@@ -86,14 +126,14 @@ case "$stage" in
     if [ "$TINY" = 1 ]; then
       settings=(--n-envs 2 --seeds 1 --agent-steps 128 --ceiling-seconds 1)
     else
-      read -ra sizes <<<"${SIZES:-8 32 128}"
-      settings=(--n-envs "${sizes[@]}" --seeds 2 --agent-steps 4096 --torch-threads 4)
+      read -ra sizes <<<"${SIZES:-16 64}"
+      settings=(--n-envs "${sizes[@]}" --seeds 2 --agent-steps 8192 --torch-threads 8)
     fi
     python3 benchmarks/population_speed.py --backend ale_vector --device "$DEVICE" "${settings[@]}" \
       --out "$OUT/population.json" 2>&1 | tee "$OUT/population.log"
     ;;
   *)
-    echo "unknown stage $stage: use check, speed, ceiling, sweep, ranks or population" >&2
+    echo "unknown stage $stage: use check, speed, ceiling, concurrent, population, trunk, sweep or ranks" >&2
     exit 2
     ;;
 esac

@@ -77,7 +77,7 @@ case "$stage" in
     # put them in .carry/beamrider_trunk for the next bare machine.
     if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --n-steps 16 --minibatch-size 8 --total-steps 1000000 --snapshot-steps 256); minutes=0.2
     else settings=(--n-envs 64 --total-steps 10000000 --snapshot-steps 250000); minutes="$MINUTES"; fi
-    if [ ! -d "$TRUNK_DIR" ] && [ -d .carry/beamrider_trunk ]; then
+    if [ "$TINY" != 1 ] && [ ! -d "$TRUNK_DIR" ] && [ -d .carry/beamrider_trunk ]; then  # a dry run starts its own
       mkdir -p "$(dirname "$TRUNK_DIR")" && cp -r .carry/beamrider_trunk "$TRUNK_DIR"
     fi
     if [ -f "$TRUNK_DIR/config.json" ]; then

@@ -64,9 +64,10 @@ case "$stage" in
     python3 benchmarks/emulator_ceiling.py "${settings[@]}" --backends ale_vector sb3 --out "$OUT/ceiling.json" 2>&1 | tee "$OUT/ceiling.log"
     ;;
   concurrent)
-    # K processes of plain SB3 PPO, then of rl-gns (default measurement), n_envs 16 each, cores / K threads each:
-    # about 2.5 min on the H100
-    if [ "$TINY" = 1 ]; then settings=(--processes 2 --n-envs 2 --iterations 1); else settings=(--processes 4 8 --n-envs 16 --iterations 6); fi
+    # K processes (PROCESSES, default 8 16) of plain SB3 PPO, then of rl-gns (default measurement), n_envs 16 each,
+    # cores / K threads each: 4 and 8 took about 2.5 min on the H100 (8 rl-gns processes: 7.2k agent steps/s)
+    if [ "$TINY" = 1 ]; then settings=(--processes 2 --n-envs 2 --iterations 1)
+    else read -ra processes <<<"${PROCESSES:-8 16}"; settings=(--processes "${processes[@]}" --n-envs 16 --iterations 6); fi
     python3 benchmarks/concurrent_runs.py --configs a_sb3 c_default "${settings[@]}" --device "$DEVICE" \
       --out "$OUT/concurrent_runs.json" 2>&1 | tee "$OUT/concurrent.log"
     ;;
@@ -127,7 +128,7 @@ case "$stage" in
       settings=(--n-envs 2 --seeds 1 --agent-steps 128 --ceiling-seconds 1)
     else
       read -ra sizes <<<"${SIZES:-16 64}"
-      settings=(--n-envs "${sizes[@]}" --seeds 2 --agent-steps 8192 --torch-threads 8)
+      settings=(--n-envs "${sizes[@]}" --seeds "${SEEDS:-2}" --agent-steps 8192 --torch-threads 8)  # agents: 2 x SEEDS
     fi
     python3 benchmarks/population_speed.py --backend ale_vector --device "$DEVICE" "${settings[@]}" \
       --out "$OUT/population.json" 2>&1 | tee "$OUT/population.log"

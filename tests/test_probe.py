@@ -21,7 +21,7 @@ from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.core.tradeoff import LocalTradeoffFit
 from rl_gns.experiments.config import TrainConfig
-from rl_gns.experiments.probe import ProbeConfig, branch_point, check
+from rl_gns.experiments.probe import ProbeConfig, TooFewGamesError, branch_point, check, start_score
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.rundir import RunDir, snapshots
 from rl_gns.reports.probe_report import edge_note, first_window_note, resolution_note
@@ -299,3 +299,15 @@ def test_an_e_min_close_to_the_first_running_scores_midpoint_is_flagged():
     )
     assert resolution_note(fit, 4_000.0, 20) is None  # E_min at 2.25x the floor: resolved
     assert resolution_note(None, 8_000.0, 20) is None and resolution_note(fit, math.nan, 20) is None
+
+
+def test_the_start_score_needs_two_games_even_with_a_window_of_one(tmp_path):
+    """A standard deviation needs 2 games: with --window 1 the refusal says so, not 'fewer than --window 1'."""
+    anchor = tmp_path / "anchor"
+    anchor.mkdir()
+    (anchor / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n100,5.0,400,1.0\n")
+    with pytest.raises(TooFewGamesError, match="finished 1 games, fewer than the 2 that a standard deviation needs"):
+        start_score(anchor, window=1)
+    (anchor / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n100,5.0,400,1.0\n200,7.0,400,2.0\n")
+    score = start_score(anchor, window=1)
+    assert (score.mean, score.sd, score.games) == (6.0, pytest.approx(math.sqrt(2.0)), 2)

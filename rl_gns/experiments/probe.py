@@ -117,13 +117,15 @@ class TooFewGamesError(ValueError):
 def start_score(anchor: Path, window: int) -> StartScore:
     """The anchor's games as a :class:`StartScore`.
 
-    :raises TooFewGamesError: if it finished fewer than ``window`` games (too few to set a target the branches'
-        running score can be compared with).
+    :raises TooFewGamesError: if it finished fewer than ``max(window, 2)`` games (too few to set a target the
+        branches' running score can be compared with, or to estimate the games' spread).
     """
     scores = RunDir(anchor).episodes()["score"]
-    if len(scores) < max(window, 2):
+    needed = max(window, 2)
+    if len(scores) < needed:
+        why = f"--window {window}" if window >= 2 else "the 2 that a standard deviation needs"
         raise TooFewGamesError(
-            f"{anchor}: the anchor finished {len(scores)} games, fewer than --window {window}; probe again with a larger "
+            f"{anchor}: the anchor finished {len(scores)} games, fewer than {why}; probe again with a larger "
             f"--anchor-steps and another --out ({anchor.parent} keeps these settings)"
         )
     return StartScore(float(np.mean(scores)), float(np.std(scores, ddof=1)), len(scores))

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.gpu_dry_run
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def session(stage: str, tmp_path: Path) -> subprocess.CompletedProcess:
+def session(stage: str, tmp_path: Path, **settings: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "DEVICE": "cpu", "TINY": "1", "OUT": str(tmp_path / "out"), "SWEEP_DIR": str(tmp_path / "sweep"),
-           "TRUNK_DIR": str(tmp_path / "trunk"),
+           "TRUNK_DIR": str(tmp_path / "trunk"), "PROBES_DIR": str(tmp_path / "probes"), **settings,
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
     return subprocess.run(["bash", "benchmarks/gpu/session.sh", stage], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
@@ -68,6 +68,16 @@ def test_trunk_stage_trains_then_goes_on_and_brings_back_its_state(tmp_path):
     again = session("trunk", tmp_path)  # the same trunk again: it goes on from its checkpoint
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "resuming" in (tmp_path / "out" / "trunk.log").read_text()
+
+
+def test_probes_stage_runs_the_v5_protocol_outside_the_tree_and_brings_back_its_small_files(tmp_path):
+    result = session("probes", tmp_path, GAME="Seaquest", STAGE="50000")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (tmp_path / "probes" / "Seaquest" / "at50k" / "report.md").is_file()
+    with tarfile.open(tmp_path / "out" / "probe_files.tar.gz") as tar:
+        names = tar.getnames()
+    assert {"at50k/probe.json", "at50k/probe_results.json", "at50k/anchor/episodes.csv"} <= set(names)
+    assert not any(name.endswith(("model.zip", ".lock")) or "tfevents" in name for name in names)
 
 
 def test_sweep_stage_runs_a_slice_and_brings_back_its_small_files(tmp_path):

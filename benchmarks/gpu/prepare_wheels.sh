@@ -3,8 +3,9 @@
 # for its Python 3.12 on x86-64, into .whl/ at the repository root (git-ignored through .git/info/exclude),
 # plus rl-gns itself built from this checkout. The machine's image already holds torch, numpy, scipy, pandas,
 # matplotlib, tensorboard, tqdm, rich, cloudpickle and statsmodels (/work/.library/device/KINDS.md).
-# Also the pixel Beam Rider trunk to go on with (session.sh trunk) into .carry/ (git-ignored too): the newest one under
-# results/gpu/, or TRUNK. Then every device command carries .whl and .carry and runs: bash benchmarks/gpu/session.sh <stage>
+# Also, into .carry/ (git-ignored too): the pixel Beam Rider trunk to go on with (session.sh trunk), the newest one under
+# results/gpu/ or TRUNK; and the RAM probes' protocol scripts and trunks (session.sh probes) under .carry/results/.
+# Then every device command carries .whl and .carry and runs: bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -25,4 +26,7 @@ du -sh .whl && ls .whl
 grep -qx '/.carry/' "$exclude" || echo '/.carry/' >> "$exclude"
 trunk="${TRUNK:-$(find results/gpu -maxdepth 2 -type d -name beamrider_trunk 2>/dev/null | sort | tail -1)}"
 rm -rf .carry && mkdir -p .carry
-if [ -n "$trunk" ]; then cp -r "$trunk" .carry/beamrider_trunk && du -sh .carry; fi
+if [ -n "$trunk" ]; then cp -r "$trunk" .carry/beamrider_trunk; fi
+git ls-files -z results/probes/trunks results/probes/trunks.sh results/probes_v4/protocol.sh results/probes_v5/protocol.sh \
+  | xargs -0 cp --parents -t .carry/
+du -sh .carry

@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu/session.sh concurrent # 4 and 8 training processes at once: plain SB3 against rl-gns
 #   bash benchmarks/gpu/session.sh population # pixel agents one at a time against one population sharing the GPU
 #   bash benchmarks/gpu/session.sh trunk   # the pixel Beam Rider trunk, MINUTES more of it; rerun to go on
+#   GAME=SpaceInvaders STAGE=150000 bash benchmarks/gpu/session.sh probes # a RAM probe of criterion v5 on every core
 #   bash benchmarks/gpu/session.sh sweep   # one slice of the pixel Beam Rider sweep; rerun to go on
 #   bash benchmarks/gpu/session.sh ranks   # data-parallel ranks (--nproc 1,2,4, gloo) on the machine's CPU cores
 #
@@ -15,13 +16,13 @@
 # checkout for the device commands (mv results ../results_aside; mv ../results_aside results after). Each stage fits
 # one 10-minute command on one H100 with 16 cores (timed 2026-11-24; the times below). Results go to $OUT (what comes
 # back, at most 8 files of 16 MiB): JSON records, logs, and small files as tarballs. The sweep and the trunk live
-# outside the repository ($SWEEP_DIR, $TRUNK_DIR), so that a warm machine keeps their checkpoints between commands;
+# outside the repository ($SWEEP_DIR, $TRUNK_DIR, $PROBES_DIR), so that a warm machine keeps their checkpoints between commands;
 # a bare machine starts the sweep from the finished runs committed under results/gpu/ and the trunk from the copy in
 # .carry/beamrider_trunk.
 #
 # CPU dry run (tests/test_gpu_session.py): DEVICE=cpu TINY=1 OUT=... SWEEP_DIR=... bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
-stage="${1:?usage: session.sh check|speed|ceiling|concurrent|population|trunk|sweep|ranks}"
+stage="${1:?usage: session.sh check|speed|ceiling|concurrent|population|trunk|probes|sweep|ranks}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 DEVICE="${DEVICE:-cuda}"
@@ -29,6 +30,7 @@ TINY="${TINY:-0}"
 OUT="${OUT:?set OUT to the folder whose files come back}"
 SWEEP_DIR="${SWEEP_DIR:-/tmp/rl_gns_gpu/beamrider_pixels}"
 TRUNK_DIR="${TRUNK_DIR:-/tmp/rl_gns_gpu/beamrider_trunk}"
+PROBES_DIR="${PROBES_DIR:-/tmp/rl_gns_gpu/probes_v5}"
 MINUTES="${MINUTES:-8}"  # a sweep slice's wall-clock budget, inside the 10-minute command limit
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
@@ -95,6 +97,27 @@ case "$stage" in
     snapshot="$(cd "$TRUNK_DIR" && { find snapshots -name '*.zip' 2>/dev/null | sort | tail -1; })"
     (cd "$TRUNK_DIR" && tar cf - "$state" ${snapshot:+"$snapshot"}) | split -b 15M - "$OUT/trunk_state.tar.part"
     ;;
+  probes)
+    # criterion v5's RAM probe of GAME at STAGE agent steps (results/probes_v5/protocol.sh, its settings unchanged) with
+    # WORKERS populations at once (default: one per 2 cores), stopped with checkpoints after MINUTES; rerun to go on.
+    # A machine without results/ takes the protocol's scripts and trunks from .carry/results. Back comes the probe's
+    # directory without its models and event files, as probe_files.tar.gz: unpack it into results/probes_v5/GAME/.
+    game="${GAME:?set GAME (SpaceInvaders, Seaquest or BeamRider)}"; at="${STAGE:?set STAGE (agent steps, e.g. 150000)}"
+    [ -d results/probes_v4 ] || cp -r .carry/results .
+    if ! command -v rl-gns >/dev/null; then  # the protocol calls rl-gns: this checkout's, through python3 -m
+      mkdir -p /tmp/rl_gns_bin && printf '#!/bin/sh\nexec python3 -m rl_gns "$@"\n' > /tmp/rl_gns_bin/rl-gns
+      chmod +x /tmp/rl_gns_bin/rl-gns && export PATH="/tmp/rl_gns_bin:$PATH"
+    fi
+    tiny=()
+    if [ "$TINY" = 1 ]; then  # later flags win: a probe small enough for a CPU dry run
+      tiny=(--n-envs 2 --n-steps-grid 16 32 --seeds 1 --lr-points 1 --anchor-steps 16384 --window 2 --budget-steps 2048)
+    fi
+    workers="${WORKERS:-$(( $(getconf _NPROCESSORS_ONLN) / 2 ))}"  # (nproc would obey OMP_NUM_THREADS)
+    HERE="$PROBES_DIR" NO_TABLE=1 WORKERS="$(( workers > 0 ? workers : 1 ))" bash results/probes_v5/protocol.sh "$game" "$at" \
+      --max-wall-minutes "$MINUTES" "${tiny[@]}" 2>&1 | tee "$OUT/probes.log"
+    (cd "$PROBES_DIR/$game" && tar --exclude='model.zip' --exclude='events.out.tfevents.*' --exclude='.lock' -czf "$OUT/probe_files.tar.gz" \
+       "at$((at / 1000))k")
+    ;;
   sweep)
     # n_envs 8-128 (16x) at n_steps 128, M = 4, 2 learning rates x 2 seeds, targets up to 1,000; 4 runs share the GPU
     if [ "$TINY" = 1 ]; then
@@ -134,7 +157,7 @@ case "$stage" in
       --out "$OUT/population.json" 2>&1 | tee "$OUT/population.log"
     ;;
   *)
-    echo "unknown stage $stage: use check, speed, ceiling, concurrent, population, trunk, sweep or ranks" >&2
+    echo "unknown stage $stage: use check, speed, ceiling, concurrent, population, trunk, probes, sweep or ranks" >&2
     exit 2
     ;;
 esac

@@ -99,7 +99,9 @@ case "$stage" in
     ;;
   probes)
     # criterion v5's RAM probe of GAME at STAGE agent steps (results/probes_v5/protocol.sh, its settings unchanged) with
-    # WORKERS populations at once (default: one per 2 cores), stopped with checkpoints after MINUTES; rerun to go on.
+    # WORKERS populations at once (default: one per 2 cores; more workers may split a population in other halves, whose
+    # members then train in batches of another size: equal up to float rounding), stopped with checkpoints after
+    # MINUTES; rerun to go on.
     # A machine without results/ takes the protocol's scripts and trunks from .carry/results. Back comes the probe's
     # directory without its models and event files, as probe_files.tar.gz: unpack it into results/probes_v5/GAME/.
     game="${GAME:?set GAME (SpaceInvaders, Seaquest or BeamRider)}"; at="${STAGE:?set STAGE (agent steps, e.g. 150000)}"

@@ -52,7 +52,6 @@ class Args:
 def run_one(name: str, args: Args, seed: int, threads: int, barrier: Barrier, queue: mp.Queue) -> None:
     """Build, warm up one iteration, wait for the others, then train and report (start, end) in wall-clock seconds."""
     th.set_num_threads(threads)
-    os.environ["OMP_NUM_THREADS"] = str(threads)
     model = build(name, args.env, args.n_envs, seed, args.device, num_threads=threads)
     rollout_size = args.n_envs * RL_ZOO3_ATARI_PPO["n_steps"]
     model.learn(rollout_size)

@@ -14,6 +14,7 @@ import math
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass, replace
 from functools import partial
@@ -34,7 +35,7 @@ from rl_gns.experiments.runner import WORKER_OF, RayAddressError, RunsFailedErro
 from rl_gns.experiments.signals import Interrupted
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
-from rl_gns.records.logs import OutputError
+from rl_gns.records.logs import OutputError, check_outputs
 from rl_gns.records.rundir import RunDir, RunFileError, read_json
 from rl_gns.records.schema import RecordError
 from rl_gns.reports import (
@@ -137,6 +138,11 @@ def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], o
     return partial(population_train.train_population, plans)
 
 
+def check_probe(config: probe.ProbeConfig) -> None:
+    """The probe's settings, then the files its report writes into the probe directory."""
+    check_outputs(config.directory(probe.check(config)), probe_report.OUTPUTS)
+
+
 def probe_and_report(config: probe.ProbeConfig) -> Path:
     probe_dir = probe.probe(config)
     if not probe_report.anchor_played(probe_dir):  # stopped at --max-wall-minutes: the same command goes on
@@ -146,7 +152,7 @@ def probe_and_report(config: probe.ProbeConfig) -> Path:
 
 def check_analyze(config: sweep_analysis.AnalyzeConfig) -> None:
     sweep_analysis.check(config)
-    sweep_report.check_outputs(config.sweep_dir)
+    check_outputs(config.sweep_dir, sweep_report.OUTPUTS)
 
 
 def analyze(config: sweep_analysis.AnalyzeConfig) -> Path:
@@ -170,6 +176,7 @@ def bench_and_report(config: BenchCommand) -> Path:
 
 def check_bench(config: BenchCommand) -> None:
     bench.check(config)
+    check_outputs(config.out, bench_report.OUTPUTS)
     for sweep_dir in config.sweeps:
         if not (sweep_dir / "results.json").exists():
             raise ValueError(f"--sweeps {sweep_dir}: no results.json (run rl-gns analyze on it first)")
@@ -196,6 +203,7 @@ def check_scaling(config: ScalingCommand) -> None:
     if not config.report_only:
         scaling_report.check_options(config)
         scaling.check(config)
+        check_outputs(config.out, scaling_report.OUTPUTS)
     elif not (config.out / "measurements.jsonl").exists():
         raise ValueError(f"--report-only needs {config.out}/measurements.jsonl")
     else:
@@ -219,7 +227,7 @@ def checked(check: Callable[[Any], object], run: Callable[[Any], Any]) -> Prepar
 COMMANDS: dict[str, tuple[type, Prepare]] = {
     "train": (TrainConfig, prepare_train),
     "sweep": (sweep.SweepConfig, checked(sweep.check, sweep.sweep)),
-    "probe": (probe.ProbeConfig, checked(probe.check, probe_and_report)),
+    "probe": (probe.ProbeConfig, checked(check_probe, probe_and_report)),
     "probe-report": (probe_report.ProbeReportConfig, checked(probe_report.check, probe_report.report)),
     "analyze": (sweep_analysis.AnalyzeConfig, checked(check_analyze, analyze)),
     "plot": (run_plot.PlotConfig, checked(run_plot.check, run_plot.plot_run)),
@@ -353,9 +361,17 @@ def check_counts(config: object) -> None:
             raise ValueError(f"{flag(name)} must be >= 0, got {value}")
 
 
-def one_line_text(error: BaseException) -> str:
-    """An error's message on one line: a line break inside it (a path may hold one) written as ``\\n``."""
+def one_line_text(error: BaseException | str) -> str:
+    """An error's (or a warning's) message on one line: a line break inside it (a path may hold one) written as
+    ``\\n``."""
     return str(error).replace("\n", "\\n")
+
+
+def one_line_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    """A warning as one line, as the commands' errors are (Python's default adds the line of source that warned)."""
+    return f"{category.__name__}: {one_line_text(message)}\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -366,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         return commands.main(argv)
     name = argv[0]
     config_cls, prepare = COMMANDS[name]
+    warnings.formatwarning = one_line_warning
     try:
         config = parse(config_cls, argv[1:], f"rl-gns {name}")
         check_finite(config)

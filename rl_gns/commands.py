@@ -43,6 +43,10 @@ def listing() -> str:
     ])  # fmt: skip
 
 
+#: The commands that train, and stop at a checkpoint of their own on a first Ctrl-C.
+TRAINING = frozenset({"train", "sweep", "probe", "bench", "scaling", "run"})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings or input).
 
@@ -58,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except KeyboardInterrupt:
-        name = f"rl-gns {argv[0]}" if argv[:1] and argv[0] in SUMMARIES else "rl-gns"
-        print(f"{name}: stopped by SIGINT before it could stop at a checkpoint; what it wrote is kept", file=sys.stderr)
+        command = argv[0] if argv[:1] and argv[0] in SUMMARIES else None
+        name = f"rl-gns {command}" if command else "rl-gns"
+        when = " before it could stop at a checkpoint" if command in TRAINING else ""
+        print(f"{name}: stopped by SIGINT{when}; what it wrote is kept", file=sys.stderr)
         return 130
 
 

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import typing
+import warnings
 from pathlib import Path
 
 import docstring_parser
@@ -227,6 +228,8 @@ def test_ctrl_c_while_a_command_starts_is_one_line_with_status_130(monkeypatch, 
     assert commands.main(["train", "--out", "run"]) == 130
     err = capsys.readouterr().err
     assert err == "rl-gns train: stopped by SIGINT before it could stop at a checkpoint; what it wrote is kept\n"
+    assert commands.main(["analyze", "sweep"]) == 130  # a report has no checkpoint to stop at
+    assert capsys.readouterr().err == "rl-gns analyze: stopped by SIGINT; what it wrote is kept\n"
 
 
 def test_training_that_diverges_ends_in_one_line_naming_the_settings(tmp_path):
@@ -234,3 +237,11 @@ def test_training_that_diverges_ends_in_one_line_naming_the_settings(tmp_path):
     result = run_cli("train", *tiny, "--learning-rate", "1e30", "--out", str(tmp_path / "run"))
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.stderr.splitlines()[-1].startswith("rl-gns train: error: training diverged: the policy's parameters")
+
+
+def test_a_warning_is_one_line_as_the_errors_are(monkeypatch, capsys):
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+    assert main(["plot", "no-such-run"]) == 2
+    capsys.readouterr()
+    said = warnings.formatwarning(UserWarning("checkpoint a\nis torn"), UserWarning, "checkpoint.py", 204, "source")
+    assert said == "UserWarning: checkpoint a\\nis torn\n"  # Python's own adds the file, the line and its source

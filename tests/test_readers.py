@@ -21,6 +21,15 @@ from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json
 from rl_gns.records.scaling_log import append_measurement, read_measurements
 from rl_gns.records.tables import SUITES_FILE, table_path
+from rl_gns.reports import (
+    adaptive_report,
+    bench_report,
+    predictor_validation,
+    probe_report,
+    probe_validation,
+    scaling_report,
+    sweep_report,
+)
 from rl_gns.reports.adaptive_report import g2_resolution
 from rl_gns.reports.figures import FigureError, save_plot
 
@@ -277,13 +286,32 @@ def test_a_directory_where_a_report_writes_a_file_is_one_line(tmp_path, capsys, 
     assert (directory / output).is_dir() and not any((directory / output).iterdir())
 
 
-def test_a_blocked_output_is_refused_before_any_output_is_written(tmp_path, capsys):
-    scaling = copy(SCALING, tmp_path)
-    (scaling / "scaling.png").unlink(missing_ok=True)
-    (scaling / "scaling.png").mkdir()
-    written = {path.name: path.stat().st_mtime_ns for path in scaling.iterdir()}
-    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"cannot write {scaling / 'scaling.png'}: a directory")
-    assert {path.name: path.stat().st_mtime_ns for path in scaling.iterdir()} == written
+@pytest.mark.parametrize(
+    ("command", "source", "args", "outputs"),
+    [
+        ("analyze", SWEEP, [], sweep_report.OUTPUTS),
+        ("scaling-report", SCALING, [], scaling_report.OUTPUTS),
+        ("probe-report", PROBE, [], probe_report.OUTPUTS),
+        ("bench-report", BENCH, [], bench_report.OUTPUTS),
+        ("compare-adaptive", ADAPTIVE, ["--fixed", RESULTS / "sweeps" / "beamrider_ram"], adaptive_report.OUTPUTS),
+        ("validate-predictors", RESULTS / "sweeps" / "beamrider_ram", ["--out"], predictor_validation.OUTPUTS),
+        ("validate-probes", RESULTS / "probes_v5" / "SpaceInvaders" / "at50k", ["--out"], probe_validation.OUTPUTS),
+    ],
+    ids=lambda value: value if isinstance(value, str) else None,
+)
+def test_a_blocked_output_is_refused_before_any_output_is_written(tmp_path, capsys, command, source, args, outputs):
+    """Each of a report's files blocked in turn (a directory where it goes): one line, and nothing written."""
+    directory = copy(source, tmp_path)
+    out = directory if args != ["--out"] else tmp_path / "out"
+    for output in outputs:
+        out.mkdir(exist_ok=True)
+        (out / output).unlink(missing_ok=True)
+        (out / output).mkdir()
+        written = {path: path.stat().st_mtime_ns for path in out.iterdir()}
+        given = [directory, *args, *([out] if args == ["--out"] else [])]
+        assert_refused(*rl_gns(capsys, command, *given), f"cannot write {out / output}: a directory is there")
+        assert {path: path.stat().st_mtime_ns for path in out.iterdir()} == written
+        (out / output).rmdir()
 
 
 def test_analyze_refuses_a_sweep_without_a_started_run(tmp_path, capsys):

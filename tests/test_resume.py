@@ -3,6 +3,7 @@ SIGKILL at random points resume to the same end, logs carry no gap or duplicate,
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 import torch as th
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from rl_gns.cli import main
 from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.core.targets import first_reached
@@ -392,3 +394,34 @@ def test_resumed_run_stops_at_its_target_with_the_score_window_of_the_games_befo
     first = first_reached(games["env_steps"], games["score"], 1.5, window=4)
     assert summary["resumes"] == 1 and first is not None
     assert summary["stop_score_reached_at"] == games["env_steps"][first] == summary["env_steps"]
+
+
+def test_a_run_whose_checkpoints_or_snapshots_are_links_is_refused_and_the_linked_run_left_alone(tmp_path, capsys):
+    """Resumed (or replaced) through a link, a run would write and prune another run's checkpoints and snapshots."""
+    victim, run = tmp_path / "victim", tmp_path / "run"
+    args = [*TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--snapshot-steps", "64"]
+    assert run_cli("train", *args, "--out", str(victim)).returncode == 0
+    for name in (CHECKPOINTS, "snapshots"):
+        shutil.rmtree(run, ignore_errors=True)
+        shutil.copytree(victim, run)
+        shutil.rmtree(run / name)
+        (run / name).symlink_to(victim / name)
+        before = {path: path.stat().st_mtime_ns for path in victim.rglob("*")}
+        for command in (["--resume", str(run)], [*args, "--out", str(run), "--overwrite"]):
+            assert main(["train", *command]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and f"{run / name} is a link: a run writes only inside its own directory" in err
+        assert {path: path.stat().st_mtime_ns for path in victim.rglob("*")} == before
+
+
+def test_a_resumed_run_drops_the_snapshots_past_its_checkpoint_and_overwrite_drops_them_all(tmp_path):
+    run = tmp_path / "run"
+    args = [*TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--snapshot-steps", "64"]
+    assert run_cli("train", *args, "--out", str(run)).returncode == 0
+    checkpoint = newest_step(run)
+    (run / "snapshots" / "000000100000.zip").write_bytes(b"a snapshot of the slice that was stopped")
+    assert run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9").returncode == 0
+    kept = sorted(int(path.stem) for path in (run / "snapshots").iterdir())
+    assert kept and max(kept) <= newest_step(run) and 100000 not in kept and checkpoint in kept
+    assert run_cli("train", *TINY, "--total-steps", "64", "--out", str(run), "--overwrite").returncode == 0
+    assert not (run / "snapshots").exists()

@@ -16,6 +16,7 @@ import pytest
 
 from rl_gns.cli import main
 from rl_gns.experiments.plan import check_out
+from rl_gns.experiments.runner import check_directory
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.lock import LOCK, RunLock, RunLockedError, check_unlocked
 from rl_gns.records.logs import read_rows, user_umask
@@ -165,6 +166,9 @@ def test_a_second_sweep_is_refused_and_sigterm_to_a_sweep_stops_its_workers_with
         (["--n-envs", "100000"], "GiB free"),
         (["--minibatch-size", "300"], "--minibatch-size 300 must divide the rollout size 1024"),
         (["--n-envs", "2", "--n-steps", "1", "--minibatch-size", "1"], "leaves fewer than 2 per rank"),
+        (["--device", "cpu:5"], "torch has one CPU device"),
+        (["--gns-scheme"], "noise scale schemes must be distinct names"),
+        (["--gns-losses", "value", "value"], "noise scale losses must be distinct names"),
     ],
 )
 def test_bad_settings_are_refused_in_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys, args, message):
@@ -365,3 +369,42 @@ def test_a_worker_whose_sweep_ended_while_it_started_ends_at_once():
     code = "from rl_gns.experiments.runner import die_with_parent; import time; die_with_parent(1); time.sleep(60)"
     worker = subprocess.run([sys.executable, "-c", code], timeout=60)
     assert worker.returncode == -signal.SIGTERM
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["train", "--env", "BeamRider", "--backend", "ram"],
+        ["sweep", "--env", "BeamRider", "--targets", "100", "--n-envs", "2,4"],
+        ["bench"],
+        ["scaling", "--env", "BeamRider", "--n-envs", "2"],
+    ],
+    ids=["train", "sweep", "bench", "scaling"],
+)
+@pytest.mark.parametrize("inside", ["run", "sweep"])
+def test_nothing_is_written_inside_another_run_or_study(tmp_path, capsys, args, inside):
+    """A run's directory is its own, and a study writes only its own runs (``<study>/runs/<name>``), also when the
+    path reaches it through a link."""
+    source = RESULTS / "runs" / "beamrider_100k" if inside == "run" else RESULTS / "resume" / "beamrider_ram_sweep"
+    holder = Path(shutil.copytree(source, tmp_path / inside))
+    (tmp_path / "link").symlink_to(holder, target_is_directory=True)
+    before = sorted(path.relative_to(holder) for path in holder.rglob("*"))
+    for out in (holder / "sub" / "out", tmp_path / "link" / "out"):
+        assert main([*args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"lies inside the {inside} {holder.resolve()}" in err, err
+    assert sorted(path.relative_to(holder) for path in holder.rglob("*")) == before
+
+
+def test_a_study_refuses_a_directory_of_other_files_but_not_its_own_empty_runs(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    (out / "data").mkdir(parents=True)
+    (out / "notes.txt").write_text("mine\n")
+    args = ["sweep", "--env", "BeamRider", "--targets", "100", "--n-envs", "2,4", "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds files and no sweep (sweep.json): data, notes.txt" in err, err
+    shutil.rmtree(out)
+    (out / "runs").mkdir(parents=True)  # what a sweep stopped before its record leaves
+    (out / LOCK).write_text("")
+    check_directory(out, "sweep", {})

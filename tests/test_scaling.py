@@ -90,3 +90,6 @@ def test_scaling_cli_refuses_bad_settings(tmp_path, capsys):
     assert main(["scaling", "--n-envs", "3", "--n-minibatches", "5", "--out", str(tmp_path / "s")]) == 2
     assert "n_minibatches" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+    assert main(["scaling", "--n-envs", "2", "--devices", "1,1", "--out", str(tmp_path / "s")]) == 2
+    assert "--devices repeats a value: [1, 1]" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()

@@ -58,9 +58,8 @@ class NoiseScaleConfig:
         """
         if self.every < 1:
             raise ValueError(f"noise scale 'every' must be >= 1, got {self.every}")
-        unknown = set(self.losses) - set(LOSSES)
-        if not self.losses or unknown:
-            raise ValueError(f"noise scale losses must be a non-empty subset of {LOSSES}, got {self.losses}")
+        if not self.losses or set(self.losses) - set(LOSSES) or len(set(self.losses)) != len(self.losses):
+            raise ValueError(f"noise scale losses must be distinct names from {LOSSES}, got {self.losses}")
         if not self.schemes or set(self.schemes) - set(SCHEMES) or len(set(self.schemes)) != len(self.schemes):
             raise ValueError(f"noise scale schemes must be distinct names from {SCHEMES}, got {self.schemes}")
         if len(self.schemes) > 1 and (self.b_big or self.b_small):
@@ -101,7 +100,11 @@ class NoiseScaleConfig:
         return b_small, b_big
 
     def all_sizes(self, n_envs: int, n_steps: int, minibatch_size: int) -> dict[Scheme, tuple[int, int]]:
-        """``{scheme: (b_small, b_big)}`` for every scheme (see :meth:`sizes`)."""
+        """``{scheme: (b_small, b_big)}`` for every scheme (see :meth:`sizes`).
+
+        :raises ValueError: also for no scheme at all, which would measure nothing.
+        """
+        self.check()
         return {scheme: self.sizes(scheme, n_envs, n_steps, minibatch_size) for scheme in self.schemes}
 
 

@@ -183,8 +183,9 @@ class Checkpointer(BaseCallback):
 class Snapshots(BaseCallback):
     """Keeps the agent (policy and Adam state) at the first PPO iteration boundary at or past every multiple of
     ``every_steps`` agent steps, as ``snapshots/<agent steps>.zip`` (:func:`~rl_gns.records.rundir.snapshot_path`).
-    Unlike checkpoints, snapshots are never pruned: they are the points of training ``rl-gns probe --at`` branches
-    from. Writing one changes nothing of the training (no random numbers are drawn).
+    Unlike checkpoints, snapshots are not pruned as the run trains: they are the points of training ``rl-gns probe
+    --at`` branches from (a resumed run drops those past its checkpoint, ``--overwrite`` all of them). Writing one
+    changes nothing of the training (no random numbers are drawn).
 
     :param run_path: the run directory.
     :param every_steps: agent steps between snapshots.

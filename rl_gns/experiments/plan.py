@@ -28,9 +28,20 @@ from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_fro
 from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from rl_gns.records.lock import LOCK, check_unlocked
-from rl_gns.records.logs import check_path_name, split_at
-from rl_gns.records.rundir import CONFIG, EPISODES, ERROR, LOG, PROGRESS, STEP_KEY, RunDir, RunFileError, row_values
-from rl_gns.records.study import check_kind
+from rl_gns.records.logs import check_writable, split_at
+from rl_gns.records.rundir import (
+    CONFIG,
+    EPISODES,
+    ERROR,
+    LOG,
+    PROGRESS,
+    STEP_KEY,
+    RunDir,
+    RunFileError,
+    check_own_directories,
+    row_values,
+)
+from rl_gns.records.study import check_kind, check_not_inside
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
 PIXEL_SAMPLE_BYTES = 4 * 84 * 84 * 4
@@ -125,6 +136,7 @@ def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPl
     gns_sizes = {str(scheme): size for scheme, size in sizes.items()}
     if config.resume is not None:
         check_unlocked(config.resume)
+        check_own_directories(config.resume)
         return RunPlan(config, game, batching, gns_sizes, config.resume, resumable_checkpoint(config))
     out = default_out(game, config.seed) if config.out is None else config.out
     check_out(out, config.overwrite)
@@ -280,7 +292,11 @@ def check_device(device: str, nproc: int) -> None:
         parsed = th.device(device) if device != "auto" else None
     except RuntimeError:
         raise ValueError(f"--device {device!r} is not a torch device: use cpu, cuda, cuda:<i>, mps or auto") from None
-    if parsed is None or parsed.type == "cpu":
+    if parsed is None:
+        return
+    if parsed.type == "cpu":
+        if parsed.index not in (None, 0):  # torch has one CPU device; SB3 takes any other index for a GPU
+            raise ValueError(f"--device {device}: torch has one CPU device, cpu (cpu:0)")
         return
     if parsed.type == "cuda":
         n_gpus = th.cuda.device_count() if th.cuda.is_available() else 0
@@ -325,26 +341,16 @@ def check_memory(config: TrainConfig, batching: Batching) -> None:
         )
 
 
-def check_writable(out: Path) -> None:
-    """Refuse an output directory that cannot be made or written: a name that is not text or is longer than the file
-    system allows, a file at ``out`` or on its path, or a directory without write permission."""
-    check_path_name(out)
-    existing = next(parent for parent in (out, *out.parents) if parent.exists() or parent == Path("."))
-    if not existing.is_dir():
-        where = f"--out {out}" if existing == out else f"--out {out}: {existing}"
-        raise ValueError(f"{where} is a file, not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {out}: {existing} is not writable")
-
-
 def check_out(out: Path, overwrite: bool) -> None:
     """Refuse a run directory that cannot be written, or that holds a run (unless ``overwrite``) or a live one."""
     if out == Path("."):
         raise ValueError("--out must name a run directory, not the current one")
     check_writable(out)
     check_kind(out, "run")
+    check_not_inside(out, "run")
     if out.is_dir():
         check_unlocked(out)
+        check_own_directories(out)
         foreign = sorted(path.name for path in out.iterdir() if path.name not in (LOCK, LOG, ERROR))  # a sweep's
         if foreign and not RunDir(out).is_started():
             listed = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")

@@ -37,12 +37,13 @@ from typing import Literal
 from tqdm import tqdm
 
 from rl_gns.experiments.config import TrainConfig, population_settings, to_json, training_settings
-from rl_gns.experiments.plan import EVERY_SETTING, check_writable, plan_run
+from rl_gns.experiments.plan import EVERY_SETTING, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS
 from rl_gns.records.lock import check_unlocked
+from rl_gns.records.logs import check_writable
 from rl_gns.records.rundir import ERROR, LOG, RunDir, read_record, write_json
-from rl_gns.records.study import MARKS, Kind, check_kind
+from rl_gns.records.study import MARKS, Kind, check_kind, check_no_strangers, check_not_inside
 
 
 @dataclass
@@ -132,7 +133,8 @@ MIN_SLICE_S = 60.0
 
 def check_directory(out: Path, kind: Kind, now: dict, ignore: tuple[str, ...] = (), shares: tuple[Kind, ...] = ()) -> None:
     """Refuse an ``--out`` that a command cannot write as a ``kind`` of study, before it writes anything: a file on its
-    path or no permission to write, another kind of study there, another live writer, or a record of other settings.
+    path or no permission to write, another kind of study there or around it, files of no study, another live writer,
+    or a record of other settings.
 
     :param out: the directory (it need not exist).
     :param kind: what the command writes there; its record (:data:`~rl_gns.records.study.MARKS`) holds the settings.
@@ -143,6 +145,8 @@ def check_directory(out: Path, kind: Kind, now: dict, ignore: tuple[str, ...] = 
     """
     check_writable(out)
     check_kind(out, kind, shares)
+    check_not_inside(out, kind)
+    check_no_strangers(out, kind, shares)
     check_unlocked(out)  # another command of this kind writes it: say so, not that one of its runs is taken
     check_same_settings(out / MARKS[kind], now, ignore)
 

@@ -27,6 +27,7 @@ import math
 import os
 import platform
 import shlex
+import shutil
 import signal
 import sys
 import time
@@ -72,9 +73,11 @@ from rl_gns.records.rundir import (
     MODEL,
     PLOT,
     PROGRESS,
+    SNAPSHOTS,
     STEP_KEY,
     SUMMARY,
     RunDir,
+    drop_snapshots_after,
 )
 from rl_gns.records.schema import NoiseScaleSummary, RunSummary
 
@@ -335,6 +338,7 @@ def claim(plan: RunPlan) -> RunLock:
     else:
         for name, step_key in ((PROGRESS, STEP_KEY), (EPISODES, "env_steps")):
             truncate_after(run.file(name), step_key, plan.checkpoint.env_steps)
+        drop_snapshots_after(run.path, plan.checkpoint.env_steps)
     return lock
 
 
@@ -418,7 +422,7 @@ def resumed_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> NoiseScal
 
 def clear_run_files(run: RunDir) -> None:
     """Remove what an earlier run left in a directory being reused (``--overwrite``): its logs, appended to
-    otherwise, its checkpoints, model and summary."""
+    otherwise, its checkpoints, snapshots, model and summary."""
     if not run.path.is_dir():
         return
     for path in run.path.glob("events.out.tfevents.*"):
@@ -426,6 +430,7 @@ def clear_run_files(run: RunDir) -> None:
     for name in (PROGRESS, EPISODES, MODEL, SUMMARY, ERROR, PLOT):
         run.file(name).unlink(missing_ok=True)
     remove_checkpoints(run.path)
+    shutil.rmtree(run.file(SNAPSHOTS), ignore_errors=True)
 
 
 def final_advice(model: NoiseScalePPO, plan: RunPlan) -> Advice | None:

@@ -14,7 +14,7 @@ import csv
 import io
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,30 @@ def check_path_name(path: Path) -> None:
     too_long = [len(os.fsencode(part)) for part in path.parts if len(os.fsencode(part)) > longest]
     if too_long:
         raise OutputError(f"{path}: a name of {too_long[0]:,} bytes, longer than this file system's {longest}")
+
+
+def check_writable(out: Path) -> None:
+    """Refuse an output directory that cannot be made or written: a name that is not text or is longer than the file
+    system allows, a file at ``out`` or on its path, or a directory without write permission."""
+    check_path_name(out)
+    existing = next(parent for parent in (out, *out.parents) if parent.exists() or parent == Path("."))
+    if not existing.is_dir():
+        where = f"--out {out}" if existing == out else f"--out {out}: {existing}"
+        raise ValueError(f"{where} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: {existing} is not writable")
+
+
+def check_outputs(directory: Path, names: Iterable[str]) -> None:
+    """Refuse, before a report writes any of its files, a directory where one of them cannot be written
+    (:func:`check_output` for each), so that a refusal leaves the directory as it was.
+
+    :param directory: where the report writes.
+    :param names: the file names it writes there.
+    :raises OutputError: naming the first path that cannot be written.
+    """
+    for name in names:
+        check_output(directory / name)
 
 
 def write_atomically(path: Path, text: str) -> None:

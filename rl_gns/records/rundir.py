@@ -36,6 +36,7 @@ import numpy as np
 
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.records.checkpoint import CHECKPOINTS
 from rl_gns.records.logs import read_rows, write_atomically
 from rl_gns.records.schema import (
     CANDIDATE_FIELDS,
@@ -91,6 +92,27 @@ def snapshots(run_path: Path) -> dict[int, Path]:
 
 class RunFileError(ValueError):
     """A file of a run, sweep or benchmark directory that cannot be read; the message names the file and the fault."""
+
+
+def drop_snapshots_after(run_path: Path, env_steps: int) -> None:
+    """Delete the snapshots past ``env_steps`` agent steps: a run resumed from its checkpoint there trains that
+    stretch again and keeps it at its own ``--snapshot-steps``, so every snapshot is of the training its logs hold."""
+    for steps, path in snapshots(run_path).items():
+        if steps > env_steps:
+            path.unlink()
+
+
+def check_own_directories(run_path: Path) -> None:
+    """Refuse a run directory whose ``checkpoints/`` or ``snapshots/`` is a link or not a directory: the run would
+    write, and prune, through it into another directory.
+
+    :raises RunFileError: naming the path.
+    """
+    for name in (CHECKPOINTS, SNAPSHOTS):
+        path = run_path / name
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            what = "a link" if path.is_symlink() else "not a directory"
+            raise RunFileError(f"{path} is {what}: a run writes only inside its own directory; remove it first")
 
 
 def cell_value(cell: str, path: Path, line: int) -> float:

@@ -1,13 +1,16 @@
 """What a directory holds: one run, sweep, benchmark, probe or scaling measurement, each marked by the record its
 command writes first. A command refuses to write into a directory that holds another kind (a run written over a
-sweep's record, a sweep's runs inside a run)."""
+sweep's record), that holds files of no kind, or that lies inside another run or study: a directory has one writer,
+and a study's runs are its own (``<study>/runs/<name>``, a probe's ``anchor``)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
-from rl_gns.records.rundir import BENCH, CONFIG, PROBE, SWEEP
+from rl_gns.records.lock import LOCK
+from rl_gns.records.rundir import ANCHOR, BENCH, CONFIG, PROBE, SWEEP
 from rl_gns.records.scaling_log import SETTINGS
 
 Kind = Literal["run", "sweep", "benchmark", "probe", "scaling measurement"]
@@ -26,3 +29,49 @@ def check_kind(directory: Path, kind: Kind, shares: tuple[Kind, ...] = ()) -> No
     for other, record in MARKS.items():
         if other != kind and other not in shares and (directory / record).is_file():
             raise ValueError(f"--out {directory} holds a {other} ({record}), not a {kind}: use another --out")
+
+
+def enclosing(directory: Path) -> tuple[Path, Kind] | None:
+    """The nearest directory above ``directory`` (its links resolved) that holds a run or a study, and its kind."""
+    for parent in Path(os.path.realpath(directory)).parents:
+        for kind, record in MARKS.items():
+            if (parent / record).is_file():
+                return parent, kind
+    return None
+
+
+def check_not_inside(directory: Path, kind: Kind) -> None:
+    """Refuse to write a ``kind`` inside another run or study; writes nothing. Nothing is written inside a run but
+    the run's own files, and inside a study only its own runs: ``<study>/runs/<name>``, and a probe's ``anchor``.
+
+    :param directory: the ``--out`` of the command (it need not exist).
+    :param kind: what the command writes there.
+    :raises ValueError: naming the directory that holds it.
+    """
+    found = enclosing(directory)
+    if found is None:
+        return
+    holder, held = found
+    real = Path(os.path.realpath(directory))
+    own_run = (
+        kind == "run" and held != "run" and (real.parent == holder / "runs" or (held == "probe" and real == holder / ANCHOR))
+    )
+    if not own_run:
+        raise ValueError(f"--out {directory} lies inside the {held} {holder} ({MARKS[held]}): use a directory outside it")
+
+
+def check_no_strangers(directory: Path, kind: Kind, shares: tuple[Kind, ...] = ()) -> None:
+    """Refuse to start a ``kind`` in a directory that holds files of no run or study (its record and those of
+    ``shares`` absent): they would be mixed with the study's. An empty ``runs/`` is the study's own, left by a
+    command stopped before its record was written.
+
+    :raises FileExistsError: naming a few of the files.
+    """
+    if not directory.is_dir() or any((directory / MARKS[k]).is_file() for k in (kind, *shares)):
+        return
+    empty_runs = directory / "runs"
+    own = {LOCK, "runs"} if empty_runs.is_dir() and not any(empty_runs.iterdir()) else {LOCK}
+    strangers = sorted(p.name for p in directory.iterdir() if p.name not in own)
+    if strangers:
+        listed = ", ".join(strangers[:3]) + (", ..." if len(strangers) > 3 else "")
+        raise FileExistsError(f"--out {directory} holds files and no {kind} ({MARKS[kind]}): {listed}; choose another --out")

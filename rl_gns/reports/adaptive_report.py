@@ -26,11 +26,15 @@ import tyro
 from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.core.targets import first_reached
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.logs import write_atomically
+from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, RunFileError, noise_columns, read_sweep_results, runs_under
 from rl_gns.reports.figures import Axes, colors, legend, relative, save_plot
 from rl_gns.reports.sweep_analysis import TargetResult
 from rl_gns.reports.sweep_report import plot_steps_vs_experience
+
+#: The comparison's files in the adaptive sweep's directory.
+FIGURE, REPORT = "steps_vs_experience.png", "comparison.md"
+OUTPUTS = (FIGURE, REPORT)
 
 
 @dataclass
@@ -163,7 +167,7 @@ def compare(config: CompareConfig) -> Path:
     run_dirs = [d for d in runs_under(config.adaptive_dir) if (d / "summary.json").exists()]
     runs = [load_adaptive_run(d, targets, settings["window"]) for d in run_dirs]
 
-    save_plot(lambda ax: plot_comparison(fixed, runs, ax), config.adaptive_dir / "steps_vs_experience.png", (7, 5.5))
+    save_plot(lambda ax: plot_comparison(fixed, runs, ax), config.adaptive_dir / FIGURE, (7, 5.5))
 
     fixed_name = relative(config.fixed, config.adaptive_dir)
     lines = [
@@ -205,7 +209,7 @@ def compare(config: CompareConfig) -> Path:
         else:
             lines.append(f"| {loss} | {resolution[0]:.0%} | {resolution[1]:.2f} |")
     lines += ["", "![steps vs experience](steps_vs_experience.png)"]
-    path = config.adaptive_dir / "comparison.md"
+    path = config.adaptive_dir / REPORT
     write_atomically(path, "\n".join(lines) + "\n")
     return path
 
@@ -216,3 +220,4 @@ def check(config: CompareConfig) -> None:
         raise ValueError(f"--fixed {config.fixed}: no results.json (run rl-gns analyze on the fixed sweep first)")
     if not (config.adaptive_dir / "runs").is_dir():
         raise ValueError(f"{config.adaptive_dir} holds no runs/ directory")
+    check_outputs(config.adaptive_dir, OUTPUTS)

@@ -45,7 +45,7 @@ from rl_gns.core.names import LOSSES as MEASURED_LOSSES
 from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
-from rl_gns.records.logs import write_atomically
+from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import BENCH, RunDir, noise_sums, read_record, read_sweep_results, runs_under, write_json
 from rl_gns.records.schema import BENCH_FIELDS, PAPER_RANGES_FIELDS, TIER_FIELDS, require, require_game
 from rl_gns.reports.figures import (
@@ -65,6 +65,10 @@ from rl_gns.reports.figures import (
     relative,
     save_figure,
 )
+
+#: The report's files in the benchmark directory.
+FIGURE, RESULTS, REPORT = "b_simple_start_vs_average.png", "results.json", "report.md"
+OUTPUTS = (FIGURE, RESULTS, REPORT)
 
 #: "Start" of training: the first quarter of a run's budget (agent steps).
 START_FRACTION = 0.25
@@ -480,7 +484,7 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
     """
     ranges, tier = settings["paper_ranges_frames"], settings["tier"]
     save_figure(plot_noise_scales(games, scheme, ranges, tier["n_envs"] * tier["n_steps"]),
-                bench_dir / "b_simple_start_vs_average.png")  # fmt: skip
+                bench_dir / FIGURE)  # fmt: skip
 
     r = {key: f"{low:,}–{high:,}" for key, (low, high) in ranges.items()}
     lines = [
@@ -554,7 +558,7 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
         )
     else:
         lines.append(f"No game has a final score yet (every run needs {DEFAULT_WINDOW} finished games).")
-    path = bench_dir / "report.md"
+    path = bench_dir / REPORT
     write_atomically(path, "\n".join(lines) + "\n")
     return path
 
@@ -606,7 +610,7 @@ def report(config: BenchReportConfig) -> Path:
         "aggregate": aggregate,
         "status": status,
     }
-    write_json(config.bench_dir / "results.json", payload)
+    write_json(config.bench_dir / RESULTS, payload)
     return write_report(config.bench_dir, settings, scheme, games, aggregate, status)
 
 
@@ -615,6 +619,7 @@ def check(config: BenchReportConfig) -> None:
     common."""
     if not (config.bench_dir / BENCH).exists():
         raise ValueError(f"{config.bench_dir} is not a benchmark directory (no bench.json)")
+    check_outputs(config.bench_dir, OUTPUTS)
     report_scheme([run.config().gns_schemes for run in finished_runs(config.bench_dir)])
     for sweep_dir in config.sweeps:
         if not (sweep_dir / "results.json").exists():

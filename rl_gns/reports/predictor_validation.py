@@ -25,7 +25,7 @@ import numpy as np
 import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.records.logs import write_atomically
+from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import read_sweep_results, write_json
 from rl_gns.reports.figures import (
     LOSS_COLORS,
@@ -44,6 +44,10 @@ from rl_gns.reports.figures import (
     unresolved_entry,
 )
 from rl_gns.reports.sweep_analysis import IDENTIFIED_FACTOR, identified_reach
+
+#: The validation's files in ``--out``.
+FIGURE, RESULTS, REPORT = "predicted_vs_fitted.png", "predictors.json", "predictors.md"
+OUTPUTS = (FIGURE, RESULTS, REPORT)
 
 #: Fits from fewer rollout sizes pass through their points exactly and are not admitted.
 MIN_SIZES = 3
@@ -229,8 +233,8 @@ def validate(config: ValidationConfig) -> Path:
     shown = [DEFAULT_PREDICTOR, *others[:3]] if DEFAULT_PREDICTOR in {r.name for r in rankings} else others[:4]
     if pairs and shown:
         figure = plot_predicted_vs_fitted(pairs, rankings, shown, fitted_sizes(config.sweep_dirs))
-        save_figure(figure, config.out / "predicted_vs_fitted.png")
-    write_json(config.out / "predictors.json", {"pairs": [asdict(p) for p in pairs], "ranking": [asdict(r) for r in rankings],
+        save_figure(figure, config.out / FIGURE)
+    write_json(config.out / RESULTS, {"pairs": [asdict(p) for p in pairs], "ranking": [asdict(r) for r in rankings],
                                                 "skipped": skipped})  # fmt: skip
     sweeps = ", ".join(f"`{relative(d, config.out)}`" for d in config.sweep_dirs)
     lines = [
@@ -265,7 +269,7 @@ def validate(config: ValidationConfig) -> Path:
         lines += ["", "![predicted vs fitted](predicted_vs_fitted.png)"]
     if skipped:
         lines += ["", "Not admitted:", "", *(f"- {s}" for s in skipped)]
-    path = config.out / "predictors.md"
+    path = config.out / REPORT
     write_atomically(path, "\n".join(lines) + "\n")
     return path
 
@@ -277,3 +281,5 @@ def check(config: ValidationConfig) -> None:
     for sweep_dir in config.sweep_dirs:
         if not (sweep_dir / "results.json").exists():
             raise ValueError(f"{sweep_dir}: no results.json (run rl-gns analyze on it first)")
+    check_writable(config.out)
+    check_outputs(config.out, OUTPUTS)

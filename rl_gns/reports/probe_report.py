@@ -28,7 +28,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.targets import StepsMeasure
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
-from rl_gns.records.logs import write_atomically
+from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, require
 from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
@@ -40,6 +40,10 @@ from rl_gns.reports.sweep_analysis import (
     kept_rates,
     load_sweep,
 )
+
+#: The report's files in the probe directory: its figure, its results (what ``validate-probes`` reads) and its text.
+FIGURE, RESULTS, REPORT = "steps_vs_rollout_size.png", "probe_results.json", "report.md"
+OUTPUTS = (FIGURE, RESULTS, REPORT)
 
 
 @dataclass
@@ -274,7 +278,7 @@ def report(config: ProbeReportConfig) -> Path:
     if measure == "midpoint":
         ax.set_ylabel("PPO iterations to the target (midpoint of the reaching games)")
     ax.set_title(f"{probe['source']} {at.split(' of ')[0]}", fontsize=10)
-    save_figure(fig, config.probe_dir / "steps_vs_rollout_size.png")
+    save_figure(fig, config.probe_dir / FIGURE)
     results = {
         **probe,
         "target": target,
@@ -299,7 +303,7 @@ def report(config: ProbeReportConfig) -> Path:
             for r in rungs
         ],
     }
-    write_json(config.probe_dir / "probe_results.json", results)
+    write_json(config.probe_dir / RESULTS, results)
     rows = "\n".join(f"| {key} | {fmt(r.point)} | [{fmt(r.low)}, {fmt(r.high)}] |" for key, r in sorted(noise.items()))
     best = "\n".join(
         f"| {size:,} | {fmt(run.learning_rate)} | {run.seed} | {run.best_running_score:.1f} | "
@@ -355,7 +359,7 @@ def report(config: ProbeReportConfig) -> Path:
         best,
         "",
     ])  # fmt: skip
-    path = config.probe_dir / "report.md"
+    path = config.probe_dir / REPORT
     write_atomically(path, text)
     return path
 
@@ -377,7 +381,9 @@ def read_probe(probe_dir: Path) -> dict:
 
 
 def check(config: ProbeReportConfig) -> None:
-    """Fail early (``ValueError``) on a directory that is not a probe, or whose anchor has not played."""
+    """Fail early (``ValueError``) on a directory that is not a probe, whose anchor has not played, or where a file
+    of the report cannot be written."""
     if not (config.probe_dir / PROBE).exists():
         raise ValueError(f"{config.probe_dir} is not a probe directory (no {PROBE})")
     read_probe(config.probe_dir)
+    check_outputs(config.probe_dir, OUTPUTS)

@@ -27,7 +27,7 @@ from scipy.stats import spearmanr
 
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums
-from rl_gns.records.logs import write_atomically
+from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import ANCHOR, PROBE, SWEEP, RunDir, noise_sums, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_FIT_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS, require
 from rl_gns.reports.figures import (
@@ -46,6 +46,10 @@ from rl_gns.reports.figures import (
 from rl_gns.reports.predictor_validation import error
 from rl_gns.reports.probe_report import RESOLVED
 from rl_gns.reports.sweep_analysis import load_sweep
+
+#: The validation's files in ``--out``.
+FIGURE, RESULTS, REPORT = "b_crit_by_stage.png", "probes.json", "probes.md"
+OUTPUTS = (FIGURE, RESULTS, REPORT)
 
 #: The constant fixed in advance (docs/prediction-criterion-v2.md): the median of the 10 identified fitted B_crit of
 #: the first validation, agent steps.
@@ -379,10 +383,10 @@ def validate(config: ProbeValidationConfig) -> Path:
     print(line, flush=True)
     print(floored, flush=True)
     config.out.mkdir(parents=True, exist_ok=True)
-    save_plot(lambda ax: plot_stages(every, ax), config.out / "b_crit_by_stage.png", (7.5, 6.5))
+    save_plot(lambda ax: plot_stages(every, ax), config.out / FIGURE, (7.5, 6.5))
     bounds = bound_scores(every)
     write_json(
-        config.out / "probes.json",
+        config.out / RESULTS,
         {
             "pairs": [asdict(p) for p in every],
             "scores": [asdict(s) for s in scores + baselines],
@@ -430,7 +434,7 @@ def validate(config: ProbeValidationConfig) -> Path:
         *(f"| {b.name} | {b.inside} of {b.probes} | {b.median_distance:.3f} |" for b in bounds),
         "",
     ])  # fmt: skip
-    path = config.out / "probes.md"
+    path = config.out / REPORT
     write_atomically(path, text)
     return path
 
@@ -442,3 +446,5 @@ def check(config: ProbeValidationConfig) -> None:
         raise ValueError(f"no probe directory (with probe.json) in {', '.join(map(str, config.probe_dirs))}")
     if not any((d / "probe_results.json").exists() for d in found):
         raise ValueError(f"no probe among {', '.join(map(str, found))} is reported yet: run rl-gns probe-report on it")
+    check_writable(config.out)
+    check_outputs(config.out, OUTPUTS)

@@ -86,6 +86,8 @@ def check_options(config: ScalingReportOptions) -> None:
     scale marks the critical n_envs, the device counts; ``rl-gns scaling`` checks them before it measures."""
     if not config.devices or min(config.devices) < 1:
         raise ValueError(f"--devices must be positive, got {config.devices}")
+    if len(set(config.devices)) != len(config.devices):
+        raise ValueError(f"--devices repeats a value: {config.devices}")
     if config.sweep is not None:
         if not (config.sweep / "results.json").exists():
             raise ValueError(f"{config.sweep}/results.json not found: run rl-gns analyze on the sweep")

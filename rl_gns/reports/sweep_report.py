@@ -12,7 +12,7 @@ import numpy as np
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.core.tradeoff import tradeoff_curve
-from rl_gns.records.logs import check_output, write_atomically
+from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import (
     LOSS_COLORS,
@@ -246,15 +246,8 @@ def candidate_rows(results: list[TargetResult]) -> list[str]:
 
 #: The figures the report draws, by name (``<name>.png`` in the sweep directory).
 FIGURES = ("steps_vs_experience", "wall_vs_experience", "noise_scale_by_size", "bcrit_predicted_vs_fitted")
-
-
-def check_outputs(sweep_dir: Path) -> None:
-    """Refuse, before anything is written, a sweep directory where a file of the analysis cannot be written.
-
-    :raises OutputError: naming the path.
-    """
-    for name in ("results.json", "report.md", *(f"{figure}.png" for figure in FIGURES)):
-        check_output(sweep_dir / name)
+#: Every file of the analysis in the sweep directory (``results.json`` from :mod:`~rl_gns.reports.sweep_analysis`).
+OUTPUTS = ("results.json", "report.md", *(f"{figure}.png" for figure in FIGURES))
 
 
 def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results: list[TargetResult]) -> Path:

@@ -192,7 +192,7 @@ def test_fieller_interval_holds_every_ratio_of_its_set():
     lies in the returned interval, num / den among them, for resolved, unresolved and sign-changing denominators."""
     rng = np.random.default_rng(4)
     grid = np.concatenate([[0.0], np.geomspace(1e-3, 1e6, 4000)])
-    lower_ray_cases = 0
+    lower_ray_cases = empty_cases = 0
     for _ in range(2000):
         num, den = rng.normal(1.0, 1.0), rng.normal(1.0, 1.0)
         sd_num, sd_den = rng.uniform(0.05, 2.0, 2)
@@ -203,8 +203,20 @@ def test_fieller_interval_holds_every_ratio_of_its_set():
         assert np.all((grid[inside] >= low * (1 - 1e-9)) & (grid[inside] <= high * (1 + 1e-9)))
         if num / den >= 0:
             assert low <= num / den <= high
+        if math.isnan(low):  # the empty set: no ratio >= 0 fits, so none of the grid does
+            assert math.isnan(high) and not inside.any()
+            empty_cases += 1
+        else:
+            assert 0.0 <= low <= high
         lower_ray_cases += den**2 < t2 * sd_den**2 and (low, high) == (0.0, math.inf)
-    assert lower_ray_cases > 0
+    assert lower_ray_cases > 0 and empty_cases > 0
+
+
+def test_fieller_interval_is_empty_where_the_data_reject_every_ratio_at_least_zero():
+    """num / den = -5 with both well resolved: the bounded set lies below 0, so nothing is left of it at R >= 0 (the
+    interval was returned as [0, r_+] with r_+ < 0)."""
+    assert all(math.isnan(end) for end in fieller_interval(-5.0, 1.0, 0.25, 0.0, 0.01, 1.96**2))
+    assert all(math.isnan(end) for end in fieller_interval(1.0, 0.0, 0.01, 0.1, 0.0, 1.96**2))  # a = 0, b < 0: R <= -1.25
 
 
 def test_fieller_interval_keeps_both_rays_when_the_lower_one_reaches_zero():

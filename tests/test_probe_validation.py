@@ -93,14 +93,16 @@ def test_a_probe_verdict_states_only_what_its_fit_bounds():
 
     sizes = np.array([128.0, 256.0, 256.0, 1024.0, 1024.0])
     both = LocalTradeoffFit(s_min=20.0, e_min=20_000.0, b_crit_low=400.0, b_crit_high=3_000.0, level=0.95, n_points=5)
-    assert (
-        probe_report.verdict(both, sizes, 18) == "B_crit 1e+03 agent steps, 95 % interval [400, 3e+03] (5 branches at 3 sizes)"
-    )
+    said = probe_report.verdict(both, sizes, 9, 18)
+    assert said == "B_crit 1e+03 agent steps, 95 % interval [400, 3e+03] (5 branches at 3 sizes)"
     below = LocalTradeoffFit(s_min=-5.0, e_min=20_000.0, b_crit_low=300.0, b_crit_high=math.inf, level=0.95, n_points=5)
-    assert probe_report.verdict(below, sizes, 18).startswith("B_crit not identified: at least 300 agent steps")
+    assert probe_report.verdict(below, sizes, 9, 18).startswith("B_crit not identified: at least 300 agent steps")
     neither = LocalTradeoffFit(s_min=-155.0, e_min=275_848.0, b_crit_low=0.0, b_crit_high=math.inf, level=0.95, n_points=5)
-    assert probe_report.verdict(neither, sizes, 18) == (
-        "B_crit not identified: the data bound it on neither side (5 of 18 branches at 3 sizes reached the target)"
+    assert probe_report.verdict(neither, sizes, 9, 18) == (  # 9 reached, the fastest rate of each seed kept: 5
+        "B_crit not identified: the data bound it on neither side (9 of 18 branches reached the target, 5 kept at 3 sizes)"
+    )
+    assert probe_report.verdict(None, sizes[:2], 2, 18) == (
+        "B_crit not identified: 2 of 18 branches reached the target, 2 kept at 2 sizes"
     )
 
 

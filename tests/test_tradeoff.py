@@ -84,3 +84,14 @@ def test_local_fit_says_when_b_crit_is_not_bounded():
     steps_N = 100_000.0 / batch_N * np.array([1.0, 1.05, 0.97, 1.02, 1.01, 0.96])
     fit = fit_local_tradeoff(batch_N, steps_N)
     assert not fit.identified and math.isinf(fit.b_crit_high) and fit.b_crit_low > 256
+
+
+def test_local_fit_says_when_the_data_reject_every_b_crit():
+    """Steps that fall faster than 1/B (the experience to the target shrinks as the rollout grows, as when the largest
+    rollouts reach a target within their first window of games): S_min lies significantly below zero, no B_crit >= 0
+    fits, and the interval is empty rather than [0, a negative number]."""
+    batch_N = np.repeat([128.0, 512.0, 2048.0], 3)
+    steps_N = 200_000.0 / batch_N**1.5 * 40 * np.array([1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 0.9, 1.1, 1.0])
+    fit = fit_local_tradeoff(batch_N, steps_N)
+    assert fit.s_min < 0 and math.isnan(fit.b_crit_low) and math.isnan(fit.b_crit_high)
+    assert not fit.identified and math.isinf(fit.b_crit)

@@ -170,9 +170,10 @@ class RatioInterval:
     point: float
     """``Σ trace_sigma / Σ g2``; NaN where ``Σ g2 <= 0``."""
     low: float
-    """Lower bound (0 when the data bound nothing)."""
+    """Lower bound (0 when the data bound nothing; NaN when they reject every ``B_simple >= 0``: ``Σ trace_sigma``
+    significantly below 0)."""
     high: float
-    """Upper bound; ``inf`` when ``|G|²`` is not resolved (then only ``B_simple > low`` is known)."""
+    """Upper bound; ``inf`` when ``|G|²`` is not resolved (then only ``B_simple > low`` is known); NaN with ``low``."""
     level: float = 0.95
     """Confidence level."""
 
@@ -247,13 +248,15 @@ def fieller_interval(num: float, den: float, v_num: float, v_num_den: float, v_d
 
     clipped to ``R >= 0``: the ``R`` with ``a R^2 - 2 b R + c <= 0``, ``a = den^2 - t^2 v_{den}``,
     ``b = num \\cdot den - t^2 v_{num,den}``, ``c = num^2 - t^2 v_{num}``. Where ``den`` is resolved from zero
-    (``a > 0``) the set is a bounded interval. Otherwise it is unbounded: every ratio (no real root), or two
-    rays ``R <= r_-`` and ``R >= r_+``. When the lower ray reaches ``R >= 0`` the set clipped to ``R >= 0`` is
-    ``[0, r_-] ∪ [r_+, ∞)``, reported as its hull ``(0, inf)``; else only the upper ray, ``(max(r_+, 0), inf)``.
-    The returned interval holds every ratio of the set, ``num / den`` among them when it is ``>= 0``.
+    (``a > 0``) the set is a bounded interval, which may lie wholly below 0: the data then reject every ratio
+    ``R >= 0`` (``num / den`` significantly negative) and the set clipped to ``R >= 0`` is empty. Otherwise it is
+    unbounded: every ratio (no real root), or two rays ``R <= r_-`` and ``R >= r_+``. When the lower ray reaches
+    ``R >= 0`` the set clipped to ``R >= 0`` is ``[0, r_-] ∪ [r_+, ∞)``, reported as its hull ``(0, inf)``; else
+    only the upper ray, ``(max(r_+, 0), inf)``. The returned interval holds every ratio of the set, ``num / den``
+    among them when it is ``>= 0``.
 
     :param t2: the squared Student (or normal) quantile of the level.
-    :return: ``(low, high)``.
+    :return: ``(low, high)``; ``(nan, nan)`` for the empty set.
     """
     a = den**2 - t2 * v_den
     b = num * den - t2 * v_num_den
@@ -261,9 +264,14 @@ def fieller_interval(num: float, den: float, v_num: float, v_num_den: float, v_d
     disc = b * b - a * c
     if a > 0:  # a bounded interval (disc >= 0 here: the set contains num / den)
         root = math.sqrt(max(disc, 0.0))
-        return max((b - root) / a, 0.0), (b + root) / a
-    if a == 0:  # one linear inequality, -2 b R + c <= 0: an upper ray where b > 0
-        return (max(c / (2 * b), 0.0), math.inf) if b > 0 else (0.0, math.inf)
+        low, high = (b - root) / a, (b + root) / a
+        return (max(low, 0.0), high) if high >= 0.0 else (math.nan, math.nan)
+    if a == 0:  # one linear inequality, 2 b R >= c: an upper ray where b > 0, a lower one where b < 0
+        if b > 0:
+            return max(c / (2 * b), 0.0), math.inf
+        if b < 0:
+            return (0.0, c / (2 * b)) if c / (2 * b) >= 0.0 else (math.nan, math.nan)
+        return (0.0, math.inf) if c <= 0 else (math.nan, math.nan)
     if disc < 0:  # every ratio is compatible with the data
         return 0.0, math.inf
     root = math.sqrt(disc)

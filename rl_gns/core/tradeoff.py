@@ -99,9 +99,11 @@ class LocalTradeoffFit:
     e_min: float
     """Least experience (agent steps) to the target, as ``B → 0``."""
     b_crit_low: float
-    """Lower end of the ``level`` interval of ``B_crit``, agent steps."""
+    """Lower end of the ``level`` interval of ``B_crit``, agent steps; NaN where the data reject every ``B_crit >= 0``
+    (``s_min`` significantly below zero: the steps fall faster than ``1 / B``, which the model cannot)."""
     b_crit_high: float
-    """Upper end (``inf`` where ``s_min`` is not resolved from zero: the data do not bound ``B_crit`` above)."""
+    """Upper end (``inf`` where ``s_min`` is not resolved from zero: the data do not bound ``B_crit`` above; NaN
+    with ``b_crit_low``)."""
     level: float
     """Confidence level of the interval."""
     n_points: int

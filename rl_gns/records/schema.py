@@ -225,12 +225,13 @@ PROBE_RESULTS_FIELDS: dict[str, Any] = {
     "fit": dict | None,
     "noise_at_branch_point": dict[str, tuple[float, float, float]],
 }
-#: A fit in ``probe_results.json`` (``fit_record``): ``b_crit`` and its high end may be +inf (not identified).
+#: A fit in ``probe_results.json`` (``fit_record``): ``b_crit`` and its high end may be +inf (not identified), and
+#: both ends NaN (the data reject every ``B_crit >= 0``).
 PROBE_FIT_FIELDS: dict[str, Any] = {
     "identified": bool,
     "b_crit": Annotated[float, lambda value: value > 0, "float > 0"],
-    "b_crit_low": NonNegative,
-    "b_crit_high": Annotated[float, lambda value: value > 0, "float > 0"],
+    "b_crit_low": Annotated[float, lambda value: value >= 0 or math.isnan(value), "float >= 0 or NaN"],
+    "b_crit_high": Annotated[float, lambda value: value > 0 or math.isnan(value), "float > 0 or NaN"],
     "e_min": Positive,
 }
 #: A benchmark tier as ``bench.json`` records it: agent steps, envs, steps per env and seeds of every run.

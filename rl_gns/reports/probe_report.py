@@ -78,14 +78,24 @@ def noise_at_branch_point(anchor: RunDir) -> dict[str, RatioInterval]:
     return noise
 
 
-def verdict(fit: LocalTradeoffFit | None, batch_N: np.ndarray, n_branches: int) -> str:
-    """One line: ``B_crit`` with its interval, or why it is not identified."""
+def verdict(fit: LocalTradeoffFit | None, batch_N: np.ndarray, n_reached: int, n_branches: int) -> str:
+    """One line: ``B_crit`` with its interval, or why it is not identified.
+
+    :param batch_N: rollout sizes of the kept branches (each seed's fastest learning rate that reached the target).
+    :param n_reached: branches that reached the target, at any learning rate.
+    :param n_branches: branches of the probe.
+    """
     sizes = len(np.unique(batch_N))
+    reached = f"{n_reached} of {n_branches} branches reached the target, {len(batch_N)} kept at {sizes} sizes"
     if fit is None:
-        return f"B_crit not identified: {len(batch_N)} of {n_branches} branches at {sizes} sizes reached the target"
+        return f"B_crit not identified: {reached}"
     interval = f"[{fmt(fit.b_crit_low)}, {fmt(fit.b_crit_high)}]"
+    if math.isnan(fit.b_crit_low):
+        return (
+            f"B_crit not identified: the data reject every B_crit >= 0, as the steps fall faster than 1 / rollout size "
+            f"(S_min {fmt(fit.s_min)} < 0) ({reached})"
+        )
     if not fit.identified and not fit.b_crit_low > 0:  # [0, inf]: the data bound it on neither side
-        reached = f"{len(batch_N)} of {n_branches} branches at {sizes} sizes reached the target"
         return f"B_crit not identified: the data bound it on neither side ({reached})"
     if not fit.identified:
         return f"B_crit not identified: at least {fmt(fit.b_crit_low)} agent steps (95 % lower end; the data set no upper end)"
@@ -255,7 +265,7 @@ def report(config: ProbeReportConfig) -> Path:
     noise = noise_at_branch_point(RunDir(config.probe_dir / ANCHOR))
     scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
     predictor = noise.get(f"{scheme}/{loss}")
-    line = verdict(fit, batch_N, len(runs))
+    line = verdict(fit, batch_N, sum(target in run.reached for run in runs), len(runs))
     edges = edge_note(rates)
     floor = first_window_note(rates, int(probe["window"]))
     resolution = resolution_note(fit, earliest, int(probe["window"]))

@@ -396,28 +396,23 @@ def test_resumed_run_stops_at_its_target_with_the_score_window_of_the_games_befo
     assert summary["stop_score_reached_at"] == games["env_steps"][first] == summary["env_steps"]
 
 
-def test_a_run_whose_checkpoints_or_snapshots_are_links_is_refused_and_the_linked_run_left_alone(tmp_path, capsys):
-    """Resumed (or replaced) through a link, a run would write and prune another run's checkpoints and snapshots."""
-    victim, run = tmp_path / "victim", tmp_path / "run"
-    args = [*TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--snapshot-steps", "64"]
-    assert run_cli("train", *args, "--out", str(victim)).returncode == 0
-    for name in (CHECKPOINTS, "snapshots"):
-        shutil.rmtree(run, ignore_errors=True)
-        shutil.copytree(victim, run)
-        shutil.rmtree(run / name)
-        (run / name).symlink_to(victim / name)
-        before = {path: path.stat().st_mtime_ns for path in victim.rglob("*")}
-        for command in (["--resume", str(run)], [*args, "--out", str(run), "--overwrite"]):
-            assert main(["train", *command]) == 2
-            err = capsys.readouterr().err
-            assert err.count("\n") == 1 and f"{run / name} is a link: a run writes only inside its own directory" in err
-        assert {path: path.stat().st_mtime_ns for path in victim.rglob("*")} == before
-
-
-def test_a_resumed_run_drops_the_snapshots_past_its_checkpoint_and_overwrite_drops_them_all(tmp_path):
-    run = tmp_path / "run"
+def test_a_runs_checkpoints_and_snapshots_are_its_own(tmp_path, capsys):
+    """Through a link into another run, a resume (or --overwrite) would write and prune that run's checkpoints and
+    snapshots: refused. A resumed run drops the snapshots past its checkpoint, and --overwrite drops them all."""
+    run, other = tmp_path / "run", tmp_path / "other"
     args = [*TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--snapshot-steps", "64"]
     assert run_cli("train", *args, "--out", str(run)).returncode == 0
+    for name in (CHECKPOINTS, "snapshots"):
+        shutil.rmtree(other, ignore_errors=True)
+        shutil.copytree(run, other)
+        shutil.rmtree(other / name)
+        (other / name).symlink_to(run / name)
+        before = {path: path.stat().st_mtime_ns for path in run.rglob("*")}
+        for command in (["--resume", str(other)], [*args, "--out", str(other), "--overwrite"]):
+            assert main(["train", *command]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and f"{other / name} is a link: a run writes only inside its own directory" in err
+        assert {path: path.stat().st_mtime_ns for path in run.rglob("*")} == before
     checkpoint = newest_step(run)
     (run / "snapshots" / "000000100000.zip").write_bytes(b"a snapshot of the slice that was stopped")
     assert run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9").returncode == 0

@@ -20,6 +20,7 @@ from rl_gns.experiments.runner import check_directory
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.lock import LOCK, RunLock, RunLockedError, check_unlocked
 from rl_gns.records.logs import read_rows, user_umask
+from rl_gns.records.study import check_not_inside
 
 pytestmark = pytest.mark.atari
 
@@ -408,3 +409,18 @@ def test_a_study_refuses_a_directory_of_other_files_but_not_its_own_empty_runs(t
     (out / "runs").mkdir(parents=True)  # what a sweep stopped before its record leaves
     (out / LOCK).write_text("")
     check_directory(out, "sweep", {})
+
+
+def test_a_probe_holding_its_sweep_still_writes_its_anchor_and_branches(tmp_path):
+    """A probe's directory holds probe.json and, once its branches started, sweep.json: its anchor and its runs are
+    its own, anything else inside it is not."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    for record in ("probe.json", "sweep.json"):
+        (probe / record).write_text("{}\n")
+    check_not_inside(probe / "anchor", "run")
+    check_not_inside(probe / "runs" / "n0004_t0032_lr2.50e-04_s0", "run")
+    with pytest.raises(ValueError, match=r"lies inside the sweep and probe .*probe \(sweep.json, probe.json\)"):
+        check_not_inside(probe / "mine", "run")
+    with pytest.raises(ValueError, match="lies inside the sweep and probe"):
+        check_not_inside(probe / "runs", "sweep")

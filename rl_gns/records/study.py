@@ -31,12 +31,13 @@ def check_kind(directory: Path, kind: Kind, shares: tuple[Kind, ...] = ()) -> No
             raise ValueError(f"--out {directory} holds a {other} ({record}), not a {kind}: use another --out")
 
 
-def enclosing(directory: Path) -> tuple[Path, Kind] | None:
-    """The nearest directory above ``directory`` (its links resolved) that holds a run or a study, and its kind."""
+def enclosing(directory: Path) -> tuple[Path, tuple[Kind, ...]] | None:
+    """The nearest directory above ``directory`` (its links resolved) that holds a run or a study, and the kinds it
+    holds (a probe's directory also holds the sweep of its branches)."""
     for parent in Path(os.path.realpath(directory)).parents:
-        for kind, record in MARKS.items():
-            if (parent / record).is_file():
-                return parent, kind
+        held = tuple(kind for kind, record in MARKS.items() if (parent / record).is_file())
+        if held:
+            return parent, held
     return None
 
 
@@ -54,10 +55,13 @@ def check_not_inside(directory: Path, kind: Kind) -> None:
     holder, held = found
     real = Path(os.path.realpath(directory))
     own_run = (
-        kind == "run" and held != "run" and (real.parent == holder / "runs" or (held == "probe" and real == holder / ANCHOR))
+        kind == "run"
+        and "run" not in held
+        and (real.parent == holder / "runs" or ("probe" in held and real == holder / ANCHOR))
     )
     if not own_run:
-        raise ValueError(f"--out {directory} lies inside the {held} {holder} ({MARKS[held]}): use a directory outside it")
+        what = f"the {' and '.join(held)} {holder} ({', '.join(MARKS[k] for k in held)})"
+        raise ValueError(f"--out {directory} lies inside {what}: use a directory outside it")
 
 
 def check_no_strangers(directory: Path, kind: Kind, shares: tuple[Kind, ...] = ()) -> None:

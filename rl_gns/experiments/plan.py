@@ -27,13 +27,11 @@ from rl_gns.core.distributed import sizes_over_ranks
 from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_from_json, training_settings
 from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
-from rl_gns.records.lock import LOCK, check_unlocked
+from rl_gns.records.lock import check_unlocked
 from rl_gns.records.logs import check_writable, split_at
 from rl_gns.records.rundir import (
     CONFIG,
     EPISODES,
-    ERROR,
-    LOG,
     PROGRESS,
     STEP_KEY,
     RunDir,
@@ -41,7 +39,7 @@ from rl_gns.records.rundir import (
     check_own_directories,
     row_values,
 )
-from rl_gns.records.study import check_kind, check_not_inside
+from rl_gns.records.study import check_kind, check_no_strangers, check_not_inside
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
 PIXEL_SAMPLE_BYTES = 4 * 84 * 84 * 4
@@ -351,10 +349,7 @@ def check_out(out: Path, overwrite: bool) -> None:
     if out.is_dir():
         check_unlocked(out)
         check_own_directories(out)
-        foreign = sorted(path.name for path in out.iterdir() if path.name not in (LOCK, LOG, ERROR))  # a sweep's
-        if foreign and not RunDir(out).is_started():
-            listed = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise FileExistsError(f"{out} holds files and no run ({CONFIG}): {listed}; choose another --out")
+        check_no_strangers(out, "run")
     if RunDir(out).is_started() and not overwrite:
         raise FileExistsError(f"{out} already holds a run; pass --overwrite, --resume {out}, or another --out")
 

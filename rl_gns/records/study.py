@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from rl_gns.records.lock import LOCK
-from rl_gns.records.rundir import ANCHOR, BENCH, CONFIG, PROBE, SWEEP
+from rl_gns.records.rundir import ANCHOR, BENCH, CONFIG, ERROR, LOG, PROBE, SWEEP
 from rl_gns.records.scaling_log import SETTINGS
 
 Kind = Literal["run", "sweep", "benchmark", "probe", "scaling measurement"]
@@ -66,15 +66,18 @@ def check_not_inside(directory: Path, kind: Kind) -> None:
 
 def check_no_strangers(directory: Path, kind: Kind, shares: tuple[Kind, ...] = ()) -> None:
     """Refuse to start a ``kind`` in a directory that holds files of no run or study (its record and those of
-    ``shares`` absent): they would be mixed with the study's. An empty ``runs/`` is the study's own, left by a
-    command stopped before its record was written.
+    ``shares`` absent): they would be mixed with its own. What a command leaves before its record is its own: the
+    lock, a run's log and error (a sweep's run that failed before it started), a study's empty ``runs/``.
 
     :raises FileExistsError: naming a few of the files.
     """
     if not directory.is_dir() or any((directory / MARKS[k]).is_file() for k in (kind, *shares)):
         return
     empty_runs = directory / "runs"
-    own = {LOCK, "runs"} if empty_runs.is_dir() and not any(empty_runs.iterdir()) else {LOCK}
+    if kind == "run":
+        own = {LOCK, LOG, ERROR}
+    else:
+        own = {LOCK, "runs"} if empty_runs.is_dir() and not any(empty_runs.iterdir()) else {LOCK}
     strangers = sorted(p.name for p in directory.iterdir() if p.name not in own)
     if strangers:
         listed = ", ".join(strangers[:3]) + (", ..." if len(strangers) > 3 else "")

@@ -1,8 +1,9 @@
 """What making an Atari env costs before its first step, against ale-py's ROM load alone.
 
 For each game: the wall time of ``make_atari_vec_env(..., backend)`` followed by its seeded reset, per env, and the
-time of one ``ALEInterface.loadROM`` (which ale-py runs when an env is made and again at its first seeded reset).
-A short run pays this once per env, so a sweep of many short runs at small sizes pays it many times.
+time of one ``ALEInterface.loadROM`` (which ale-py runs when an env is made and again at every seeded reset; a RAM env
+of rl-gns is made with its first reset's seed and loads once: ``rl_gns.core.atari.SeededAtariEnv``). A short run
+pays this once per env, so a sweep of many short runs at small sizes pays it many times.
 
     python benchmarks/env_construction.py --out results/benchmarks/env_construction_cpu.json
 

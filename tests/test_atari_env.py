@@ -1,13 +1,24 @@
 """The native vector-env adapter against SB3's own Atari pipeline, on real ALE games."""
 
+from unittest import mock
+
 import gymnasium as gym
 import numpy as np
 import pytest
+from ale_py.env import AtariEnv
 from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
-from rl_gns.core.atari import FRAME_SKIP, AtariVecEnv, UnknownGameError, camel_name, make_atari_vec_env, resolve_game
+from rl_gns.core.atari import (
+    FRAME_SKIP,
+    AtariVecEnv,
+    UnknownGameError,
+    camel_name,
+    make_atari_vec_env,
+    make_ram_env,
+    resolve_game,
+)
 
 pytestmark = pytest.mark.atari
 
@@ -147,3 +158,33 @@ def test_ram_game_lengths_are_emulator_frames_as_on_the_native_backend():
     length = infos[0]["episode"]["l"]
     assert length % FRAME_SKIP == 0
     assert 0 <= length // FRAME_SKIP - agent_steps <= 1 + 3 * 3  # one no-op; per life: FIRE, UP, the life-loss no-op
+
+
+def test_ram_envs_seeded_when_made_load_once_and_play_as_a_seeded_reset_leaves_them():
+    """An env made with the seed of its first reset loads its ROM once, where ale-py loads it again on a seeded
+    reset, and then plays exactly as an env made unseeded and reset with that seed (sticky actions and no-op starts
+    draw from the seeded generators), through several whole games."""
+    loads = mock.patch.object(AtariEnv, "load_game", autospec=True, side_effect=AtariEnv.load_game)
+    with loads as counted:
+        seeded = make_atari_vec_env("Pong", 2, seed=11, backend="ram", repeat_action_probability=0.25)
+        seeded_obs = seeded.reset()
+    assert counted.call_count == 2
+    with loads as counted:
+        reference = DummyVecEnv([lambda: make_ram_env("pong", 0.25) for _ in range(2)])
+        reference.seed(11)
+        reference_obs = reference.reset()
+    assert counted.call_count == 4
+    np.testing.assert_array_equal(seeded_obs, reference_obs)
+    rng = np.random.default_rng(0)
+    games = 0
+    for _ in range(3_000):
+        actions = rng.integers(0, 6, size=2)
+        obs, rewards, dones, infos = seeded.step(actions)
+        expected_obs, expected_rewards, expected_dones, expected_infos = reference.step(actions)
+        np.testing.assert_array_equal(obs, expected_obs)
+        np.testing.assert_array_equal(rewards, expected_rewards)
+        np.testing.assert_array_equal(dones, expected_dones)
+        episodes = [(info["episode"]["r"], info["episode"]["l"]) for info in infos if "episode" in info]
+        assert episodes == [(info["episode"]["r"], info["episode"]["l"]) for info in expected_infos if "episode" in info]
+        games += len(episodes)
+    assert games >= 2

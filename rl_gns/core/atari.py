@@ -14,6 +14,7 @@ meaningful for envs that were really reset.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import re
@@ -24,6 +25,7 @@ from typing import Any, Literal, SupportsFloat
 import gymnasium as gym
 import numpy as np
 from ale_py import ALEInterface, LoggerMode, roms
+from ale_py.env import AtariEnv, AtariEnvStepMetadata
 from ale_py.vector_env import AtariVectorEnv
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack
@@ -211,20 +213,61 @@ class EpisodeFrames(gym.Wrapper):
         return observation, reward, terminated, truncated, info
 
 
-def make_ram_env(game: str, repeat_action_probability: float = 0.0, noop_max: int = 30) -> gym.Env:
+class SeededAtariEnv(AtariEnv):
+    """ale-py's ``AtariEnv`` seeded when it is made, so that its first reset with that seed loads no ROM.
+
+    ale-py loads the ROM when an env is made (with a random seed) and again on every seeded reset, and a load costs
+    about 0.1 s (most of it building colour-averaging tables). Made with ``seed``, the env's ROM is loaded with that
+    seed; a first reset with the same seed then finds the emulator exactly as a load with that seed would leave it,
+    and skips the second load. Every other reset behaves as ``AtariEnv``'s.
+
+    :param seed: the seed of the first reset (as ``reset(seed=...)`` takes it), or ``None``: a random one, and every
+        seeded reset loads the ROM.
+    """
+
+    def __init__(self, *args: Any, seed: int | None = None, **kwargs: Any) -> None:
+        self._made_with = seed  # read by seed_game while AtariEnv.__init__ loads the ROM
+        self._skip_load = False
+        super().__init__(*args, **kwargs)
+
+    def seed_game(self, seed: int | None = None) -> tuple[int, int]:
+        """``AtariEnv.seed_game``; while the env is made, with the seed it was made with."""
+        return super().seed_game(self._made_with if seed is None else seed)
+
+    def load_game(self) -> None:
+        """``AtariEnv.load_game``, unless the emulator already holds the ROM loaded with the reset's seed."""
+        if self._skip_load:
+            self._skip_load = False
+            return
+        super().load_game()
+
+    def reset(  # type: ignore[override]  # AtariEnv's own signature, which narrows gymnasium's info
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, AtariEnvStepMetadata]:
+        """``AtariEnv.reset``; the first, with the seed the env was made with, reuses the load of its making."""
+        self._skip_load = seed is not None and seed == self._made_with
+        self._made_with = None
+        return super().reset(seed=seed, options=options)
+
+
+def make_ram_env(game: str, repeat_action_probability: float = 0.0, noop_max: int = 30, seed: int | None = None) -> gym.Env:
     """One Atari game observed through its RAM, with the same protocol as the pixel envs.
 
     Frame skip 4 in the emulator, up to ``noop_max`` no-ops and FIRE on reset, life loss terminal
     for learning, sign-clipped rewards; ``Monitor`` sits below the life-loss wrapper, so
     ``info["episode"]`` holds raw whole-game scores, and lengths in emulator frames (:class:`EpisodeFrames`).
     Observations: ``(128,)`` float32 in ``[0, 1]``.
+
+    :param seed: the seed its first reset will be given (:class:`SeededAtariEnv`: that reset then loads no ROM), or
+        ``None``.
     """
     import ale_py
     from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, NoopResetEnv
 
     gym.register_envs(ale_py)
     env = gym.make(
-        f"ALE/{camel_name(game)}-v5",
+        dataclasses.replace(gym.spec(f"ALE/{camel_name(game)}-v5"), entry_point=SeededAtariEnv),
+        seed=seed,
         obs_type="ram",
         frameskip=FRAME_SKIP,
         repeat_action_probability=repeat_action_probability,
@@ -263,7 +306,12 @@ def make_atari_vec_env(
     """
     game = resolve_game(env)
     if backend == "ram":
-        vec_env: VecEnv = DummyVecEnv([lambda: make_ram_env(game, repeat_action_probability, noop_max) for _ in range(n_envs)])
+        vec_env: VecEnv = DummyVecEnv(
+            [
+                functools.partial(make_ram_env, game, repeat_action_probability, noop_max, None if seed is None else seed + i)
+                for i in range(n_envs)
+            ]
+        )
     elif backend == "ale_vector":
         vec_env = AtariVecEnv(
             game,

@@ -28,12 +28,11 @@ def test_clip_member_grads_is_clip_grad_norm_of_each_member(max_norm):
             param.grad = grad[k].clone()
         expected_norms.append(nn.utils.clip_grad_norm_(params, max_norm))
         expected.append([param.grad for param in params])
-    clipped = [grad.clone() for grad in grads]
-    norms = clip_member_grads_(clipped, max_norm)
+    clipped = th.cat([grad.flatten(1) for grad in grads], dim=1)  # (K, N): each member's gradients in one row
+    norms = clip_member_grads_(clipped, [grad[0].numel() for grad in grads], max_norm)
     th.testing.assert_close(norms, th.stack(expected_norms), rtol=1e-6, atol=0)
     for k in range(K):
-        for grad, want in zip(clipped, expected[k], strict=True):
-            th.testing.assert_close(grad[k], want, rtol=1e-6, atol=0)
+        th.testing.assert_close(clipped[k], th.cat([want.flatten() for want in expected[k]]), rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("optimizer", [th.optim.Adam, th.optim.RMSprop])
@@ -104,4 +103,16 @@ def test_an_optimiser_must_hold_its_members_parameters_in_one_group():
     optimizers = [th.optim.Adam([{"params": m[0].parameters()}, {"params": m[2].parameters()}]) for m in models]
     names = [name for name, _ in models[0].named_parameters()]
     with pytest.raises(ValueError, match="one parameter group"):
+        StackedOptimizers(names, [list(m.parameters()) for m in models], optimizers)
+
+
+def test_an_optimiser_must_have_stepped_all_its_parameters_alike():
+    """The group steps a member's parameters as one tensor, so their step counts must agree: one parameter stepped
+    alone (the others had no gradient) is refused, not stepped with a wrong count."""
+    models = members()
+    optimizers = [th.optim.Adam(m.parameters(), lr=1e-2) for m in models]
+    models[1][0].weight.grad = th.ones_like(models[1][0].weight)
+    optimizers[1].step()
+    names = [name for name, _ in models[0].named_parameters()]
+    with pytest.raises(ValueError, match="member 1's optimiser has stepped its parameters unequally"):
         StackedOptimizers(names, [list(m.parameters()) for m in models], optimizers)

@@ -177,7 +177,7 @@ def test_ram_envs_seeded_when_made_load_once_and_play_as_a_seeded_reset_leaves_t
     np.testing.assert_array_equal(seeded_obs, reference_obs)
     rng = np.random.default_rng(0)
     games = 0
-    for _ in range(3_000):
+    for _ in range(1_500):
         actions = rng.integers(0, 6, size=2)
         obs, rewards, dones, infos = seeded.step(actions)
         expected_obs, expected_rewards, expected_dones, expected_infos = reference.step(actions)

@@ -145,6 +145,9 @@ def test_every_flag_help_is_one_line():
         (["train", "--total-steps", "0"], "--total-steps must be >= 1"),
         (["train", "--n-envs", "0", "--no-gns"], "--n-envs must be >= 1"),
         (["train", "--learning-rate", "-1"], "--learning-rate must be >= 0"),
+        (["train", "--learning-rate", "3e38"], "--learning-rate must be 0 (a fixed policy) or in [1.18e-38, 1]"),
+        (["train", "--learning-rate", "1e-40"], "--learning-rate must be 0 (a fixed policy) or in [1.18e-38, 1]"),
+        (["sweep", "--lr-points", "3", "--lr-factor", "1e-300"], "--learning-rate must be 0 (a fixed policy) or in"),
         (["train", "--device", "cuda"], "no CUDA device"),
         (["sweep", "--budget-steps", "-10"], "--budget-steps must be >= 1"),
         (["sweep", "--n-envs", "0,4"], "--n-envs must be >= 1"),
@@ -233,10 +236,13 @@ def test_ctrl_c_while_a_command_starts_is_one_line_with_status_130(monkeypatch, 
 
 
 def test_training_that_diverges_ends_in_one_line_naming_the_settings(tmp_path):
+    """An entropy weight near float32's largest number makes the loss infinite while clipping keeps the parameters
+    finite: the run stops there, in one line, rather than ending "done" having learned nothing."""
     tiny = ("--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32", "--total-steps", "256")
-    result = run_cli("train", *tiny, "--learning-rate", "1e30", "--out", str(tmp_path / "run"))
+    result = run_cli("train", *tiny, "--ent-coef", "3e38", "--out", str(tmp_path / "run"))
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.stderr.splitlines()[-1].startswith("rl-gns train: error: training diverged: the policy's parameters")
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("rl-gns train: error: training diverged: the loss of the update at 64 agent steps is -inf"), last
 
 
 def test_a_warning_is_one_line_as_the_errors_are(monkeypatch, capsys):

@@ -332,14 +332,21 @@ class NoiseScalePPO(PPO):
                 self.logger.record(key, value)
 
     def check_finite(self) -> None:
-        """Refuse to go on from parameters that are NaN or infinite.
+        """Refuse to go on from parameters that are NaN or infinite, or from an update whose loss was (its gradient
+        then means nothing, even where clipping kept the parameters finite).
 
         :raises TrainingDivergedError: naming the agent step and the settings that keep training finite.
         """
+        remedy = "a smaller --learning-rate, --vf-coef or --ent-coef keeps them finite"
         if not all(bool(th.isfinite(param).all()) for param in self.policy.parameters()):
             raise TrainingDivergedError(
                 f"training diverged: the policy's parameters are not finite in the update at {self.num_timesteps:,} "
-                "agent steps; a smaller --learning-rate, --vf-coef or --ent-coef keeps them finite"
+                f"agent steps; {remedy}"
+            )
+        loss = self.logger.name_to_value.get("train/loss")
+        if loss is not None and not math.isfinite(loss):
+            raise TrainingDivergedError(
+                f"training diverged: the loss of the update at {self.num_timesteps:,} agent steps is {loss}; {remedy}"
             )
 
     def _measure_noise_scale(self, measured: Measured | None, measured_s: float | None) -> None:

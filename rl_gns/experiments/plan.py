@@ -146,6 +146,23 @@ def default_out(game: str, seed: int) -> Path:
     return Path("runs") / f"{game}_s{seed}_{datetime.now():%Y%m%d-%H%M%S}"
 
 
+#: The largest learning rate: Adam moves each parameter by about the learning rate per step, so from 1 on one step is
+#: as large as the weights of SB3's networks themselves, and near float32's largest value its step overflows.
+MAX_LEARNING_RATE = 1.0
+#: The smallest positive learning rate: below float32's smallest normal number the agent's step is lost to rounding.
+SMALLEST_LEARNING_RATE = float(th.finfo(th.float32).tiny)
+
+
+def check_learning_rate(learning_rate: float) -> None:
+    """Refuse a learning rate that no agent trains with: above :data:`MAX_LEARNING_RATE`, or positive and below
+    :data:`SMALLEST_LEARNING_RATE` (0, a fixed policy, is a learning rate)."""
+    if learning_rate > MAX_LEARNING_RATE or 0 < learning_rate < SMALLEST_LEARNING_RATE:
+        raise ValueError(
+            f"--learning-rate must be 0 (a fixed policy) or in [{SMALLEST_LEARNING_RATE:.2e}, {MAX_LEARNING_RATE:g}], "
+            f"got {learning_rate:g}"
+        )
+
+
 def check_values(config: TrainConfig) -> None:
     """Refuse numbers that are not finite or outside the range where they mean something (one line each)."""
     positive = ("clip_range", "max_grad_norm", "adaptive_r", "max_wall_minutes")
@@ -183,6 +200,7 @@ def check_values(config: TrainConfig) -> None:
             raise ValueError(f"{flag(name)} must be >= 1, got {value}")
     if config.torch_threads is not None and config.torch_threads > (os.cpu_count() or 1):
         raise ValueError(f"--torch-threads must be at most this machine's {os.cpu_count()} cores, got {config.torch_threads}")
+    check_learning_rate(config.learning_rate)
     if not 0.0 < config.gamma <= 1.0:
         raise ValueError(f"--gamma must be in (0, 1], got {config.gamma}")
     if not 0.0 <= config.gae_lambda <= 1.0:

@@ -48,7 +48,7 @@ from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_ru
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint, sha256
-from rl_gns.records.lock import RunLock
+from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
 from rl_gns.records.schema import PROBE_FIELDS
 
@@ -312,6 +312,7 @@ def check(config: ProbeConfig) -> BranchPoint:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
     if config.at is not None and config.at < 0:
         raise ValueError(f"--at must be >= 0 agent steps, got {config.at}")
+    check_unlocked(config.source)  # a run in training prunes the checkpoints and snapshots a probe branches from
     point = branch_point(config.source, config.at)
     directory = config.directory(point)
     settings = config.recorded()

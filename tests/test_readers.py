@@ -340,6 +340,27 @@ def test_games_out_of_order_are_one_line(tmp_path, capsys):
     assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: its games' agent steps are not non-negative")
 
 
+@pytest.mark.parametrize("command", ["analyze", "advise"])
+def test_progress_rows_out_of_order_are_one_line(tmp_path, capsys, command):
+    """Rows reversed by hand would read as a run that trained 64 agent steps: every reader of progress.csv refuses."""
+    sweep = copy(SWEEP, tmp_path)
+    progress = sweep / "runs" / SMALLEST / "progress.csv"
+    header, *rows = progress.read_text().splitlines(keepends=True)
+    progress.write_text("".join([header, *reversed(rows)]))
+    target = sweep if command == "analyze" else progress.parent
+    assert_refused(*rl_gns(capsys, command, target), f"{progress}: its rows' agent steps are not non-negative numbers")
+    assert (
+        not (sweep / "results.json").exists() or (sweep / "results.json").read_bytes() == (SWEEP / "results.json").read_bytes()
+    )
+
+
+def test_analyze_refuses_a_finished_run_whose_summary_is_torn(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    summary = sweep / "runs" / SMALLEST / "summary.json"
+    summary.write_text("")
+    assert_refused(*rl_gns(capsys, "analyze", sweep), str(summary))
+
+
 def test_compare_adaptive_refuses_runs_that_are_not_adaptive(tmp_path, capsys):
     fixed = copy(SWEEP, tmp_path)
     assert rl_gns(capsys, "analyze", fixed)[0] == 0

@@ -326,8 +326,18 @@ class RunDir:
         self.file(ERROR).write_text(text)
 
     def progress(self) -> dict[str, np.ndarray]:
-        """``progress.csv`` columns (:func:`read_csv`); ``{}`` before the first row."""
-        return read_csv(self.file(PROGRESS), (STEP_KEY,))
+        """``progress.csv`` columns (:func:`read_csv`); ``{}`` before the first row.
+
+        :raises RunFileError: if the rows' agent steps are not finite, non-negative and increasing (one row per PPO
+            iteration: an edited or foreign file).
+        """
+        progress = read_csv(self.file(PROGRESS), (STEP_KEY,))
+        steps = progress.get(STEP_KEY, np.array([]))
+        if not (np.all(np.isfinite(steps)) and np.all(steps >= 0) and np.all(np.diff(steps) > 0)):
+            raise RunFileError(
+                f"{self.file(PROGRESS)}: its rows' agent steps are not non-negative numbers in increasing order"
+            )
+        return progress
 
     def logged_progress(self) -> dict[str, np.ndarray]:
         """``progress.csv`` columns of a run that has logged a row; a run without one has nothing to plot or judge.

@@ -103,6 +103,8 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None
     if not run.is_started():
         return None
     config, progress, episodes = run.config(), run.progress(), run.episodes()
+    if run.status() == "done":
+        run.summary()  # a run counted as finished has a summary that reads: refuse a torn or edited one
     record = RunRecord(
         name=run.name,
         n_envs=config.n_envs,

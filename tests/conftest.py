@@ -1,5 +1,11 @@
 """Shared fixtures: small real-ALE PPO agents (tiny budgets, no mocks)."""
 
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
@@ -25,3 +31,19 @@ def rollout_model() -> NoiseScalePPO:
     model = tiny_model(NoiseScaleConfig(every=1))
     collect_one_rollout(model)
     return model
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(directory: Path) -> Iterator[int]:
+    """Another process holds ``directory``'s run lock (as a training run does) for the block; yields its pid."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from rl_gns.records.lock import RunLock; "
+         "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)", str(directory)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait()

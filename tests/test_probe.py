@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch as th
+from conftest import lock_held_elsewhere
 
 from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
@@ -150,22 +151,13 @@ def test_a_probe_refuses_to_go_on_from_an_agent_replaced_since_it_started(source
 def test_a_probe_of_a_run_in_training_is_refused_before_writing(source, tmp_path):
     """A run that another process trains prunes the checkpoints and snapshots a probe would branch from: the probe
     says so in one line and writes nothing."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from rl_gns.records.lock import RunLock; "
-         "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)", str(source)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(source) as pid:
         result = subprocess.run([*CLI, "probe", str(source), "--n-envs", "2", "4", "--out", str(tmp_path / "p")],
                                 capture_output=True, text=True)  # fmt: skip
-    finally:
-        holder.kill()
-        holder.wait()
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert (
         result.stderr.strip()
-        == f"rl-gns probe: error: {source} is being written by process {holder.pid}; wait for it to end or stop it first"
+        == f"rl-gns probe: error: {source} is being written by process {pid}; wait for it to end or stop it first"
     )
     assert not (tmp_path / "p").exists()
 

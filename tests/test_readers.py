@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import lock_held_elsewhere
 
 from rl_gns.cli import main
 from rl_gns.experiments.config import TrainConfig, to_json
@@ -352,6 +353,14 @@ def test_progress_rows_out_of_order_are_one_line(tmp_path, capsys, command):
     assert (
         not (sweep / "results.json").exists() or (sweep / "results.json").read_bytes() == (SWEEP / "results.json").read_bytes()
     )
+
+
+def test_plot_leaves_a_run_in_training_to_its_writer(tmp_path, capsys):
+    run = copy(RUN, tmp_path)
+    before = {path: path.stat().st_mtime_ns for path in run.rglob("*")}
+    with lock_held_elsewhere(run) as pid:  # the writer's .lock aside, nothing changes
+        assert_refused(*rl_gns(capsys, "plot", run), f"{run} is being written by process {pid}")
+    assert {path: path.stat().st_mtime_ns for path in run.rglob("*") if path.name != ".lock"} == before
 
 
 def test_analyze_refuses_a_finished_run_whose_summary_is_torn(tmp_path, capsys):

@@ -9,6 +9,7 @@ import numpy as np
 import tyro
 
 from rl_gns.core.noise_scale import cumulative_b_simple
+from rl_gns.records.lock import check_unlocked
 from rl_gns.records.rundir import PLOT, STEP_KEY, RunDir, noise_columns
 from rl_gns.records.schema import RunConfig
 from rl_gns.reports.figures import (
@@ -94,7 +95,9 @@ class PlotConfig:
 
 
 def check(config: PlotConfig) -> None:
-    """Fail early (``ValueError``) if the directory holds no logged row: a blank figure must not replace a good one."""
+    """Fail early (``ValueError``) if another process trains the run (its one writer draws the figure when it ends) or
+    the directory holds no logged row: a blank figure must not replace a good one."""
+    check_unlocked(config.run_dir)
     RunDir(config.run_dir).logged_progress()
 
 

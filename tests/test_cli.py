@@ -156,6 +156,7 @@ def test_every_flag_help_is_one_line():
         (["train", "--max-wall-minutes", "0"], "--max-wall-minutes must be > 0"),
         (["train", "--resume", "no_such_run"], "no run there"),
         (["train", "--adaptive-r", "64", "--no-anneal", "--adaptive-predictor", "env_advantage"], "unknown loss"),
+        (["train", "--adaptive-predictor", "env_bogus"], "unknown loss in predictor 'env_bogus'"),
         (["train", "--nproc", "0"], "--nproc must be >= 1"),
         (["train", "--nproc", "3", "--n-envs", "8"], "--nproc 3 must divide --n-envs 8"),
         (["train", "--nproc", "2", "--adaptive-r", "64", "--no-anneal"], "cannot be used with --nproc > 1"),

@@ -201,6 +201,7 @@ def check_values(config: TrainConfig) -> None:
     if config.torch_threads is not None and config.torch_threads > (os.cpu_count() or 1):
         raise ValueError(f"--torch-threads must be at most this machine's {os.cpu_count()} cores, got {config.torch_threads}")
     check_learning_rate(config.learning_rate)
+    parse_predictor(config.adaptive_predictor)  # recorded in config.json whether or not the run is adaptive
     if not 0.0 < config.gamma <= 1.0:
         raise ValueError(f"--gamma must be in (0, 1], got {config.gamma}")
     if not 0.0 <= config.gae_lambda <= 1.0:

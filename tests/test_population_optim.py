@@ -116,3 +116,12 @@ def test_an_optimiser_must_have_stepped_all_its_parameters_alike():
     names = [name for name, _ in models[0].named_parameters()]
     with pytest.raises(ValueError, match="member 1's optimiser has stepped its parameters unequally"):
         StackedOptimizers(names, [list(m.parameters()) for m in models], optimizers)
+
+
+def test_a_frozen_parameter_is_refused_as_the_group_steps_one_tensor():
+    models = members()
+    models[2][2].bias.requires_grad_(False)
+    optimizers = [th.optim.Adam(m.parameters(), lr=1e-2) for m in models]
+    names = [name for name, _ in models[0].named_parameters()]
+    with pytest.raises(ValueError, match="every one must be trainable"):
+        StackedOptimizers(names, [list(m.parameters()) for m in models], optimizers)

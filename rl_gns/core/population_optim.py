@@ -66,8 +66,8 @@ class StackedOptimizers:
     :param names: the P parameter names, in the order of each member's ``params``.
     :param params: each member's P parameters (the tensors its optimiser steps).
     :param optimizers: each member's optimiser over those parameters: one parameter group, a ``torch.optim`` class.
-    :raises ValueError: if an optimiser has several parameter groups, does not hold its member's parameters, or holds
-        a scalar state (the step count) that differs between its parameters.
+    :raises ValueError: if a parameter is frozen (``requires_grad`` off), or an optimiser has several parameter groups,
+        does not hold its member's parameters, or holds a scalar state (the step count) that differs between them.
     """
 
     def __init__(
@@ -76,6 +76,8 @@ class StackedOptimizers:
         self.names = list(names)
         self._params = [list(member) for member in params]
         self._optimizers = list(optimizers)
+        if not all(param.requires_grad for member in self._params for param in member):
+            raise ValueError("the members' parameters are stepped as one tensor: every one must be trainable")
         self._shapes = [param.shape for param in self._params[0]]
         self._sizes = [param.numel() for param in self._params[0]]
         groups: dict[str, list[int]] = {}

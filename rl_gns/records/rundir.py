@@ -185,6 +185,13 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
     return dict(zip(header, np.array(numbers).T, strict=True))
 
 
+def in_step_order(steps: np.ndarray, strictly: bool) -> bool:
+    """Whether a log's agent steps ``(R,)`` are finite, non-negative and rising: strictly for one row per PPO
+    iteration (``progress.csv``), or never falling for games, several of which may end at one step (``episodes.csv``)."""
+    rises = np.diff(steps) > 0 if strictly else np.diff(steps) >= 0
+    return bool(np.all(np.isfinite(steps)) and np.all(steps >= 0) and np.all(rises))
+
+
 def runs_under(directory: Path) -> list[Path]:
     """The run directories of a sweep, benchmark or probe: the directories in ``<directory>/runs``, by name (a
     stray file there is left out).
@@ -332,8 +339,7 @@ class RunDir:
             iteration: an edited or foreign file).
         """
         progress = read_csv(self.file(PROGRESS), (STEP_KEY,))
-        steps = progress.get(STEP_KEY, np.array([]))
-        if not (np.all(np.isfinite(steps)) and np.all(steps >= 0) and np.all(np.diff(steps) > 0)):
+        if not in_step_order(progress.get(STEP_KEY, np.array([])), strictly=True):
             raise RunFileError(
                 f"{self.file(PROGRESS)}: its rows' agent steps are not non-negative numbers in increasing order"
             )
@@ -360,7 +366,7 @@ class RunDir:
         """
         games = read_csv(self.file(EPISODES), EPISODE_FIELDS[:2])
         steps = games.get("env_steps", np.array([]))
-        if not (np.all(np.isfinite(steps)) and np.all(steps >= 0) and np.all(np.diff(steps) >= 0)):
+        if not in_step_order(steps, strictly=False):
             raise RunFileError(
                 f"{self.file(EPISODES)}: its games' agent steps are not non-negative numbers in the order they finished"
             )

@@ -22,7 +22,14 @@ from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.core.tradeoff import LocalTradeoffFit
 from rl_gns.experiments.config import TrainConfig
-from rl_gns.experiments.probe import ProbeConfig, TooFewGamesError, branch_point, check, start_score
+from rl_gns.experiments.probe import (
+    ProbeConfig,
+    TooFewGamesError,
+    branch_point,
+    check,
+    held_snapshots,
+    start_score,
+)
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.rundir import RunDir, snapshots
 from rl_gns.reports.probe_report import edge_note, first_window_note, resolution_note
@@ -326,3 +333,9 @@ def test_the_start_score_needs_two_games_even_with_a_window_of_one(tmp_path):
     (anchor / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n100,5.0,400,1.0\n200,7.0,400,2.0\n")
     score = start_score(anchor, window=1)
     assert (score.mean, score.sd, score.games) == (6.0, pytest.approx(math.sqrt(2.0)), 2)
+
+
+def test_the_snapshots_a_refusal_names_fit_one_line():
+    assert held_snapshots([]) == "none (train with --snapshot-steps to keep some)"
+    assert held_snapshots([1_536, 3_008]) == "1,536, 3,008"
+    assert held_snapshots(list(range(1_000, 100_001, 1_000))) == "100 snapshots, from 1,000 to 100,000 agent steps"

@@ -70,6 +70,15 @@ class BranchPoint:
     sha256: str
 
 
+def held_snapshots(steps: list[int]) -> str:
+    """The agent steps of a run's snapshots, for one line: all of a few; the count, the first and the last of many."""
+    if not steps:
+        return "none (train with --snapshot-steps to keep some)"
+    if len(steps) <= 6:
+        return ", ".join(f"{step:,}" for step in steps)
+    return f"{len(steps)} snapshots, from {steps[0]:,} to {steps[-1]:,} agent steps"
+
+
 def branch_point(source: Path, at: int | None = None) -> BranchPoint:
     """The agent of a run directory: its first snapshot at or past ``at`` agent steps; with ``at=None`` its
     ``model.zip`` if finished, else its newest checkpoint.
@@ -83,8 +92,7 @@ def branch_point(source: Path, at: int | None = None) -> BranchPoint:
         kept = snapshots(source)
         later = [steps for steps in kept if steps >= at]
         if not later:
-            held = ", ".join(f"{steps:,}" for steps in kept) or "none (train with --snapshot-steps to keep some)"
-            raise ValueError(f"{source}: no snapshot at or past {at:,} agent steps; it keeps {held}")
+            raise ValueError(f"{source}: no snapshot at or past {at:,} agent steps; it keeps {held_snapshots(list(kept))}")
         return BranchPoint(kept[later[0]], later[0], sha256(kept[later[0]]))
     if run.status() == "done":
         if not run.file(MODEL).is_file():

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch as th
+from stable_baselines3.common.logger import KVWriter, Logger, TensorBoardOutputFormat
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rl_gns.cli import main
@@ -24,7 +25,13 @@ from rl_gns.core.targets import first_reached
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.train import plan_run, resumed_model
 from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST, latest_checkpoint, sha256
-from rl_gns.records.logs import AppendingCSVOutputFormat, read_rows, run_logger, truncate_after
+from rl_gns.records.logs import (
+    AppendingCSVOutputFormat,
+    RunTensorBoardOutputFormat,
+    read_rows,
+    run_logger,
+    truncate_after,
+)
 from rl_gns.records.rundir import read_csv
 
 pytestmark = pytest.mark.atari
@@ -313,6 +320,36 @@ def test_tensorboard_of_a_resumed_run_shows_each_step_once(tmp_path):
         scalars = events.Scalars(f"gns/k{i}")
         assert [s.step for s in scalars] == list(range(64, 64 * 13, 64))
         assert [s.value for s in scalars] == [float(s.step + i) for s in scalars]
+
+
+def test_tensorboard_reads_a_run_row_as_sb3_output_writes_it(tmp_path):
+    """The run's output writes a row as one event; TensorBoard reads from it the scalars, steps and text that SB3's
+    output (an event per value) gives, and neither writes what a row excludes from TensorBoard."""
+
+    def log_rows(folder: Path, output: KVWriter) -> EventAccumulator:
+        logger = Logger(str(folder), [output])
+        for step in (64, 128):
+            logger.record("gns/b_simple_value", np.float32(step / 3))
+            logger.record("time/fps", step * 2)
+            logger.record("train/done", True)
+            logger.record("train/n_updates", 7, exclude="tensorboard")
+            logger.record("info/game", f"BeamRider {step}")
+            logger.dump(step)
+        logger.close()
+        events = EventAccumulator(str(folder), size_guidance={"scalars": 0, "tensors": 0})
+        events.Reload()
+        return events
+
+    ours = log_rows(tmp_path / "run", RunTensorBoardOutputFormat(str(tmp_path / "run")))
+    sb3 = log_rows(tmp_path / "sb3", TensorBoardOutputFormat(str(tmp_path / "sb3")))
+    assert ours.Tags()["scalars"] == sb3.Tags()["scalars"] and len(sb3.Tags()["scalars"]) == 3
+    for tag in sb3.Tags()["scalars"]:
+        assert [(s.step, s.value) for s in ours.Scalars(tag)] == [(s.step, s.value) for s in sb3.Scalars(tag)]
+    assert ours.Tags()["tensors"] == sb3.Tags()["tensors"] and ours.Tags()["tensors"]  # the text, through SB3's path
+    for tag in sb3.Tags()["tensors"]:
+        assert [(t.step, t.tensor_proto.string_val) for t in ours.Tensors(tag)] == [
+            (t.step, t.tensor_proto.string_val) for t in sb3.Tensors(tag)
+        ]
 
 
 @pytest.mark.slow

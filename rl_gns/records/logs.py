@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from stable_baselines3.common.logger import (
     FormatUnsupportedError,
     KVWriter,
@@ -25,7 +26,9 @@ from stable_baselines3.common.logger import (
     TensorBoardOutputFormat,
     filter_excluded_keys,
 )
+from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.utils.tensorboard import SummaryWriter
+from torch.utils.tensorboard.summary import scalar
 
 
 def format_row(values: Sequence[Any]) -> str:
@@ -195,16 +198,15 @@ class AppendingCSVOutputFormat(KVWriter):
         """Nothing to close: every row is written and closed when logged."""
 
 
-#: Events a run's TensorBoard writer holds before ``add_scalar`` waits for its thread. SB3's logger records a row's
-#: scalars one after the other, then flushes: with ``SummaryWriter``'s default of 10, the training thread and the
-#: writer thread hand the interpreter back and forth at every event, and a row of 70 scalars costs ~13 ms instead
-#: of ~3 (benchmarks/tensorboard_queue.py). Held events are written by the next flush, at the end of the row.
-TENSORBOARD_QUEUE = 1000
-
-
 class RunTensorBoardOutputFormat(TensorBoardOutputFormat):
-    """SB3's TensorBoard output for a run: a row's events queued at once (:data:`TENSORBOARD_QUEUE`) and, when the run
-    is resumed, the events the killed run logged after ``purge_step`` hidden.
+    """SB3's TensorBoard output for a run: a row's scalars written as one event and, when the run is resumed, the
+    events the killed run logged after ``purge_step`` hidden.
+
+    SB3's output adds a row's scalars one by one (``SummaryWriter.add_scalar``: one event each, handed to the writer's
+    thread), then flushes, so the training thread waits on that thread at every row; a row of 70 scalars cost ~2.5 ms
+    (benchmarks/tensorboard_queue.py). Here the row's scalars are one event of the same step, each value converted as
+    ``add_scalar`` converts it (:func:`torch.utils.tensorboard.summary.scalar`), which TensorBoard reads as the same
+    scalars at the same step. Values of other kinds (text, histograms, images, ...) go through SB3's output unchanged.
 
     :param folder: the run directory.
     :param purge_step: resuming: the first env step the resumed run logs anew (the checkpoint's step + 1): TensorBoard
@@ -212,8 +214,22 @@ class RunTensorBoardOutputFormat(TensorBoardOutputFormat):
     """
 
     def __init__(self, folder: str, purge_step: int | None = None) -> None:
-        self.writer = SummaryWriter(log_dir=folder, purge_step=purge_step, max_queue=TENSORBOARD_QUEUE)
+        self.writer = SummaryWriter(log_dir=folder, purge_step=purge_step)
         self._is_closed = False
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        scalars = {
+            key: value
+            for key, value in filter_excluded_keys(key_values, key_excluded, "tensorboard").items()
+            if isinstance(value, np.ScalarType) and not isinstance(value, str)
+        }
+        if scalars:
+            row = Summary(value=[value for key in sorted(scalars) for value in scalar(key, scalars[key]).value])
+            file_writer = self.writer.file_writer
+            assert file_writer is not None
+            file_writer.add_summary(row, step)
+        others = {key: value for key, value in key_values.items() if key not in scalars}
+        super().write(others, {key: key_excluded[key] for key in others}, step)  # flushes, as SB3's output does
 
 
 def run_logger(folder: Path, progress_csv: Path, console: KVWriter | None, resume_step: int | None = None) -> Logger:

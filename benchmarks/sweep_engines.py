@@ -7,6 +7,8 @@ fixed budget (a target no run reaches), through the real CLI:
 - ``process``: one process per run (``--engine process``), ``--workers`` at once;
 - ``population``: one process per rollout size, its ``seeds × learning rates`` runs trained together
   (``--engine population``), ``--workers`` at once;
+- ``baseline``: one process per run, as ``process``, with the ``rl_gns`` of another checkout (``--baseline-checkout``,
+  e.g. the code of the day a speed goal was set), so that a change can be timed against the code it improves on;
 - ``ceiling``: at each size, ``--workers`` processes at once, each stepping the envs of one population
   (``seeds × learning rates × n_envs``) with uniformly random actions (``emulator_ceiling.py``): the agent steps/s
   that no engine can exceed on this machine.
@@ -39,7 +41,7 @@ from typing import Literal
 import tyro
 from emulator_ceiling import ceiling
 
-Engine = Literal["process", "population"]
+Engine = Literal["process", "population", "baseline"]
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Args:
     """Processes at once, for both engines and the ceiling."""
     engines: list[Engine] = field(default_factory=lambda: ["process", "population"])
     """Engines to time, one after the other."""
+    baseline_checkout: Path | None = None
+    """Another checkout of rl-gns, whose ``rl_gns`` the ``baseline`` engine runs (one process per run)."""
     ceiling_seconds: float = 5.0
     """Timed stepping per size for the ceiling, seconds."""
     out: Path | None = None
@@ -73,10 +77,18 @@ def timed_sweep(args: Args, engine: Engine, out: Path) -> dict:
         "--n-minibatches", "4", "--n-epochs", "4", "--clip-range", "0.1", "--ent-coef", "0.01", "--lr-ref", "5e-4",
         "--lr-points", str(args.lr_points), "--seeds", str(args.seeds), "--gns-every", "1",
         "--gns-scheme", "minibatch", "envs", "--targets", "1e9", "--budget-steps", str(args.budget_steps),
-        "--n-envs", *map(str, args.n_envs), "--workers", str(args.workers), "--engine", engine, "--out", str(out),
+        "--n-envs", *map(str, args.n_envs), "--workers", str(args.workers), "--out", str(out),
     ]  # fmt: skip
+    env, cwd = {**os.environ, "OMP_NUM_THREADS": "1"}, None
+    if engine == "baseline":  # the other checkout's code (python -m puts the working directory first on the path)
+        if args.baseline_checkout is None:
+            raise SystemExit("the baseline engine needs --baseline-checkout")
+        cwd = args.baseline_checkout.resolve()
+        env["PYTHONPATH"] = str(cwd)
+    else:
+        command += ["--engine", engine]
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env, cwd=cwd)
     wall_s = time.perf_counter() - start
     # a population's members share its seconds: each job (a process, or a population's log naming its members) counts
     # once, with its longest member's time
@@ -127,9 +139,15 @@ def main(args: Args) -> None:
         "whole_sweep_ceiling_agent_steps_per_s": whole_ceiling,
         "rows": rows,
     }
-    if len(engines) == 2:
-        record["speedup"] = engines["process"]["wall_s"] / engines["population"]["wall_s"]
-        print(f"whole sweep: {record['speedup']:.2f}x faster with populations; ceiling {whole_ceiling:,.0f} agent steps/s")
+    if args.baseline_checkout is not None:
+        record["baseline_commit"] = subprocess.run(
+            ["git", "-C", str(args.baseline_checkout), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    if "population" in engines:
+        for engine in (engine for engine in engines if engine != "population"):
+            record[f"speedup_over_{engine}"] = engines[engine]["wall_s"] / engines["population"]["wall_s"]
+            print(f"whole sweep: {record[f'speedup_over_{engine}']:.2f}x faster with populations than {engine}")
+    print(f"ceiling of the whole sweep: {whole_ceiling:,.0f} agent steps/s")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(record, indent=2) + "\n")

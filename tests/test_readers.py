@@ -341,6 +341,19 @@ def test_games_out_of_order_are_one_line(tmp_path, capsys):
     assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: its games' agent steps are not non-negative")
 
 
+@pytest.mark.parametrize("score", ["nan", "inf", ""])
+def test_a_game_without_a_finite_score_is_one_line(tmp_path, capsys, score):
+    sweep = copy(SWEEP, tmp_path)
+    episodes = sweep / "runs" / SMALLEST / "episodes.csv"
+    header, *rows = episodes.read_text().splitlines(keepends=True)
+    column = header.strip().split(",").index("score")
+    cells = rows[2].rstrip("\n").split(",")
+    cells[column] = score
+    rows[2] = ",".join(cells) + "\n"
+    episodes.write_text("".join([header, *rows]))
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: game 3's score is")
+
+
 @pytest.mark.parametrize("command", ["analyze", "advise"])
 def test_progress_rows_out_of_order_are_one_line(tmp_path, capsys, command):
     """Rows reversed by hand would read as a run that trained 64 agent steps: every reader of progress.csv refuses."""

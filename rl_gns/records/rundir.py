@@ -362,7 +362,7 @@ class RunDir:
         in a column the file does not have).
 
         :raises RunFileError: if the games' agent steps are not finite, non-negative and in the order the games
-            finished (an edited or foreign file).
+            finished, or a score is not a finite number (an edited or foreign file).
         """
         games = read_csv(self.file(EPISODES), EPISODE_FIELDS[:2])
         steps = games.get("env_steps", np.array([]))
@@ -370,6 +370,10 @@ class RunDir:
             raise RunFileError(
                 f"{self.file(EPISODES)}: its games' agent steps are not non-negative numbers in the order they finished"
             )
+        scores = games.get("score", np.array([]))
+        if not np.all(np.isfinite(scores)):
+            row = int(np.flatnonzero(~np.isfinite(scores))[0]) + 1
+            raise RunFileError(f"{self.file(EPISODES)}: game {row}'s score is {scores[row - 1]}, not a finite number")
         return {key: games.get(key, np.full(len(steps), np.nan)) for key in EPISODE_FIELDS}  # NaN: not recorded
 
     def env_steps(self, progress: dict[str, np.ndarray] | None = None) -> int:

@@ -184,6 +184,7 @@ def edit_json(path: Path, change) -> Path:
         ("plot", RUN, "config.json", lambda d: d.pop("n_envs"), "no 'n_envs'"),
         ("probe-report", PROBE, "probe.json", lambda d: [d], "not a JSON object"),
         ("probe-report", PROBE, "probe.json", lambda d: d.update(start_score_sd=None), "'start_score_sd' is None"),
+        ("probe-report", PROBE, "probe.json", lambda d: d.update(start_score_sd=-5.0), "'start_score_sd' is -5.0"),
         ("probe-report", PROBE, "probe.json", lambda d: d.update(window="20"), "'window' is '20', not int"),
         ("validate-probes", PROBE, "probe_results.json", lambda d: d.pop("noise_at_branch_point"), "no 'noise_at"),
         ("validate-probes", PROBE, "probe_results.json", lambda d: d["fit"].pop("e_min"), "fit: no 'e_min'"),
@@ -203,7 +204,7 @@ def edit_json(path: Path, change) -> Path:
     ],
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
-        "probe sd", "probe window", "probe results", "probe fit", "bench tier", "bench game",
+        "probe sd", "probe sd negative", "probe window", "probe results", "probe fit", "bench tier", "bench game",
         "config scheme", "config game", "probe fit negative", "bench reference",
         "config gns", "config nproc", "bench random score", "bench ranges",
     ],

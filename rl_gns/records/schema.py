@@ -202,7 +202,7 @@ PROBE_FIELDS: dict[str, Any] = {
     "first_seed": int | None,
     "steps": Literal["passage", "midpoint"] | None,
     "start_score": Finite | None,
-    "start_score_sd": Finite | None,
+    "start_score_sd": NonNegative | None,
     "anchor_games": Count | None,
     "target": Finite | None,
     "targets": Targets | None,
@@ -210,7 +210,7 @@ PROBE_FIELDS: dict[str, Any] = {
 #: ``probe.json`` once the anchor has played (``start_score`` is set).
 PROBE_PLAYED_FIELDS: dict[str, Any] = {
     "start_score": Finite,
-    "start_score_sd": Finite,
+    "start_score_sd": NonNegative,
     "anchor_games": Count,
     "target": Finite,
 }

@@ -28,7 +28,10 @@ DEFAULT_PREDICTOR = "env_value"
 #: fits were degenerate), docs/results.md. A prediction ``P`` thus leaves ``B_crit`` within ``[P / 3.5, P / 0.41]``.
 PREDICTOR_ERROR = (0.41, 3.5)
 #: Where that error was measured: the regime outside which it says nothing.
-VALIDATED_REGIME = "Atari from RAM with an MLP, early-training targets, 4 games; a constant predicted as well there"
+VALIDATED_REGIME = (
+    "Atari from RAM with an MLP, early-training targets, 4 games; a constant predicted as well there, and probes "
+    "have not shown it better"
+)
 #: Measurements below which the advice gives no number (its interval needs several batches of them).
 MIN_MEASUREMENTS = 8
 #: Candidate name tag of each measurement scheme.

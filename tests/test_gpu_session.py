@@ -70,6 +70,21 @@ def test_trunk_stage_trains_then_goes_on_and_brings_back_its_state(tmp_path):
     assert "resuming" in (tmp_path / "out" / "trunk.log").read_text()
 
 
+def test_trunk_probe_stage_probes_the_trunk_at_its_latest_snapshot_and_brings_back_its_small_files(tmp_path):
+    assert session("trunk_probe", tmp_path).returncode == 2  # no trunk yet: refused in one line
+    trunk = session("trunk", tmp_path)
+    assert trunk.returncode == 0, trunk.stdout[-3000:] + trunk.stderr[-3000:]
+    latest = int(max((tmp_path / "trunk" / "snapshots").glob("*.zip")).stem)
+    result = session("trunk_probe", tmp_path, TRUNK_PROBES_DIR=str(tmp_path / "trunk_probes"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    probe = json.loads((tmp_path / "trunk_probes" / f"at{latest // 1000}k" / "probe.json").read_text())
+    assert probe["env_steps"] == latest and (tmp_path / "trunk_probes" / f"at{latest // 1000}k" / "report.md").is_file()
+    with tarfile.open(tmp_path / "out" / "trunk_probe_files.tar.gz") as tar:
+        names = tar.getnames()
+    assert {f"at{latest // 1000}k/probe.json", f"at{latest // 1000}k/probe_results.json"} <= set(names)
+    assert not any(name.endswith(("model.zip", ".lock")) or "tfevents" in name or "checkpoints" in name for name in names)
+
+
 def test_probes_stage_runs_the_v5_protocol_outside_the_tree_and_brings_back_its_small_files(tmp_path):
     result = session("probes", tmp_path, GAME="Seaquest", STAGE="50000")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

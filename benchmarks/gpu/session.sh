@@ -8,6 +8,7 @@
 #   bash benchmarks/gpu/session.sh population # pixel agents one at a time against one population sharing the GPU
 #   bash benchmarks/gpu/session.sh trunk   # the pixel Beam Rider trunk, MINUTES more of it; rerun to go on
 #   GAME=SpaceInvaders STAGE=150000 bash benchmarks/gpu/session.sh probes # a RAM probe of criterion v5 on every core
+#   bash benchmarks/gpu/session.sh trunk_probe # rl-gns probe of the pixel trunk at its latest snapshot (or STAGE)
 #   bash benchmarks/gpu/session.sh sweep   # one slice of the pixel Beam Rider sweep; rerun to go on
 #   bash benchmarks/gpu/session.sh ranks   # data-parallel ranks (--nproc 1,2,4, gloo) on the machine's CPU cores
 #
@@ -16,13 +17,13 @@
 # checkout for the device commands (mv results ../results_aside; mv ../results_aside results after). Each stage fits
 # one 10-minute command on one H100 with 16 cores (timed 2026-11-24; the times below). Results go to $OUT (what comes
 # back, at most 8 files of 16 MiB): JSON records, logs, and small files as tarballs. The sweep and the trunk live
-# outside the repository ($SWEEP_DIR, $TRUNK_DIR, $PROBES_DIR), so that a warm machine keeps their checkpoints between commands;
+# outside the repository ($SWEEP_DIR, $TRUNK_DIR, $PROBES_DIR, $TRUNK_PROBES_DIR), so that a warm machine keeps their checkpoints between commands;
 # a bare machine starts the sweep from the finished runs committed under results/gpu/ and the trunk from the copy in
 # .carry/beamrider_trunk.
 #
 # CPU dry run (tests/test_gpu_session.py): DEVICE=cpu TINY=1 OUT=... SWEEP_DIR=... bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
-stage="${1:?usage: session.sh check|speed|ceiling|concurrent|population|trunk|probes|sweep|ranks}"
+stage="${1:?usage: session.sh check|speed|ceiling|concurrent|population|trunk|trunk_probe|probes|sweep|ranks}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 DEVICE="${DEVICE:-cuda}"
@@ -120,6 +121,32 @@ case "$stage" in
     (cd "$PROBES_DIR/$game" && tar --exclude='model.zip' --exclude='events.out.tfevents.*' --exclude='.lock' -czf "$OUT/probe_files.tar.gz" \
        "at$((at / 1000))k")
     ;;
+  trunk_probe)
+    # rl-gns probe of the pixel Beam Rider trunk (the trunk stage's run in $TRUNK_DIR) at its snapshot at or past STAGE
+    # agent steps (default: its latest), toward the mission's figure and probes late in training: 6 rollout sizes from
+    # 128 to 4,096 (16 envs, n_steps 8-256), SEEDS (default 2) seeds x LR_POINTS (default 2) learning rates a factor 2
+    # apart, BUDGET (default 200,000) agent steps per branch, a ladder of two targets (3 and 6 standard errors), the
+    # population engine on the GPU, WORKERS (default 4) populations at once, stopped with checkpoints after MINUTES;
+    # rerun to go on while the machine is warm (a pixel branch's checkpoint, about 20 MB, is too large to bring back).
+    # Back come the probe's small files as trunk_probe_files.tar.gz: unpack them into results/gpu/beamrider_probes/.
+    [ -f "$TRUNK_DIR/config.json" ] || { echo "no trunk in $TRUNK_DIR: run the trunk stage first" >&2; exit 2; }
+    latest="$(find "$TRUNK_DIR/snapshots" -name '*.zip' 2>/dev/null | sort | tail -1)"
+    [ -n "$latest" ] || { echo "the trunk in $TRUNK_DIR has no snapshot yet: run the trunk stage longer" >&2; exit 2; }
+    latest="$(basename "$latest" .zip)"
+    at="${STAGE:-$((10#$latest))}"
+    settings=(--n-envs 16 --n-steps-grid 8 16 32 64 128 256 --seeds "${SEEDS:-2}" --lr-points "${LR_POINTS:-2}"
+              --budget-steps "${BUDGET:-200000}" --workers "${WORKERS:-4}" --threads-per-run 4)
+    if [ "$TINY" = 1 ]; then  # later flags win: a probe small enough for a CPU dry run
+      settings+=(--n-envs 2 --n-steps-grid 16 32 --seeds 1 --lr-points 1 --anchor-steps 8192 --window 2 --budget-steps 1024
+                 --workers 1 --threads-per-run 1)
+    fi
+    probe_dir="${TRUNK_PROBES_DIR:-/tmp/rl_gns_gpu/beamrider_probes}/at$((at / 1000))k"
+    python3 -m rl_gns probe "$TRUNK_DIR" --at "$at" "${settings[@]}" --steps midpoint --delta-noise 3 6 \
+      --engine population --device "$DEVICE" --checkpoint-minutes 2 --max-wall-minutes "$MINUTES" --out "$probe_dir" \
+      2>&1 | tee "$OUT/trunk_probe.log"
+    (cd "$(dirname "$probe_dir")" && tar --exclude='model.zip' --exclude='events.out.tfevents.*' --exclude='.lock' \
+       --exclude='checkpoints' -czf "$OUT/trunk_probe_files.tar.gz" "$(basename "$probe_dir")")
+    ;;
   sweep)
     # n_envs 8-128 (16x) at n_steps 128, M = 4, 2 learning rates x 2 seeds, targets up to 1,000; 4 runs share the GPU
     if [ "$TINY" = 1 ]; then
@@ -159,7 +186,7 @@ case "$stage" in
       --out "$OUT/population.json" 2>&1 | tee "$OUT/population.log"
     ;;
   *)
-    echo "unknown stage $stage: use check, speed, ceiling, concurrent, population, trunk, probes, sweep or ranks" >&2
+    echo "unknown stage $stage: use check, speed, ceiling, concurrent, population, trunk, trunk_probe, probes, sweep or ranks" >&2
     exit 2
     ;;
 esac

@@ -196,6 +196,16 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
     assert again.returncode == 2 and "holds runs with other settings (anchor_steps)" in again.stderr
 
 
+def test_a_probe_of_more_branches_than_can_be_is_refused_before_they_are_enumerated(source, tmp_path, monkeypatch):
+    def never_enumerated(self):
+        raise AssertionError("the branches were enumerated before their count was checked")
+
+    monkeypatch.setattr("rl_gns.experiments.sweep.SweepConfig.runs", never_enumerated)
+    with pytest.raises(ValueError, match=r"2 sizes x 1 --lr-points x 100,000,000 --seeds make 200,000,000 runs"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), seeds=100_000_000, out=tmp_path / "p"))
+    assert not (tmp_path / "p").exists()
+
+
 def test_probe_report_shows_how_close_each_branch_came(tmp_path):
     """The committed Beam Rider probe at 150k: the report's table of best running scores holds every branch, each the
     highest mean of 20 consecutive games in its episodes.csv, and 'reached' where that is at the target."""

@@ -242,6 +242,42 @@ def test_a_sweep_whose_runs_would_coincide_is_refused_before_anything_is_written
     assert list(tmp_path.iterdir()) == []
 
 
+def never_enumerated(*args, **kwargs):
+    raise AssertionError("the runs were enumerated before their count was checked")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seeds", "100000000"], "2 sizes x 3 --lr-points x 100,000,000 --seeds make 600,000,000 runs; a sweep holds"),
+        (["--lr-points", "100000000"], "2 sizes x 100,000,000 --lr-points x 2 --seeds make 400,000,000 runs"),
+        (["--lr-points", "2201", "--lr-factor", "2"], "--lr-points 2201 spaced by --lr-factor 2 span more than"),
+        (["--lr-points", "3", "--lr-factor", "1e-30"], "--lr-points 3 spaced by --lr-factor 1e-30 span more than"),
+    ],
+)
+def test_a_sweep_of_more_runs_or_learning_rates_than_can_be_is_refused_before_they_are_enumerated(
+    tmp_path, monkeypatch, capsys, args, message
+):
+    """``--seeds 100000000`` enumerated its runs for minutes and 13 GB; ``--lr-points 100000000`` ended in an
+    OverflowError of the grid's far end: both are refused from their counts, at once."""
+    monkeypatch.chdir(tmp_path)
+    if "--lr-factor" not in args:
+        monkeypatch.setattr("rl_gns.experiments.sweep.SweepConfig.runs", never_enumerated)
+    status = main(["sweep", "--backend", "ram", "--targets", "300", "--n-envs", "2", "4", *args, "--out", "sweep"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and message in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_benchmark_of_more_runs_than_can_be_is_refused_before_they_are_enumerated(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("rl_gns.experiments.bench.runs", never_enumerated)
+    assert main(["bench", "--suite", "smoke", "--seeds", "100000000", "--out", "bench"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 games x 100,000,000 seeds make 200,000,000 runs; a benchmark holds" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only permissions")
 def test_a_read_only_out_is_refused(tmp_path, capsys):
     tmp_path.chmod(0o500)

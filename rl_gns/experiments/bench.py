@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rl_gns.core.atari import resolve_game
 from rl_gns.experiments.config import TrainConfig, base_train_config
-from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_runs, connect, run_all
+from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_run_count, check_runs, connect, run_all
 from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import BENCH, write_json
 from rl_gns.records.tables import load_games, load_suites
@@ -137,6 +137,8 @@ def check(config: BenchConfig) -> None:
     unknown = [game for game in tier.games if game not in games]
     if unknown:
         raise ValueError(f"suite {config.suite!r} names games missing from the game table: {unknown}")
+    selected = selected_games(config, tier)
+    check_run_count({"games": len(selected), "seeds": config.seeds or tier.seeds}, "benchmark")
     check_directory(config.out, "benchmark", record(config), SELECTION_FIELDS)
     check_runs(runs(config, tier).values())
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import heapq
 import json
+import math
 import os
 import shutil
 import signal
@@ -125,6 +126,9 @@ def connect(execution: ExecutionConfig) -> None:
 
 #: Settings that say how runs execute or where they are written, not what they train: they may change on resume.
 EXECUTION_FIELDS = ("executor", "workers", "threads_per_run", "ray_address", "out", "checkpoint_minutes", "max_wall_minutes")
+#: The most runs one sweep, probe or benchmark holds: each is a process (or a population's member) and a run directory;
+#: the largest studies here hold 54. A count far beyond it is a typing slip that would take hours to enumerate.
+MAX_RUNS = 10_000
 #: Wall seconds a run needs to start (imports, envs, device) and to stop, kept out of its slice of a deadline.
 START_STOP_S = 30.0
 #: A run is not started with less than this many wall seconds left before the deadline.
@@ -149,6 +153,20 @@ def check_directory(out: Path, kind: Kind, now: dict, ignore: tuple[str, ...] = 
     check_no_strangers(out, kind, shares)
     check_unlocked(out)  # another command of this kind writes it: say so, not that one of its runs is taken
     check_same_settings(out / MARKS[kind], now, ignore)
+
+
+def check_run_count(counts: dict[str, int], kind: Kind) -> None:
+    """Refuse a collection of more than :data:`MAX_RUNS` runs, from the counts that multiply into it, before a
+    single run is enumerated.
+
+    :param counts: each factor of the run count, by what the user gave for it (``{"--seeds": 3, "sizes": 6}``).
+    :param kind: what holds the runs (a sweep, a probe, a benchmark), for the message.
+    :raises ValueError: naming the factors and their product.
+    """
+    total = math.prod(counts.values())
+    if total > MAX_RUNS:
+        factors = " x ".join(f"{count:,} {name}" for name, count in counts.items())
+        raise ValueError(f"{factors} make {total:,} runs; a {kind} holds at most {MAX_RUNS:,}")
 
 
 def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> None:

@@ -22,8 +22,16 @@ from typing import Literal
 from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
-from rl_gns.experiments.plan import MAX_SEED, flag, largest_seed
-from rl_gns.experiments.runner import EXECUTION_FIELDS, ExecutionConfig, check_directory, check_runs, connect, run_all
+from rl_gns.experiments.plan import MAX_LEARNING_RATE, MAX_SEED, SMALLEST_LEARNING_RATE, flag, largest_seed
+from rl_gns.experiments.runner import (
+    EXECUTION_FIELDS,
+    ExecutionConfig,
+    check_directory,
+    check_run_count,
+    check_runs,
+    connect,
+    run_all,
+)
 from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import SWEEP, write_json
 
@@ -112,6 +120,22 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
         return specs
 
 
+def check_lr_span(lr_points: int, lr_factor: float) -> None:
+    """Refuse a grid of learning rates wider than the range any learning rate may have
+    (:data:`~rl_gns.experiments.plan.SMALLEST_LEARNING_RATE` to :data:`~rl_gns.experiments.plan.MAX_LEARNING_RATE`):
+    at least one of its rates would be refused, and its ends may not even be floats.
+
+    :param lr_points: learning rates per size.
+    :param lr_factor: the ratio between neighbours (> 0).
+    """
+    span = (lr_points - 1) * abs(math.log(lr_factor))  # log of the ratio of the grid's ends
+    if span > math.log(MAX_LEARNING_RATE / SMALLEST_LEARNING_RATE):
+        raise ValueError(
+            f"--lr-points {lr_points} spaced by --lr-factor {lr_factor:g} span more than the learning rates a run may "
+            f"have ([{SMALLEST_LEARNING_RATE:.2e}, {MAX_LEARNING_RATE:g}]); use fewer points or a factor nearer 1"
+        )
+
+
 def check(config: SweepConfig) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
     if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1 or config.n_minibatches < 1:
@@ -143,6 +167,8 @@ def check(config: SweepConfig) -> None:
         values = getattr(config, name)
         if len(set(values)) < len(values):
             raise ValueError(f"{flag(name)} repeats a value: {list(values)}")
+    check_run_count({"sizes": len(config.sizes()), "--lr-points": config.lr_points, "--seeds": config.seeds}, "sweep")
+    check_lr_span(config.lr_points, config.lr_factor)
     if len(config.runs()) < len(config.sizes()) * config.lr_points * config.seeds:
         raise ValueError(
             f"--lr-factor {config.lr_factor} with --lr-points {config.lr_points}: the learning rates of a size coincide "

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rl_gns.cli import main
 from rl_gns.core.atari import resolve_game
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
@@ -60,6 +61,31 @@ def test_a_bench_directory_refuses_other_settings(tmp_path):
         check(BenchConfig(**{**first.__dict__, "suite_file": other_suite}))
     with pytest.raises(ValueError, match="not in suite 'smoke'"):
         check(BenchConfig(suite="smoke", out=tmp_path / "b2", games=("Qbert",)))
+
+
+@pytest.mark.parametrize(
+    ("games", "tier_games", "message"),
+    [
+        ((), None, "--games names no game: a benchmark trains at least one"),
+        (None, "[]", "suite 't' names no game: a benchmark trains at least one"),
+        (("pong", "Pong"), None, "--games names a game twice: ['pong', 'pong']"),
+        (None, '["pong", "pong"]', "suite 't' names a game twice: ['pong', 'pong']"),
+    ],
+)
+def test_a_benchmark_of_no_game_or_a_game_twice_is_refused_before_anything_is_written(
+    tmp_path, capsys, games, tier_games, message
+):
+    """Both trained nothing or one run per game and wrote a report of that (exit status 0)."""
+    suites = (ENVS / "suites.toml").read_text()
+    if tier_games is not None:
+        suites = suites.replace("[tiers.smoke]", f"[tiers.t]\ngames = {tier_games}\ntotal_steps = 512\nn_envs = 4\n"
+                                "seeds = 1\nevery = 1\n\n[tiers.smoke]")  # fmt: skip
+    (tmp_path / "suites.toml").write_text(suites)
+    args = ["bench", "--suite", "smoke" if tier_games is None else "t", "--suite-file", str(tmp_path / "suites.toml")]
+    assert main([*args, *(["--games", *games] if games is not None else []), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "b").exists()
 
 
 #: ``|G|²`` of each loss in the hand-built runs, as a multiple of the policy's (``tr(Σ)`` is the same).

@@ -138,6 +138,11 @@ def check(config: BenchConfig) -> None:
     if unknown:
         raise ValueError(f"suite {config.suite!r} names games missing from the game table: {unknown}")
     selected = selected_games(config, tier)
+    where = "--games" if config.games is not None else f"suite {config.suite!r}"
+    if not selected:
+        raise ValueError(f"{where} names no game: a benchmark trains at least one")
+    if len(set(selected)) < len(selected):
+        raise ValueError(f"{where} names a game twice: {selected} (as ale-py ROM ids)")
     check_run_count({"games": len(selected), "seeds": config.seeds or tier.seeds}, "benchmark")
     check_directory(config.out, "benchmark", record(config), SELECTION_FIELDS)
     check_runs(runs(config, tier).values())

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
 here=results/probes_v6
-games="Pong Qbert"  # and the third game of the criterion's rule, once its pilot has finished
+games="Pong Qbert Alien"  # Alien: the third game by the criterion's rule (its pilot, 2026-11-25)
 validate() { rl-gns validate-probes "$here"/*/ --out "$here/validation"; }
 for game in $games; do NO_TABLE=1 bash "$here/protocol.sh" "$game" 1950000; done
 validate

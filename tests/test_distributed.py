@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,6 +213,44 @@ def test_cli_trains_on_two_ranks_and_a_killed_rank_is_reported_and_resumable(tmp
     for scheme in ("envs", "ranks", "ranks_all"):  # every iteration measured, on both sides of the kill
         assert np.isfinite(progress[f"gns/{scheme}/g2_total_raw"]).all(), scheme
     assert "critical rollout size (env_value)" in resumed.stdout
+
+
+def waiting_worker() -> None:
+    """Rank 1 never joins; rank 0 waits for it."""
+    if os.environ["RANK"] == "1":
+        while True:
+            time.sleep(1)
+    join("cpu")
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (an ended one that no one reaped yet is a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_ranks_whose_launcher_is_killed_while_they_start_end_with_it(tmp_path):
+    """A launcher SIGKILLed while its ranks still imported left them behind, waiting for each other: torch asks for
+    its parent-death signal only once a rank has imported what it runs, too late for a launcher already gone."""
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from test_distributed import waiting_worker; "
+            "from rl_gns.experiments.launch import launch; launch(waiting_worker, 2)")  # fmt: skip
+    launcher = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(ranks := rank_pids(launcher.pid)) < 2:
+        assert time.monotonic() < deadline and launcher.poll() is None, "the ranks did not start"
+        time.sleep(0.02)
+    launcher.kill()  # while the ranks import
+    launcher.wait()
+    deadline = time.monotonic() + 90
+    while any(alive(pid) for pid in ranks) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in ranks if alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"ranks {left} outlived their launcher"
 
 
 def mismatched_worker(config: TrainConfig) -> str:

@@ -403,7 +403,7 @@ def test_settings_beyond_what_can_run_are_refused_in_one_line(tmp_path, monkeypa
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_worker_whose_sweep_ended_while_it_started_ends_at_once():
     # The worker is told the sweep's pid; a parent that is another process means the sweep is gone already.
-    code = "from rl_gns.experiments.runner import die_with_parent; import time; die_with_parent(1); time.sleep(60)"
+    code = "from rl_gns.experiments.launch import die_with_parent; import time; die_with_parent(1); time.sleep(60)"
     worker = subprocess.run([sys.executable, "-c", code], timeout=60)
     assert worker.returncode == -signal.SIGTERM
 

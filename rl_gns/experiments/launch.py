@@ -8,9 +8,11 @@ joins the process group with :func:`join` (gloo for the CPU, NCCL for CUDA devic
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -51,8 +53,34 @@ def join(device: str) -> th.device:
     return th.device("cuda", local) if use_cuda else th.device("cpu")
 
 
+def die_with_parent(parent: int) -> None:
+    """Ask the kernel to send this process SIGTERM when the process that started it ends (Linux; elsewhere nothing),
+    so that a worker never outlives the command that started it (a sweep, or the launcher of a
+    data-parallel run's ranks), however that command ends.
+
+    :param parent: the starting process's id, as it started this worker: one that ended while the worker was still
+        starting (its parent is then another process) ends the worker at once.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() != parent:  # the parent ended before the request was in place
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def launched(entry: Callable[..., Any], launcher: int, *args: Any) -> Any:
+    """A worker that :func:`launch` started: ends with its launcher (torch's own request, SIGINT, reaches a rank that
+    still waits for its peers only when that wait ends, which can take minutes), then runs ``entry(*args)``.
+
+    :param launcher: the process id of the launcher.
+    """
+    die_with_parent(launcher)
+    return entry(*args)
+
+
 def launch(entry: Callable[..., Any], nproc: int, *args: Any) -> dict[int, Any]:
-    """Run ``entry(*args)`` in ``nproc`` new worker processes on this machine and wait for them all.
+    """Run ``entry(*args)`` in ``nproc`` new worker processes on this machine and wait for them all; a worker ends
+    when this process does (:func:`die_with_parent`), however it ends.
 
     :param entry: a module-level function (workers are spawned, so it is pickled by name); it calls :func:`join`.
     :param nproc: worker processes (ranks).
@@ -71,7 +99,7 @@ def launch(entry: Callable[..., Any], nproc: int, *args: Any) -> dict[int, Any]:
     )
     try:
         with launcher_logs_quiet():
-            return elastic_launch(config, entry)(*args)
+            return elastic_launch(config, launched)(entry, os.getpid(), *args)
     except ChildFailedError as error:
         # the root cause: a rank killed by a signal, else the first error (the others then lose their peer)
         rank, failure = min(error.failures.items(), key=lambda item: (item[1].exitcode >= 0, item[1].timestamp, item[0]))

@@ -17,7 +17,6 @@ rerunning the command goes on.
 
 from __future__ import annotations
 
-import ctypes
 import heapq
 import json
 import math
@@ -231,20 +230,6 @@ def resumable(spec: TrainConfig) -> bool:
 
 #: The environment variable that tells a worker the process id of the sweep that started it (:meth:`Workers.run`).
 WORKER_OF = "RL_GNS_WORKER"
-
-
-def die_with_parent(parent: int) -> None:
-    """Ask the kernel to send this process SIGTERM when the process that started it ends (Linux; elsewhere nothing),
-    so that a worker never outlives its sweep, however the sweep ends.
-
-    :param parent: the sweep's process id, as it started this worker: a sweep that ended while the worker was still
-        importing (its parent is then another process) ends the worker at once.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
-    if os.getppid() != parent:  # the sweep ended before the request was in place
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class Workers:

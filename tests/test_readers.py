@@ -404,6 +404,16 @@ def test_a_run_config_whose_sizes_disagree_is_one_line(tmp_path, capsys):
     assert_refused(*rl_gns(capsys, "advise", run), f"{run / 'config.json'}: n_envs, n_steps and rollout_size do not")
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_a_run_config_whose_learning_rate_is_not_a_finite_number_is_one_line(tmp_path, capsys, value):
+    """analyze grouped the run under a learning rate of inf (or nan) and reported it, exit status 0."""
+    sweep = copy(SWEEP, tmp_path)
+    config = edit_json(sweep / "runs" / SMALLEST / "config.json", lambda d: d.update(learning_rate=value))
+    before = sorted(path.name for path in sweep.iterdir())
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{config}: 'learning_rate' is {value}, not a finite float")
+    assert sorted(path.name for path in sweep.iterdir()) == before
+
+
 def test_a_progress_file_without_the_step_column_is_one_line(tmp_path, capsys):
     probe = copy(PROBE, tmp_path)
     progress = sorted((probe / "runs").iterdir())[0] / "progress.csv"

@@ -27,7 +27,8 @@ class RecordError(ValueError):
 
 
 def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, default: Any = ...) -> Any:
-    """``data[key]`` as ``kind`` (an ``int`` field also takes a whole float); ``default`` where it is missing."""
+    """``data[key]`` as ``kind`` (an ``int`` field also takes a whole float, a ``float`` field only a finite number);
+    ``default`` where it is missing."""
     if key not in data or data[key] is None:
         if default is ...:
             raise RecordError(f"{path}: no {key!r}")
@@ -39,6 +40,8 @@ def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, def
         value = float(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise RecordError(f"{path}: {key!r} is {value!r}, not {kind.__name__}")
+    if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN and Infinity: no setting or summary holds one
+        raise RecordError(f"{path}: {key!r} is {value!r}, not a finite float")
     return value
 
 

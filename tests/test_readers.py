@@ -191,6 +191,10 @@ def edit_json(path: Path, change) -> Path:
         ("bench-report", BENCH, "bench.json", lambda d: d.update(tier={}), "tier: no 'description'"),
         ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].pop("target_score"), "pong: no 'target"),
         ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(random_score="x"), "random_score"),
+        ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(human_score=-20.7),
+         "games_table: pong: human_score -20.7 must lie above random_score -20.7"),
+        ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(human_score=-30.0),
+         "games_table: pong: human_score -30.0 must lie above random_score -20.7"),
         ("bench-report", BENCH, "bench.json", lambda d: d.update(paper_ranges_frames={"b_crit_start": [1000, 100]}),
          "paper_ranges_frames: 'b_crit_start' is [1000, 100], not [low, high] with 0 < low <= high"),
         ("advise", RUN, "config.json", lambda d: d.update(gns_scheme=3), "'gns_scheme' is 3, not one of"),
@@ -205,8 +209,8 @@ def edit_json(path: Path, change) -> Path:
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
         "probe sd", "probe sd negative", "probe window", "probe results", "probe fit", "bench tier", "bench game",
-        "config scheme", "config game", "probe fit negative", "bench reference",
-        "config gns", "config nproc", "bench random score", "bench ranges",
+        "bench random score", "bench human as random", "bench human below random", "bench ranges",
+        "config scheme", "config game", "probe fit negative", "bench reference", "config gns", "config nproc",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(

@@ -261,11 +261,17 @@ PPO_REFERENCE_FIELDS: dict[str, Any] = {"source": str, "score": Finite, "std": N
 
 
 def require_game(entry: Any, where: str) -> dict[str, Any]:
-    """One game of the game table, checked: :data:`GAME_FIELDS`, and each of its published PPO scores.
+    """One game of the game table, checked: :data:`GAME_FIELDS` with a human score above the random one, and each of
+    its published PPO scores.
 
     :raises RecordError: naming the file, the game and the field.
     """
     entry = require(entry, where, GAME_FIELDS)
+    if not entry["human_score"] > entry["random_score"]:  # the span of the human-normalised score
+        raise RecordError(
+            f"{where}: human_score {entry['human_score']} must lie above random_score {entry['random_score']} "
+            "(the human-normalised score divides by their difference)"
+        )
     for i, reference in enumerate(entry.get("ppo_references") or []):
         require(reference, f"{where}: ppo_references[{i}]", PPO_REFERENCE_FIELDS)
     return entry

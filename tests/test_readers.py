@@ -504,6 +504,16 @@ def test_validate_probes_refuses_probes_none_of_which_is_reported(tmp_path, caps
     assert_refused(*rl_gns(capsys, "validate-probes", probe, "--out", tmp_path / "v"), "is reported yet")
 
 
+def test_validate_probes_refuses_a_probe_named_twice(tmp_path, capsys):
+    """It was counted once and listed as a retest of itself, exit status 0."""
+    probe = copy(PROBE, tmp_path)
+    (tmp_path / "link").symlink_to(probe, target_is_directory=True)
+    for again in (probe, tmp_path / "link", tmp_path):  # the same path, a link to it, the directory that holds it
+        status, err = rl_gns(capsys, "validate-probes", probe, again, "--out", tmp_path / "v")
+        assert_refused(status, err, f"the probe {again if again != tmp_path else probe} is named twice among")
+    assert not (tmp_path / "v").exists()
+
+
 # 3. cells that are not numbers, files with a header only
 
 

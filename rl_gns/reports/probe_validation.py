@@ -169,13 +169,22 @@ def load_probe(probe_dir: Path) -> ProbePair:
 
 
 def probe_dirs(paths: tuple[Path, ...]) -> list[Path]:
-    """The probe directories among ``paths`` and their children, in order."""
-    found = []
+    """The probe directories among ``paths`` and their children, in order (a path that holds none adds none).
+
+    :raises ValueError: for a probe named twice (links resolved), which would count as its own retest.
+    """
+    found: list[Path] = []
     for path in paths:
         if (path / PROBE).exists():
-            found.append(path)
+            here = [path]
         elif path.is_dir():
-            found += sorted(p for p in path.iterdir() if (p / PROBE).exists())
+            here = sorted(p for p in path.iterdir() if (p / PROBE).exists())
+        else:
+            here = []
+        for probe in here:
+            if any(probe.resolve() == seen.resolve() for seen in found):
+                raise ValueError(f"the probe {probe} is named twice among {', '.join(map(str, paths))}")
+            found.append(probe)
     return found
 
 

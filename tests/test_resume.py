@@ -168,6 +168,21 @@ def test_corrupted_checkpoints_fall_back_or_are_refused(tmp_path):
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
+def test_a_checkpoint_directory_not_named_as_rl_gns_names_them_is_not_a_checkpoint(tmp_path):
+    """An older checkpoint renamed ``64`` (from ``000000000064``) sorted after ``000000000128``: a resume went back to
+    it, and the pruning after its next checkpoint deleted the newer ones and kept it, so every later resume went back
+    again."""
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
+    assert run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9").returncode == 0
+    newest, older = sorted((run / CHECKPOINTS).iterdir(), reverse=True)
+    renamed = older.rename(older.with_name(str(int(older.name))))
+    assert latest_checkpoint(run).path == newest
+    resumed = run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9")
+    assert resumed.returncode == 0 and f"at {int(newest.name):,} agent steps" in resumed.stdout + resumed.stderr
+    assert newest.is_dir() and renamed.is_dir() and latest_checkpoint(run).path.name > newest.name
+
+
 def rehash(checkpoint: Path, name: str) -> None:
     """Record a checkpoint file's new checksum in its manifest, as if it had been written so."""
     manifest = json.loads((checkpoint / MANIFEST).read_text())

@@ -61,6 +61,18 @@ STATE_FIELDS: dict[str, Any] = {
 RNG_KEYS = frozenset({"torch", "numpy", "random"})
 
 
+def checkpoint_dirs(root: Path) -> list[Path]:
+    """The checkpoint directories in a run's ``checkpoints/``, oldest first: the entries named as
+    :func:`write_checkpoint` names them, the agent steps in 12 digits, so that their order by name is their order by
+    agent steps. Anything else there (``768`` renamed by hand, a ``.tmp-`` directory a kill left) is not a checkpoint.
+
+    :param root: ``<run>/checkpoints``.
+    """
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if len(p.name) == 12 and p.name.isdigit() and p.name.isascii())
+
+
 class CheckpointError(ValueError):
     """A checkpoint that cannot be used: missing, corrupted, or made by another version or other settings."""
 
@@ -147,7 +159,7 @@ def write_checkpoint(
         shutil.rmtree(final)
     os.rename(tmp, final)
     _fsync(root)
-    for old in sorted(p for p in root.iterdir() if not p.name.startswith("."))[:-KEEP]:
+    for old in checkpoint_dirs(root)[:-KEEP]:
         shutil.rmtree(old, ignore_errors=True)
     return final
 
@@ -190,7 +202,7 @@ def latest_checkpoint(run_path: Path) -> Checkpoint | None:
     :raises CheckpointError: if it has checkpoints and none verifies.
     """
     root = run_path / CHECKPOINTS
-    candidates = sorted((p for p in root.iterdir() if not p.name.startswith(".")), reverse=True) if root.is_dir() else []
+    candidates = checkpoint_dirs(root)[::-1]
     if not candidates:
         return None
     errors = []

@@ -82,6 +82,10 @@ def check(config: ScalingConfig) -> None:
         raise ValueError(f"--n-envs must be positive integers, got {config.n_envs}")
     if not config.nproc or min(config.nproc) < 1:
         raise ValueError(f"--nproc must be positive integers, got {config.nproc}")
+    for name in ("n_envs", "nproc"):  # a repeat would be measured twice and weigh twice in the fit
+        values = getattr(config, name)
+        if len(set(values)) < len(values):
+            raise ValueError(f"--{name.replace('_', '-')} repeats a value: {values}")
     if config.iterations < 1 or config.n_epochs < 1 or config.n_steps < 2:
         raise ValueError("iterations and n_epochs must be >= 1 and n_steps >= 2")
     for name in ("n_minibatches", "minibatch_size", "env_agent_steps"):

@@ -101,6 +101,19 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def check_no_repeats(config: object, names: tuple[str, ...]) -> None:
+    """Refuse a list setting that names a value twice: a study would train or measure it twice and weigh it twice.
+
+    :param config: the settings, read by attribute.
+    :param names: the list settings to check (``n_envs``, ...).
+    :raises ValueError: naming the flag and its values.
+    """
+    for name in names:
+        values = getattr(config, name)
+        if len(set(values)) < len(values):
+            raise ValueError(f"{flag(name)} repeats a value: {list(values)}")
+
+
 def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPlan:
     """Check every setting of a run and derive what it needs, writing nothing.
 

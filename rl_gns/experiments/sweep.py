@@ -22,7 +22,14 @@ from typing import Literal
 from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
-from rl_gns.experiments.plan import MAX_LEARNING_RATE, MAX_SEED, SMALLEST_LEARNING_RATE, flag, largest_seed
+from rl_gns.experiments.plan import (
+    MAX_LEARNING_RATE,
+    MAX_SEED,
+    SMALLEST_LEARNING_RATE,
+    check_no_repeats,
+    flag,
+    largest_seed,
+)
 from rl_gns.experiments.runner import (
     EXECUTION_FIELDS,
     ExecutionConfig,
@@ -163,10 +170,7 @@ def check(config: SweepConfig) -> None:
             f"--first-seed and --seeds: the seeds {config.first_seed}..{config.first_seed + config.seeds - 1} must lie in "
             f"[0, {largest:,}] for this budget"
         )
-    for name in ("targets", "n_envs", "n_steps_grid"):
-        values = getattr(config, name)
-        if len(set(values)) < len(values):
-            raise ValueError(f"{flag(name)} repeats a value: {list(values)}")
+    check_no_repeats(config, ("targets", "n_envs", "n_steps_grid"))
     check_run_count({"sizes": len(config.sizes()), "--lr-points": config.lr_points, "--seeds": config.seeds}, "sweep")
     check_lr_span(config.lr_points, config.lr_factor)
     if len(config.runs()) < len(config.sizes()) * config.lr_points * config.seeds:

@@ -159,6 +159,13 @@ def test_every_flag_help_is_one_line():
         (["train", "--adaptive-r", "64", "--no-anneal", "--adaptive-predictor", "env_advantage"], "unknown loss"),
         (["train", "--adaptive-predictor", "env_bogus"], "unknown loss in predictor 'env_bogus'"),
         (["train", "--nproc", "0"], "--nproc must be >= 1"),
+        (["train", "--no-gns", "--gns-every", "8"], "--gns-every 8 has no effect with --no-gns"),
+        (["train", "--no-gns", "--gns-losses", "value"], "--gns-losses value has no effect with --no-gns"),
+        (["train", "--max-n-envs", "16"], "--max-n-envs 16 has no effect without --adaptive-r"),
+        (["sweep", "--no-gns", "--gns-b-big", "64"], "--gns-b-big 64 has no effect with --no-gns"),
+        (["train", "--n-epochs", "100000000000000000000"], "--n-epochs must be at most 1,000 passes over a rollout"),
+        (["scaling", "--n-epochs", "1001"], "--n-epochs must be at most 1,000 passes over a rollout"),
+        (["scaling", "--target", "20"], "--target 20 has no effect without --sweep"),
         (["train", "--nproc", "3", "--n-envs", "8"], "--nproc 3 must divide --n-envs 8"),
         (["train", "--nproc", "2", "--adaptive-r", "64", "--no-anneal"], "cannot be used with --nproc > 1"),
         (["train", "--nproc", "2", "--n-envs", "6", "--gns-b-small", "256"], "must divide each rank's part"),
@@ -178,7 +185,7 @@ def test_bad_input_exits_2_with_one_line_before_writing_anything(tmp_path, args,
     if "cuda" in args and torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     out = tmp_path / "out"
-    extra = ["--out", str(out)] if args[0] in ("train", "sweep") else []
+    extra = ["--out", str(out)] if args[0] in ("train", "sweep", "scaling") else []
     result = run_cli(*args, *extra, cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-500:]
     assert result.stderr.strip().count("\n") == 0 and message in result.stderr

@@ -104,6 +104,8 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     played, saved = NoiseScalePPO.load(anchor.file("model.zip")), NoiseScalePPO.load(model)
     for (name, x), (_, y) in zip(played.policy.state_dict().items(), saved.policy.state_dict().items(), strict=True):
         assert th.equal(x, y), name
+    with pytest.raises(ValueError, match=r"trained at learning rate 0 .* so probe a run that learns"):
+        check(ProbeConfig(source=anchor.path, out=tmp_path / "of_the_anchor"))  # its branches would all train at 0
     scores = anchor.episodes()["score"]
     assert record["anchor_games"] == len(scores) >= 2 and record["start_score"] == pytest.approx(scores.mean())
     delta = 3.0 * scores.std(ddof=1) / 2**0.5  # 3 standard errors of a 2-game running score
@@ -182,6 +184,10 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
         check(ProbeConfig(source=source, n_envs=(2,), n_steps_grid=(32, 32), out=tmp_path / "p"))
     with pytest.raises(ValueError, match="does not split into"):  # 3 envs x 33 steps into the source's 2 minibatches
         check(ProbeConfig(source=source, n_envs=(3,), n_steps_grid=(32, 33), out=tmp_path / "p"))
+    with pytest.raises(ValueError, match=r"--delta-noise 3.0 6.0 has no effect with --delta"):
+        check(ProbeConfig(source=source, delta=5.0, delta_noise=(3.0, 6.0), out=tmp_path / "p"))
+    with pytest.raises(ValueError, match=r"--anchor-steps must be at most 2,146,483,645 agent steps, got 3,000,000,000"):
+        check(ProbeConfig(source=source, anchor_steps=3_000_000_000, out=tmp_path / "p"))
     assert not (tmp_path / "p").exists()
     # an anchor that finishes too few games is found only once it has played: one line, exit status 2
     short = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "64", "--n-envs", "2", "4", "--out",

@@ -12,7 +12,7 @@ import itertools
 import math
 import os
 from collections.abc import Collection
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -47,6 +47,14 @@ PIXEL_SAMPLE_BYTES = 4 * 84 * 84 * 4
 EMULATOR_BYTES = 2 * 2**20
 #: Every setting: what a spec file of a sweep or benchmark names (each must agree with the run it resumes).
 EVERY_SETTING = tuple(f.name for f in fields(TrainConfig))
+#: The most passes over one rollout: published PPO settings make 3 to 30, and past a few hundred the clipped
+#: objective has no policy gradient left, so the run only spends time; a count far beyond it is a typing slip that
+#: would hold the first update for days.
+MAX_EPOCHS = 1_000
+#: The measurement's settings, which a run with --no-gns does not use.
+MEASURE_SETTINGS = ("gns_scheme", "gns_losses", "gns_every", "gns_b_big", "gns_b_small", "gns_ema_beta")
+#: The adaptive run's settings, which a run at a fixed n_envs (no --adaptive-r) does not use.
+ADAPTIVE_SETTINGS = ("max_n_envs", "adaptive_predictor", "adaptive_min_measurements")
 #: Largest seed: env seeds run up to ``seed + total_steps + n_envs`` and ale-py takes 32-bit signed seeds.
 MAX_SEED = 2**31 - 1
 
@@ -114,6 +122,37 @@ def check_no_repeats(config: object, names: tuple[str, ...]) -> None:
             raise ValueError(f"{flag(name)} repeats a value: {list(values)}")
 
 
+def check_inert(config: object, inert: dict[str, str], given: Collection[str] | None = None) -> None:
+    """Refuse a setting given a value other than its default where the other settings leave it no effect: a flag the
+    command would drop silently (``--gns-every 8`` with ``--no-gns``).
+
+    :param config: the settings, a dataclass whose fields have defaults.
+    :param inert: ``{setting: why it has no effect}`` for the settings that have none with ``config``'s others
+        (``{"gns_every": "with --no-gns"}``).
+    :param given: the settings the user named; ``None``: every setting.
+    :raises ValueError: naming the flag, its value and the reason.
+    """
+    for field in fields(config):  # type: ignore[arg-type]
+        if field.name not in inert or (given is not None and field.name not in given):
+            continue
+        default = field.default if field.default_factory is MISSING else field.default_factory()
+        value = getattr(config, field.name)
+        if value != default:
+            shown = " ".join(map(str, value)) if isinstance(value, tuple) else value
+            raise ValueError(f"{flag(field.name)} {shown} has no effect {inert[field.name]}")
+
+
+def inert_train_settings(config: TrainConfig) -> dict[str, str]:
+    """The settings of a run that ``config``'s others leave without effect: the measurement's without the
+    measurement, the adaptive run's without ``--adaptive-r``."""
+    inert: dict[str, str] = {}
+    if not config.gns:
+        inert |= {name: "with --no-gns" for name in MEASURE_SETTINGS}
+    if config.adaptive_r is None:
+        inert |= {name: "without --adaptive-r" for name in ADAPTIVE_SETTINGS}
+    return inert
+
+
 def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPlan:
     """Check every setting of a run and derive what it needs, writing nothing.
 
@@ -128,6 +167,7 @@ def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPl
         default = TrainConfig()
         given = [f.name for f in fields(TrainConfig) if getattr(config, f.name) != getattr(default, f.name)]
     check_values(config)
+    check_inert(config, inert_train_settings(config), given)
     config = resume_config(config, given)
     game = resolve_game(config.env)
     batching = Batching.of_minibatch_size(config.n_envs, config.n_steps, config.minibatch_size, config.nproc)
@@ -176,6 +216,12 @@ def check_learning_rate(learning_rate: float) -> None:
         )
 
 
+def check_epochs(n_epochs: int) -> None:
+    """Refuse more than :data:`MAX_EPOCHS` passes over a rollout (one line)."""
+    if n_epochs > MAX_EPOCHS:
+        raise ValueError(f"--n-epochs must be at most {MAX_EPOCHS:,} passes over a rollout, got {n_epochs:,}")
+
+
 def check_values(config: TrainConfig) -> None:
     """Refuse numbers that are not finite or outside the range where they mean something (one line each)."""
     positive = ("clip_range", "max_grad_norm", "adaptive_r", "max_wall_minutes")
@@ -211,6 +257,7 @@ def check_values(config: TrainConfig) -> None:
         value = getattr(config, name)
         if value is not None and value < 1:
             raise ValueError(f"{flag(name)} must be >= 1, got {value}")
+    check_epochs(config.n_epochs)
     if config.torch_threads is not None and config.torch_threads > (os.cpu_count() or 1):
         raise ValueError(f"--torch-threads must be at most this machine's {os.cpu_count()} cores, got {config.torch_threads}")
     check_learning_rate(config.learning_rate)

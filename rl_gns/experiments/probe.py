@@ -44,6 +44,7 @@ from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
 from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, resolvable_improvement
 from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
+from rl_gns.experiments.plan import check_inert, largest_seed
 from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_runs, connect, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
@@ -308,6 +309,7 @@ def check(config: ProbeConfig) -> BranchPoint:
     config = spelled_as_recorded(config)
     if config.delta is not None and (not math.isfinite(config.delta) or config.delta <= 0):
         raise ValueError(f"--delta must be a finite improvement > 0, got {config.delta}")
+    check_inert(config, {"delta_noise": "with --delta (the target is its raw improvement)"} if config.delta else {})
     noise = config.delta_noise
     if not noise or not all(math.isfinite(n) and n > 0 for n in noise) or list(noise) != sorted(set(noise)):
         raise ValueError(f"--delta-noise must be finite numbers > 0, ascending without repeats, got {list(noise)}")
@@ -322,6 +324,15 @@ def check(config: ProbeConfig) -> BranchPoint:
         raise ValueError(f"--at must be >= 0 agent steps, got {config.at}")
     check_unlocked(config.source)  # a run in training prunes the checkpoints and snapshots a probe branches from
     point = branch_point(config.source, config.at)
+    source = config.source_config()
+    if source.learning_rate == 0:
+        raise ValueError(
+            f"{config.source} trained at learning rate 0 (a fixed policy, as an anchor plays): the branches scale the "
+            "source's learning rate, so probe a run that learns"
+        )
+    most = largest_seed(0, source.n_envs) - ANCHOR_SEED - config.first_seed  # the anchor's env seeds stay in range
+    if config.anchor_steps > most:
+        raise ValueError(f"--anchor-steps must be at most {most:,} agent steps, got {config.anchor_steps:,}")
     directory = config.directory(point)
     settings = config.recorded()
     check_directory(directory, "probe", settings, shares=("sweep",))

@@ -88,6 +88,8 @@ def check_options(config: ScalingReportOptions) -> None:
         raise ValueError(f"--devices must be positive, got {config.devices}")
     if len(set(config.devices)) != len(config.devices):
         raise ValueError(f"--devices repeats a value: {config.devices}")
+    if config.target is not None and config.sweep is None:
+        raise ValueError(f"--target {config.target:g} has no effect without --sweep (it picks a target of the sweep's fit)")
     if config.sweep is not None:
         if not (config.sweep / "results.json").exists():
             raise ValueError(f"{config.sweep}/results.json not found: run rl-gns analyze on the sweep")

@@ -450,7 +450,8 @@ def test_resumed_run_stops_at_its_target_with_the_score_window_of_the_games_befo
 
 def test_a_runs_checkpoints_and_snapshots_are_its_own(tmp_path, capsys):
     """Through a link into another run, a resume (or --overwrite) would write and prune that run's checkpoints and
-    snapshots: refused. A resumed run drops the snapshots past its checkpoint, and --overwrite drops them all."""
+    snapshots, or append to its logs; a directory where a run writes a file would fail at its first write: refused.
+    A resumed run drops the snapshots past its checkpoint, and --overwrite drops them all."""
     run, other = tmp_path / "run", tmp_path / "other"
     args = [*TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--snapshot-steps", "64"]
     assert run_cli("train", *args, "--out", str(run)).returncode == 0
@@ -465,6 +466,16 @@ def test_a_runs_checkpoints_and_snapshots_are_its_own(tmp_path, capsys):
             err = capsys.readouterr().err
             assert err.count("\n") == 1 and f"{other / name} is a link: a run writes only inside its own directory" in err
         assert {path: path.stat().st_mtime_ns for path in run.rglob("*")} == before
+    for name in ("episodes.csv", "progress.csv", "model.zip"):  # a file the run writes, made a directory or a link
+        for make in (Path.mkdir, lambda path, name=name: path.symlink_to(run / name)):
+            shutil.rmtree(other, ignore_errors=True)
+            shutil.copytree(run, other)
+            (other / name).unlink(missing_ok=True)
+            make(other / name)
+            for command in (["--resume", str(other)], [*args, "--out", str(other), "--overwrite"]):
+                assert main(["train", *command]) == 2
+                err = capsys.readouterr().err
+                assert err.count("\n") == 1 and f"{other / name} is " in err and "a run writes its own files" in err
     checkpoint = newest_step(run)
     (run / "snapshots" / "000000100000.zip").write_bytes(b"a snapshot of the slice that was stopped")
     assert run_cli("train", "--resume", str(run), "--max-wall-minutes", "1e-9").returncode == 0

@@ -70,6 +70,9 @@ ANCHOR = "anchor"
 #: A run's kept agents (``rl-gns train --snapshot-steps``), ``<agent steps, 12 digits>.zip``.
 SNAPSHOTS = "snapshots"
 
+#: The files a run writes in its directory (besides TensorBoard's event files).
+RUN_FILES = (CONFIG, PROGRESS, EPISODES, SUMMARY, ERROR, LOG, PLOT, MODEL)
+
 #: The env-step x-axis of ``progress.csv`` (SB3's key), agent steps.
 STEP_KEY = "time/total_timesteps"
 #: Columns of ``episodes.csv``.
@@ -103,8 +106,9 @@ def drop_snapshots_after(run_path: Path, env_steps: int) -> None:
 
 
 def check_own_directories(run_path: Path) -> None:
-    """Refuse a run directory whose ``checkpoints/`` or ``snapshots/`` is a link or not a directory: the run would
-    write, and prune, through it into another directory.
+    """Refuse a run directory whose ``checkpoints/`` or ``snapshots/`` is a link or not a directory, or where a file
+    the run writes (``progress.csv``, ``model.zip``, ...) is a link or not a regular file: the run would write, and
+    prune, through it into another directory, or fail at its first write.
 
     :raises RunFileError: naming the path.
     """
@@ -113,6 +117,11 @@ def check_own_directories(run_path: Path) -> None:
         if path.is_symlink() or (path.exists() and not path.is_dir()):
             what = "a link" if path.is_symlink() else "not a directory"
             raise RunFileError(f"{path} is {what}: a run writes only inside its own directory; remove it first")
+    for name in RUN_FILES:
+        path = run_path / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            what = "a link" if path.is_symlink() else "not a regular file"
+            raise RunFileError(f"{path} is {what}: a run writes its own files there; remove it first")
 
 
 def cell_value(cell: str, path: Path, line: int) -> float:

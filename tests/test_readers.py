@@ -19,6 +19,7 @@ from conftest import lock_held_elsewhere
 
 from rl_gns.cli import main
 from rl_gns.experiments.config import TrainConfig, to_json
+from rl_gns.records.checkpoint import FORMAT, MANIFEST, CheckpointError, sha256, verify
 from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json
 from rl_gns.records.scaling_log import append_measurement, read_measurements
 from rl_gns.records.tables import SUITES_FILE, table_path
@@ -278,6 +279,45 @@ def test_a_fifo_in_place_of_a_file_is_one_line_not_a_wait(tmp_path, capsys):
     (sweep / "sweep.json").unlink()
     os.mkfifo(sweep / "sweep.json")  # opened for reading, a FIFO waits for a writer that never comes
     assert_refused(*rl_gns(capsys, "analyze", sweep), f"{sweep / 'sweep.json'} is a FIFO or device, not a JSON file")
+
+
+@pytest.mark.parametrize(("command", "source", "file"), [("scaling-report", SCALING, "measurements.jsonl")])
+def test_a_fifo_in_place_of_a_log_is_one_line_not_a_wait(tmp_path, capsys, command, source, file):
+    directory = copy(source, tmp_path)
+    (directory / file).unlink()
+    os.mkfifo(directory / file)
+    assert_refused(*rl_gns(capsys, command, directory), f"{directory / file} is a FIFO or device, not a text file")
+
+
+def test_a_fifo_in_place_of_a_checkpoint_file_or_snapshot_is_refused_not_read(tmp_path):
+    """Hashing a checkpoint's files or a probe's snapshot would wait for ever on a FIFO: refused, and the checkpoint
+    counts as corrupted."""
+    os.mkfifo(tmp_path / "000000001600.zip")
+    with pytest.raises(RunFileError, match=r"000000001600\.zip is a FIFO or device, not a file"):
+        sha256(tmp_path / "000000001600.zip")
+    checkpoint = tmp_path / "checkpoints" / "000000000064"
+    checkpoint.mkdir(parents=True)
+    os.mkfifo(checkpoint / "state.json")
+    files = {"state.json": "0", "model.zip": "0", "rng.pkl": "0"}  # the FIFO hashed first
+    (checkpoint / MANIFEST).write_text(json.dumps({"format": FORMAT, "files": files}))
+    with pytest.raises(CheckpointError, match=r"is corrupted: .*state\.json is a FIFO or device, not a file"):
+        verify(checkpoint)
+
+
+def test_a_file_that_cannot_be_read_is_one_line_with_status_2(tmp_path, capsys, monkeypatch):
+    """No permission to read a run's config.json (root reads every file, so the refusal is the filesystem's, here
+    made by hand): an input error, not a failure of the command."""
+    run = copy(RUN, tmp_path)
+    read_text = Path.read_text
+
+    def denied(self: Path, *args: object, **kwargs: object) -> str:
+        if self.name == "config.json":
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    for command in ("advise", "plot"):
+        assert_refused(*rl_gns(capsys, command, run), f"{run / 'config.json'} cannot be read: Permission denied")
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint, sha256
 from rl_gns.records.lock import RunLock, check_unlocked
+from rl_gns.records.logs import check_regular
 from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
 from rl_gns.records.schema import PROBE_FIELDS
 
@@ -96,6 +97,7 @@ def branch_point(source: Path, at: int | None = None) -> BranchPoint:
             raise ValueError(f"{source}: no snapshot at or past {at:,} agent steps; it keeps {held_snapshots(list(kept))}")
         return BranchPoint(kept[later[0]], later[0], sha256(kept[later[0]]))
     if run.status() == "done":
+        check_regular(run.file(MODEL), "a saved agent")
         if not run.file(MODEL).is_file():
             raise ValueError(f"{source}: the run finished but keeps no {MODEL}; probe one of its snapshots with --at")
         return BranchPoint(run.file(MODEL), run.summary().env_steps, sha256(run.file(MODEL)))

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
+from rl_gns.records.logs import check_regular, read_text
 from rl_gns.records.schema import Count, NonNegative, Whole, require
 
 CHECKPOINTS = "checkpoints"
@@ -114,7 +115,11 @@ def set_global_rng_state(state: dict[str, Any]) -> None:
 
 
 def sha256(path: Path) -> str:
-    """The SHA-256 of a file, as hex, read in blocks of 1 MiB."""
+    """The SHA-256 of a file, as hex, read in blocks of 1 MiB.
+
+    :raises rl_gns.records.logs.RunFileError: if the path is not a regular file (a FIFO would block the read for ever).
+    """
+    check_regular(path, "a file")
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -171,7 +176,7 @@ def verify(path: Path) -> Checkpoint:
     :raises CheckpointError: if a file is missing, unreadable, edited or cut short, or the layout is another.
     """
     try:
-        manifest = json.loads((path / MANIFEST).read_text())
+        manifest = json.loads(read_text(path / MANIFEST, "a JSON file"))
         if manifest.get("format") != FORMAT:
             raise CheckpointError(f"checkpoint {path} has layout {manifest.get('format')}, this rl-gns reads {FORMAT}")
         if sorted(manifest["files"]) != sorted(FILES):
@@ -179,7 +184,7 @@ def verify(path: Path) -> Checkpoint:
         for name, digest in manifest["files"].items():
             if sha256(path / name) != digest:
                 raise CheckpointError(f"checkpoint {path}: {name} does not match its checksum")
-        state = require(json.loads((path / "state.json").read_text()), path / "state.json", STATE_FIELDS)
+        state = require(json.loads(read_text(path / "state.json", "a JSON file")), path / "state.json", STATE_FIELDS)
         if state["env_steps"] != int(path.name):
             raise CheckpointError(f"checkpoint {path}: state.json says {state['env_steps']} agent steps")
         with zipfile.ZipFile(path / "model.zip") as archive:

@@ -138,11 +138,47 @@ def rewrite(path: Path, header: Sequence[str], rows: Sequence[Sequence[str]]) ->
     write_atomically(path, "".join(lines))
 
 
+class RunFileError(ValueError):
+    """A file of a run, sweep or benchmark directory that cannot be read; the message names the file and the fault."""
+
+
+def check_regular(path: Path, kind: str) -> None:
+    """Refuse a path that exists but is not a regular file (a directory, a FIFO that would block a reader, a device).
+
+    :param path: the file to read.
+    :param kind: what it should be, for the message ("a JSON file").
+    :raises RunFileError: naming the path.
+    """
+    if path.exists() and not path.is_file():
+        raise RunFileError(f"{path} is {'a directory' if path.is_dir() else 'a FIFO or device'}, not {kind}")
+
+
+def read_text(path: Path, kind: str) -> str:
+    """The text of a file that a command reads as its input.
+
+    :param path: the file.
+    :param kind: what it should be, for the message ("a JSON file").
+    :raises RunFileError: naming the path, if it is not a regular file (a FIFO would block the read for ever) or
+        cannot be read (no permission).
+    :raises UnicodeDecodeError: if it is not text.
+    """
+    check_regular(path, kind)
+    try:
+        return path.read_text()
+    except (FileNotFoundError, IsADirectoryError):
+        raise
+    except OSError as error:
+        raise RunFileError(f"{path} cannot be read: {error.strerror or error}") from error
+
+
 def whole_lines(path: Path) -> str:
-    """The text of ``path`` without a last line that a kill cut short (no newline at its end); ``""`` if missing."""
+    """The text of ``path`` without a last line that a kill cut short (no newline at its end); ``""`` if missing.
+
+    :raises RunFileError: as :func:`read_text`.
+    """
     if not path.exists():
         return ""
-    text = path.read_text()
+    text = read_text(path, "a text file")
     return text[: text.rfind("\n") + 1]
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.checkpoint import CHECKPOINTS
-from rl_gns.records.logs import read_rows, write_atomically
+from rl_gns.records.logs import RunFileError, check_regular, read_rows, read_text, write_atomically
 from rl_gns.records.schema import (
     CANDIDATE_FIELDS,
     RESULTS_FIELDS,
@@ -93,10 +93,6 @@ def snapshots(run_path: Path) -> dict[int, Path]:
     return {int(p.stem): p for p in found}
 
 
-class RunFileError(ValueError):
-    """A file of a run, sweep or benchmark directory that cannot be read; the message names the file and the fault."""
-
-
 def drop_snapshots_after(run_path: Path, env_steps: int) -> None:
     """Delete the snapshots past ``env_steps`` agent steps: a run resumed from its checkpoint there trains that
     stretch again and keeps it at its own ``--snapshot-steps``, so every snapshot is of the training its logs hold."""
@@ -136,17 +132,6 @@ def cell_value(cell: str, path: Path, line: int) -> float:
         return float(cell) if cell else math.nan
     except ValueError:
         raise RunFileError(f"{path}: line {line}: {cell!r} is not a number") from None
-
-
-def check_regular(path: Path, kind: str) -> None:
-    """Refuse a path that exists but is not a regular file (a directory, a FIFO that would block a reader, a device).
-
-    :param path: the file to read.
-    :param kind: what it should be, for the message ("a JSON file").
-    :raises RunFileError: naming the path.
-    """
-    if path.exists() and not path.is_file():
-        raise RunFileError(f"{path} is {'a directory' if path.is_dir() else 'a FIFO or device'}, not {kind}")
 
 
 def row_values(path: Path, header: list[str], rows: list[list[str]]) -> list[list[float]]:
@@ -231,9 +216,10 @@ def read_json(path: Path) -> Any:
     """
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
-    check_regular(path, "a JSON file")
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_text(path, "a JSON file"))
+    except RunFileError:
+        raise
     except ValueError as error:  # json.JSONDecodeError, UnicodeDecodeError
         raise RunFileError(f"{path}: not valid JSON ({error})") from error
     except RecursionError as error:

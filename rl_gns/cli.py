@@ -350,6 +350,21 @@ def check_finite(config: object) -> None:
             raise ValueError(f"{flag(name)} must lie within float32's range (±{FLOAT32_MAX:.1e}), got {value}")
 
 
+#: The most bootstrap resamples a report draws: a percentile interval settles within a few thousand, and the
+#: resamples are held at once, so a count far beyond this is a typing slip that would fill the memory.
+MAX_BOOTSTRAP = 100_000
+
+
+def check_resamples(config: object) -> None:
+    """Refuse, for every command with a bootstrap, more than :data:`MAX_BOOTSTRAP` resamples, before anything is read.
+
+    :raises ValueError: naming the flag and the value.
+    """
+    for name, value in numbers(config):
+        if name == "bootstrap" and value > MAX_BOOTSTRAP:
+            raise ValueError(f"{flag(name)} must be at most {MAX_BOOTSTRAP:,} resamples, got {value:,}")
+
+
 def check_counts(config: object) -> None:
     """Refuse, for every command at once, a negative integer: every integer setting counts something (steps, envs,
     seeds, resamples). Run after the command's own checks, which say where a setting must be at least 1.
@@ -386,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = parse(config_cls, argv[1:], f"rl-gns {name}")
         check_finite(config)
+        check_resamples(config)
         work = prepare(config, given_settings(argv[1:], type(config)))
         check_counts(config)
     except BrokenPipeError:  # the reader of --help went away: rl_gns.commands.main ends quietly

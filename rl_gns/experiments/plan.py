@@ -144,12 +144,15 @@ def check_inert(config: object, inert: dict[str, str], given: Collection[str] | 
 
 def inert_train_settings(config: TrainConfig) -> dict[str, str]:
     """The settings of a run that ``config``'s others leave without effect: the measurement's without the
-    measurement, the adaptive run's without ``--adaptive-r``."""
+    measurement, the adaptive run's without ``--adaptive-r``, a snapshot or checkpoint period past the budget."""
     inert: dict[str, str] = {}
     if not config.gns:
         inert |= {name: "with --no-gns" for name in MEASURE_SETTINGS}
     if config.adaptive_r is None:
         inert |= {name: "without --adaptive-r" for name in ADAPTIVE_SETTINGS}
+    for name in ("snapshot_steps", "checkpoint_steps"):
+        if (getattr(config, name) or 0) > config.total_steps:
+            inert[name] = f"past --total-steps {config.total_steps:,} (the run ends first)"
     return inert
 
 
@@ -222,6 +225,18 @@ def check_epochs(n_epochs: int) -> None:
         raise ValueError(f"--n-epochs must be at most {MAX_EPOCHS:,} passes over a rollout, got {n_epochs:,}")
 
 
+def check_seed_range(config: TrainConfig) -> None:
+    """Refuse env counts, budgets and seeds whose env seeds leave ale-py's 32-bit range (:data:`MAX_SEED`)."""
+    if config.n_envs >= MAX_SEED:
+        raise ValueError(f"--n-envs must be below {MAX_SEED:,} (each env has its own 32-bit seed), got {config.n_envs:,}")
+    if largest_seed(config.total_steps, config.n_envs) < 0:
+        raise ValueError(f"--total-steps must be at most {MAX_SEED - config.n_envs:,} agent steps, got {config.total_steps:,}")
+    if not 0 <= config.seed <= largest_seed(config.total_steps, config.n_envs):
+        raise ValueError(
+            f"--seed must be in [0, {largest_seed(config.total_steps, config.n_envs):,}] for this budget, got {config.seed}"
+        )
+
+
 def check_values(config: TrainConfig) -> None:
     """Refuse numbers that are not finite or outside the range where they mean something (one line each)."""
     positive = ("clip_range", "max_grad_norm", "adaptive_r", "max_wall_minutes")
@@ -270,12 +285,7 @@ def check_values(config: TrainConfig) -> None:
         raise ValueError(f"--sticky-actions is a probability below 1, got {config.sticky_actions}")
     if not 0.0 <= config.gns_ema_beta < 1.0:
         raise ValueError(f"--gns-ema-beta must be in [0, 1), got {config.gns_ema_beta}")
-    if largest_seed(config.total_steps, config.n_envs) < 0:
-        raise ValueError(f"--total-steps must be at most {MAX_SEED - config.n_envs:,} agent steps, got {config.total_steps:,}")
-    if not 0 <= config.seed <= largest_seed(config.total_steps, config.n_envs):
-        raise ValueError(
-            f"--seed must be in [0, {largest_seed(config.total_steps, config.n_envs):,}] for this budget, got {config.seed}"
-        )
+    check_seed_range(config)
 
 
 def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
@@ -440,8 +450,8 @@ def check_adaptive(config: TrainConfig, batching: Batching) -> None:
     for name, n in (("n_envs", config.n_envs), ("max_n_envs", config.max_n_envs)):
         if n & (n - 1):
             raise ValueError(f"an adaptive run grows by powers of 2: {flag(name)} must be a power of 2, got {n}")
-    if config.max_n_envs < config.n_envs:
-        raise ValueError(f"--max-n-envs ({config.max_n_envs}) must be >= --n-envs ({config.n_envs})")
+    if config.max_n_envs <= config.n_envs:
+        raise ValueError(f"--max-n-envs ({config.max_n_envs}) must be above --n-envs ({config.n_envs}): the run only grows")
     if config.anneal:
         raise ValueError("an adaptive run rescales a constant learning rate at each growth: pass --no-anneal")
     scheme, _, loss = parse_predictor(config.adaptive_predictor)

@@ -37,7 +37,7 @@ from typing import Literal
 from tqdm import tqdm
 
 from rl_gns.experiments.config import TrainConfig, population_settings, to_json, training_settings
-from rl_gns.experiments.plan import EVERY_SETTING, plan_run
+from rl_gns.experiments.plan import EVERY_SETTING, check_inert, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS
 from rl_gns.records.lock import check_unlocked
@@ -75,6 +75,8 @@ class ExecutionConfig:
             raise ValueError(f"--threads-per-run must be >= 1, got {self.threads_per_run}")
         if self.max_wall_minutes is not None and not self.max_wall_minutes > 0:
             raise ValueError(f"--max-wall-minutes must be > 0, got {self.max_wall_minutes}")
+        local = self.executor == "local"
+        check_inert(self, {"ray_address": "with --executor local"} if local else {"workers": "with --executor ray"})
         if self.ray_address is not None and self.ray_address != "auto":
             ray_host_port(self.ray_address)
 

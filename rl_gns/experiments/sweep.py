@@ -26,6 +26,8 @@ from rl_gns.experiments.plan import (
     MAX_LEARNING_RATE,
     MAX_SEED,
     SMALLEST_LEARNING_RATE,
+    check_inert,
+    check_learning_rate,
     check_no_repeats,
     flag,
     largest_seed,
@@ -143,6 +145,22 @@ def check_lr_span(lr_points: int, lr_factor: float) -> None:
         )
 
 
+def check_lr_grid(config: SweepConfig) -> None:
+    """Refuse a grid with a learning rate that no run may have, naming the flags that made it (before a run is
+    enumerated: its check would name ``--learning-rate``, which the user did not give)."""
+    for n_envs, n_steps in config.sizes():
+        rollout_size = n_envs * n_steps
+        for lr in config.learning_rates(rollout_size):
+            try:
+                check_learning_rate(lr)
+            except ValueError:
+                raise ValueError(
+                    f"the learning-rate grid (--lr-ref {config.lr_ref:g}, --lr-rule {config.lr_rule}, --n-envs-ref "
+                    f"{config.n_envs_ref}, --lr-factor {config.lr_factor:g}, --lr-points {config.lr_points}) holds "
+                    f"{lr:g} at rollout size {rollout_size:,}, outside [{SMALLEST_LEARNING_RATE:.2e}, {MAX_LEARNING_RATE:g}]"
+                ) from None
+
+
 def check(config: SweepConfig) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
     if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1 or config.n_minibatches < 1:
@@ -154,6 +172,7 @@ def check(config: SweepConfig) -> None:
     for name in ("lr_ref", "lr_factor"):
         if not getattr(config, name) > 0:
             raise ValueError(f"{flag(name)} must be > 0, got {getattr(config, name)}")
+    check_inert(config, {"lr_factor": "with --lr-points 1"} if config.lr_points == 1 else {})
     if config.n_steps_grid and len(config.n_envs) != 1:
         raise ValueError(f"--n-steps-grid needs one --n-envs, got {config.n_envs}")
     if config.n_steps_grid and min(config.n_steps_grid) < 1:
@@ -173,6 +192,7 @@ def check(config: SweepConfig) -> None:
     check_no_repeats(config, ("targets", "n_envs", "n_steps_grid"))
     check_run_count({"sizes": len(config.sizes()), "--lr-points": config.lr_points, "--seeds": config.seeds}, "sweep")
     check_lr_span(config.lr_points, config.lr_factor)
+    check_lr_grid(config)
     if len(config.runs()) < len(config.sizes()) * config.lr_points * config.seeds:
         raise ValueError(
             f"--lr-factor {config.lr_factor} with --lr-points {config.lr_points}: the learning rates of a size coincide "

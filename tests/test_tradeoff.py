@@ -95,3 +95,13 @@ def test_local_fit_says_when_the_data_reject_every_b_crit():
     fit = fit_local_tradeoff(batch_N, steps_N)
     assert fit.s_min < 0 and math.isnan(fit.b_crit_low) and math.isnan(fit.b_crit_high)
     assert not fit.identified and math.isinf(fit.b_crit)
+
+
+def test_local_fit_weighs_by_the_steps_where_its_first_pass_predicts_none():
+    """Alien's probe at 1.95M, its second target: the first pass (weights from the data) fits S_min < 0, so it predicts
+    negative steps at 4,096. Weights from those would be infinite and the second pass singular; there the branch's own
+    steps weigh it, and the fit ends in an interval, here unbounded."""
+    batch_N = np.array([128, 128, 256, 256, 256, 512, 512, 2048, 2048, 4096, 4096, 4096], dtype=float)
+    steps_N = np.array([891.55, 687.24, 263.49, 540.8, 1355.86, 294.01, 182.43, 4.02, 178.73, 11.23, 60.77, 51.74])
+    fit = fit_local_tradeoff(batch_N, steps_N)
+    assert math.isfinite(fit.s_min) and fit.e_min > 0 and not fit.identified and math.isinf(fit.b_crit_high)

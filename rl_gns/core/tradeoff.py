@@ -142,7 +142,8 @@ def fit_local_tradeoff(batch_N: np.ndarray, steps_N: np.ndarray, level: float = 
     design_N2 = np.stack([np.ones_like(batch_N), 1.0 / batch_N], axis=1)
     fitted_N = steps_N
     for _ in range(2):  # weights from the previous pass's fitted steps (the data's own in the first)
-        weight_N = 1.0 / np.maximum(fitted_N, 1e-12) ** 2
+        # where that fit is not positive (s_min < 0 at large B) it gives no scale: the branch's own steps do
+        weight_N = 1.0 / np.where(fitted_N > 0, fitted_N, steps_N) ** 2
         gram_22 = design_N2.T @ (weight_N[:, None] * design_N2)
         coef_2 = np.linalg.solve(gram_22, design_N2.T @ (weight_N * steps_N))
         fitted_N = design_N2 @ coef_2

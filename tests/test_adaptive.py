@@ -72,7 +72,8 @@ def test_invalid_adaptive_settings_fail_in_check(tmp_path):
     bad = [
         (dict(adaptive_r=0.0), "must be > 0"),
         (dict(adaptive_r=64.0, max_n_envs=48), "power of 2"),
-        (dict(adaptive_r=64.0, max_n_envs=2), ">= --n-envs"),
+        (dict(adaptive_r=64.0, max_n_envs=2), "must be above --n-envs"),
+        (dict(adaptive_r=64.0, max_n_envs=4), "must be above --n-envs \\(4\\): the run only grows"),
         (dict(adaptive_r=64.0, anneal=True), "--no-anneal"),
         (dict(adaptive_r=64.0, gns=False), "must be measured"),
         (dict(adaptive_r=64.0, adaptive_predictor="env_value", gns_losses=("policy", "total")), "must be measured"),

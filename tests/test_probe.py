@@ -126,7 +126,7 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     assert validation.returncode == 0, validation.stderr[-2000:]
     table = (tmp_path / "v" / "probes.md").read_text()
     assert "Not ranked: 0 identified pairs from 0 game(s)" in table
-    assert "| constant 746 |" in table and f"| beam_rider | 3,008 | {results['verdict']}" in table
+    assert "| constant 746 | – | – | – |" in table and f"| beam_rider | 3,008 | {results['verdict']}" in table
 
     # the same command again does nothing new; another delta is refused before anything is written
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)

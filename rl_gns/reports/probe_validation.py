@@ -411,8 +411,8 @@ def validate(config: ProbeValidationConfig) -> Path:
         for p in every
     ]
     table = [
-        f"| {s.name} | {s.median_error:.3f} | {fmt(s.spearman, 2)} | {fmt(min(s.ratios, default=math.nan), 2)}–"
-        f"{fmt(max(s.ratios, default=math.nan), 2)} |"
+        f"| {s.name} | {'–' if math.isnan(s.median_error) else f'{s.median_error:.3f}'} | {fmt(s.spearman, 2)} | "
+        + (f"{fmt(min(s.ratios), 2)}–{fmt(max(s.ratios), 2)} |" if s.ratios else "– |")  # no pair: nothing to show
         for s in baselines + scores
     ]
     text = "\n".join([

@@ -135,11 +135,12 @@ def test_a_second_sweep_is_refused_and_sigterm_to_a_sweep_stops_its_workers_with
         assert second.returncode == 2 and f"{out} is being written by process {sweep.pid}" in one_line(second)
         assert {path: path.read_bytes() for path in (out / "specs").iterdir()} == specs
         sweep.send_signal(signal.SIGTERM)
-        _, stderr = sweep.communicate(timeout=120)
+        stdout, stderr = sweep.communicate(timeout=120)
     finally:
         sweep.kill()
     assert sweep.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert "stopped by SIGTERM" in stderr and "rerun to go on" in stderr
+    assert "2 paused by SIGTERM, 0 not started" in stdout  # not by a deadline the user never set
     workers = subprocess.run(["ps", "-eo", "args", "-ww"], capture_output=True, text=True).stdout
     assert str(out / "specs") not in workers  # no worker outlived the sweep
     for run in runs:

@@ -462,9 +462,9 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     print(f"{label} {out}: {sum(s in ('done', 'skipped') for s in outcome.values())}/{len(specs)} finished", flush=True)
     later = [status for status in outcome.values() if status in ("paused", "waiting")]
     if later:
+        why = "before --max-wall-minutes" if signum is None else f"by {signal.Signals(signum).name}"
         print(
-            f"  {later.count('paused')} paused before --max-wall-minutes, {later.count('waiting')} not started: "
-            "rerun the same command to go on",
+            f"  {later.count('paused')} paused {why}, {later.count('waiting')} not started: rerun the same command to go on",
             flush=True,
         )
     for name in failed:

@@ -333,6 +333,21 @@ def test_a_directory_where_a_report_writes_a_file_is_one_line(tmp_path, capsys, 
 
 
 @pytest.mark.parametrize(
+    ("command", "source"),
+    [
+        ("validate-probes", RESULTS / "probes_v5" / "SpaceInvaders" / "at50k"),
+        ("validate-predictors", RESULTS / "sweeps" / "beamrider_ram"),
+    ],
+)
+def test_a_validation_is_not_written_into_a_run_or_study(tmp_path, capsys, command, source):
+    """A run has one writer and a study holds only its runs: a report's --out there, or below, is refused."""
+    run = copy(RUN, tmp_path)
+    for out, where in ((run, "is the run"), (run / "validation", "lies inside the run")):
+        assert_refused(*rl_gns(capsys, command, source, "--out", out), f"--out {out} {where} {run}")
+        assert not (out / "probes.md").exists() and not (out / "predictors.md").exists()
+
+
+@pytest.mark.parametrize(
     ("command", "source", "args", "outputs"),
     [
         ("analyze", SWEEP, [], sweep_report.OUTPUTS),

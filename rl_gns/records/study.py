@@ -64,6 +64,20 @@ def check_not_inside(directory: Path, kind: Kind) -> None:
         raise ValueError(f"--out {directory} lies inside {what}: use a directory outside it")
 
 
+def check_outside_records(directory: Path) -> None:
+    """Refuse a report's ``--out`` that is a run or a study, or lies inside one: a run directory has one writer, and
+    a study holds only its own runs, so a report that gathers several records writes outside them all.
+
+    :raises ValueError: naming the run or study.
+    """
+    real = Path(os.path.realpath(directory))
+    for place in (real, *real.parents):
+        held = tuple(kind for kind, record in MARKS.items() if (place / record).is_file())
+        if held:
+            where = "is" if place == real else "lies inside"
+            raise ValueError(f"--out {directory} {where} the {' and '.join(held)} {place}: write the report outside it")
+
+
 def check_no_strangers(directory: Path, kind: Kind, shares: tuple[Kind, ...] = ()) -> None:
     """Refuse to start a ``kind`` in a directory that holds files of no run or study (its record and those of
     ``shares`` absent): they would be mixed with its own. What a command leaves before its record is its own: the

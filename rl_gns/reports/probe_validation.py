@@ -30,6 +30,7 @@ from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import ANCHOR, PROBE, SWEEP, RunDir, noise_sums, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_FIT_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS, require
+from rl_gns.records.study import check_outside_records
 from rl_gns.reports.figures import (
     Axes,
     colors,
@@ -455,5 +456,6 @@ def check(config: ProbeValidationConfig) -> None:
         raise ValueError(f"no probe directory (with probe.json) in {', '.join(map(str, config.probe_dirs))}")
     if not any((d / "probe_results.json").exists() for d in found):
         raise ValueError(f"no probe among {', '.join(map(str, found))} is reported yet: run rl-gns probe-report on it")
+    check_outside_records(config.out)
     check_writable(config.out)
     check_outputs(config.out, OUTPUTS)

@@ -142,6 +142,23 @@ class RunFileError(ValueError):
     """A file of a run, sweep or benchmark directory that cannot be read; the message names the file and the fault."""
 
 
+def check_exists(path: Path) -> None:
+    """Refuse a path that names no file, saying why: nothing there, or a link that leads nowhere.
+
+    :param path: the file to read.
+    :raises FileNotFoundError: naming the path, if nothing is there.
+    :raises RunFileError: naming the path, for a link to nothing or a loop of links, or a path that cannot be looked at.
+    """
+    try:
+        path.stat()
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise RunFileError(f"{path} is a link to {os.readlink(path)}, which does not exist") from None
+        raise FileNotFoundError(f"{path} not found") from None
+    except OSError as error:  # ELOOP: a loop of links; ENOTDIR: a file where a directory should be
+        raise RunFileError(f"{path} cannot be read: {error.strerror or error}") from None
+
+
 def check_regular(path: Path, kind: str) -> None:
     """Refuse a path that exists but is not a regular file (a directory, a FIFO that would block a reader, a device).
 

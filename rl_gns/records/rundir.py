@@ -37,7 +37,7 @@ import numpy as np
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.checkpoint import CHECKPOINTS
-from rl_gns.records.logs import RunFileError, check_regular, read_rows, read_text, write_atomically
+from rl_gns.records.logs import RunFileError, check_exists, check_regular, read_rows, read_text, write_atomically
 from rl_gns.records.schema import (
     CANDIDATE_FIELDS,
     RESULTS_FIELDS,
@@ -48,6 +48,7 @@ from rl_gns.records.schema import (
     RunConfig,
     RunSummary,
     require,
+    same_setting,
 )
 
 CONFIG = "config.json"
@@ -186,6 +187,22 @@ def in_step_order(steps: np.ndarray, strictly: bool) -> bool:
     return bool(np.all(np.isfinite(steps)) and np.all(steps >= 0) and np.all(rises))
 
 
+def check_estimates(column: np.ndarray, where: str) -> None:
+    """Refuse raw noise-scale estimates (``g2``, ``trace_sigma``, one per measured row, NaN elsewhere) that no
+    measurement writes: an infinity, or values so large that their pooled sums or squares leave the float range.
+
+    :param column: ``(T,)`` the column's values.
+    :param where: the file and column, for the message.
+    :raises RunFileError: naming them and the first such value.
+    """
+    measured = column[~np.isnan(column)]
+    with np.errstate(over="ignore"):
+        fits = np.isfinite(np.sum(np.square(measured)))
+    if not fits:
+        worst = measured[np.argmax(np.abs(measured))]
+        raise RunFileError(f"{where} holds {worst:g}, beyond what a measurement writes (an edited or foreign file)")
+
+
 def runs_under(directory: Path) -> list[Path]:
     """The run directories of a sweep, benchmark or probe: the directories in ``<directory>/runs``, by name (a
     stray file there is left out).
@@ -201,6 +218,43 @@ def runs_under(directory: Path) -> list[Path]:
     return sorted(path for path in runs.iterdir() if path.is_dir())
 
 
+#: Settings that both ``sweep.json`` and a run's ``config.json`` hold, and in which the runs of one sweep differ (or
+#: which say how they executed): every other setting the two share is the same in both.
+SWEEP_RUN_SETTINGS = frozenset({"out", "n_envs", "n_steps", "device", "checkpoint_minutes", "max_wall_minutes"})
+
+
+def sweep_runs(sweep_dir: Path, settings: dict[str, Any]) -> list[RunDir]:
+    """The started runs of a sweep (or a probe's branches), each checked to be one the sweep made: a run copied in
+    from elsewhere, or one whose settings were edited, would be counted as the sweep's.
+
+    :param sweep_dir: the sweep directory.
+    :param settings: its ``sweep.json``, read with :data:`~rl_gns.records.schema.SWEEP_FIELDS`.
+    :raises RecordError: naming the run and what the sweep did not make of it.
+    """
+    runs = []
+    for path in runs_under(sweep_dir):
+        run = RunDir(path)
+        if not run.is_started():
+            continue
+        if run.name not in settings["runs"]:
+            raise RecordError(f"{path}: not a run of the sweep ({sweep_dir / SWEEP} names {len(settings['runs'])} others)")
+        config = run.config()
+        held = config.settings
+        differ = [
+            k for k in sorted(settings.keys() & held.keys() - SWEEP_RUN_SETTINGS) if not same_setting(k, settings[k], held[k])
+        ]
+        if config.n_envs not in settings["n_envs"]:
+            differ.append("n_envs")
+        if config.n_steps not in (settings.get("n_steps_grid") or [settings["n_steps"]]):
+            differ.append("n_steps")
+        if "budget_steps" in settings and config.total_steps != settings["budget_steps"]:
+            differ.append("total_steps (the sweep's budget_steps)")
+        if differ:
+            raise RecordError(f"{run.file(CONFIG)}: not a run of the sweep {sweep_dir}: its {', '.join(differ)} differ")
+        runs.append(run)
+    return runs
+
+
 def write_json(path: Path, data: Any) -> None:
     """Write JSON so that a kill at any instant leaves the old file or the new one, never a torn one."""
     write_atomically(path, json.dumps(data, indent=2, default=str) + "\n")
@@ -214,8 +268,7 @@ def read_json(path: Path) -> Any:
     :raises RunFileError: naming the file, if it is not valid JSON (cut short, edited, or not text), or nests deeper
         than the parser goes (no record of rl-gns nests more than a few levels).
     """
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found")
+    check_exists(path)
     try:
         return json.loads(read_text(path, "a JSON file"))
     except RunFileError:
@@ -338,6 +391,9 @@ class RunDir:
             raise RunFileError(
                 f"{self.file(PROGRESS)}: its rows' agent steps are not non-negative numbers in increasing order"
             )
+        for key, column in progress.items():
+            if key.startswith("gns/") and key.endswith("_raw"):
+                check_estimates(column, f"{self.file(PROGRESS)}: column {key}")
         return progress
 
     def logged_progress(self) -> dict[str, np.ndarray]:
@@ -357,7 +413,7 @@ class RunDir:
         in a column the file does not have).
 
         :raises RunFileError: if the games' agent steps are not finite, non-negative and in the order the games
-            finished, or a score is not a finite number (an edited or foreign file).
+            finished, or pass the run's budget, or a score is not a finite number (an edited or foreign file).
         """
         games = read_csv(self.file(EPISODES), EPISODE_FIELDS[:2])
         steps = games.get("env_steps", np.array([]))
@@ -365,6 +421,15 @@ class RunDir:
             raise RunFileError(
                 f"{self.file(EPISODES)}: its games' agent steps are not non-negative numbers in the order they finished"
             )
+        if len(steps) and self.is_started():
+            config = self.config()
+            # the last PPO iteration may pass the budget by less than one rollout (of the largest size, adaptive)
+            last = config.total_steps + config.n_steps * max(config.n_envs, config.settings.get("max_n_envs") or 0)
+            if config.total_steps and steps[-1] > last:
+                raise RunFileError(
+                    f"{self.file(EPISODES)}: its last game ends at agent step {int(steps[-1]):,}, past the run's budget "
+                    f"of {config.total_steps:,} (an edited or foreign file)"
+                )
         scores = games.get("score", np.array([]))
         if not np.all(np.isfinite(scores)):
             row = int(np.flatnonzero(~np.isfinite(scores))[0]) + 1

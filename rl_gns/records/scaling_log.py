@@ -8,7 +8,7 @@ from typing import Any
 
 from rl_gns.records.logs import append_line, whole_lines, write_atomically
 from rl_gns.records.rundir import RunFileError, read_record
-from rl_gns.records.schema import Count, NonNegative, Positive, require
+from rl_gns.records.schema import Count, NonNegative, Positive, RecordError, require
 
 SETTINGS = "settings.json"
 MEASUREMENTS = "measurements.jsonl"
@@ -16,8 +16,8 @@ MEASUREMENTS = "measurements.jsonl"
 #: ``settings.json``: what was measured.
 SETTINGS_FIELDS: dict[str, Any] = {
     "env": str,
-    "n_steps": int,
-    "n_epochs": int,
+    "n_steps": Count,
+    "n_epochs": Count,
     "n_minibatches": int | None,
     "minibatch_size": int | None,
 }
@@ -35,14 +35,17 @@ MEASUREMENT_FIELDS: dict[str, Any] = {
 }
 
 
-def read_measurements(path: Path) -> list[dict]:
+def read_measurements(scaling_dir: Path) -> list[dict]:
     """The measured lines of ``measurements.jsonl``, smallest ``n_envs`` first (empty if none), without a last line
     that a kill cut short (it is measured again).
 
+    :param scaling_dir: the scaling directory; its ``settings.json`` says the ``n_steps`` every line was measured at.
     :raises RunFileError: naming the file and line, for a whole line that is not JSON.
-    :raises RecordError: naming the file and line, for a line without a field or with one of the wrong kind.
+    :raises RecordError: naming the file and line, for a line without a field or with one of the wrong kind, a
+        rollout size other than ``n_envs * n_steps``, or an ``(n_envs, nproc)`` measured twice (an edited file).
     """
-    rows = []
+    path, n_steps = scaling_dir / MEASUREMENTS, read_settings(scaling_dir)["n_steps"]
+    rows: dict[tuple[int, int], dict] = {}
     for number, line in enumerate(whole_lines(path).splitlines(), start=1):
         if not line.strip():
             continue
@@ -50,8 +53,17 @@ def read_measurements(path: Path) -> list[dict]:
             row = json.loads(line)
         except (ValueError, RecursionError) as error:  # a line nested deeper than the parser goes, too
             raise RunFileError(f"{path}: line {number} is not valid JSON ({error})") from error
-        rows.append(require(row, f"{path}: line {number}", MEASUREMENT_FIELDS))
-    return sorted(rows, key=lambda row: row["n_envs"])
+        row = require(row, f"{path}: line {number}", MEASUREMENT_FIELDS)
+        if row["rollout_size"] != row["n_envs"] * n_steps:
+            raise RecordError(
+                f"{path}: line {number}: rollout_size {row['rollout_size']} is not n_envs {row['n_envs']} x n_steps "
+                f"{n_steps} ({scaling_dir / SETTINGS})"
+            )
+        key = (row["n_envs"], row.get("nproc") or 1)
+        if key in rows:
+            raise RecordError(f"{path}: line {number} measures n_envs {key[0]} on {key[1]} process(es) again")
+        rows[key] = row
+    return sorted(rows.values(), key=lambda row: row["n_envs"])
 
 
 def append_measurement(path: Path, row: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ the ``*_FIELDS`` tables below) before any of them is used.
 from __future__ import annotations
 
 import math
+import os
 import re
 import types
 from collections.abc import Mapping
@@ -21,9 +22,38 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from rl_gns.core.names import FREE_SCHEMES, LOSSES, SCHEMES, Scheme
 
+#: The largest count (envs, agent steps, samples) a record of rl-gns holds: ale-py's env seeds are 32-bit, so no run
+#: steps more envs or agent steps, and no rollout of more samples fits in a machine's memory.
+MAX_COUNT = 2**31 - 1
+
 
 class RecordError(ValueError):
     """A run record that lacks a field it needs, or holds one of the wrong kind; the message names the file."""
+
+
+#: Settings that name a file or directory. Records keep them as typed (relative paths keep a study portable to
+#: another clone), so they are compared as the paths they name from the working directory.
+PATH_SETTINGS = frozenset({"out", "resume", "init_from", "source", "model", "suite_file", "games_file"})
+
+
+def same_setting(name: str, recorded: object, now: object) -> bool:
+    """Whether a recorded setting equals its value now, as JSON values: a path however spelled (``runs/a`` and
+    ``/home/me/runs/a`` from ``/home/me``), and a scheme recorded as "envs" before schemes became a list.
+
+    :param name: the setting's field name.
+    """
+    if name in PATH_SETTINGS and isinstance(recorded, str) and isinstance(now, str):
+        return os.path.abspath(recorded) == os.path.abspath(now)
+    return recorded == now or [recorded] == now or recorded == [now]
+
+
+def changed_settings(recorded: dict[str, Any], now: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
+    """The settings of ``now`` that ``recorded`` holds with another value (:func:`same_setting`); a setting the
+    record lacks was added since, and defaults to what the code did before it.
+
+    :param ignore: keys that may differ (how runs execute, not what they train).
+    """
+    return sorted(k for k in now if k not in ignore and k in recorded and not same_setting(k, recorded[k], now[k]))
 
 
 def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, default: Any = ...) -> Any:
@@ -177,8 +207,8 @@ TARGET_RESULT_FIELDS: dict[str, Any] = {
     "experience_K": list[float],
     "wall_s_K": list[float],
     "best_lr_K": list[list[float]],
-    "seeds_reached_K": list[int],
-    "censored_sizes": list[int],
+    "seeds_reached_K": list[Whole],
+    "censored_sizes": list[Count],
     "fit": dict | None,
     "ci_s_min": Interval | None,
     "ci_e_min": Interval | None,
@@ -195,14 +225,14 @@ CANDIDATE_FIELDS: dict[str, Any] = {
     "value": float,
     "ci": Interval | None,
     "b_simple_K": list[float],
-    "n_measurements_K": list[int],
+    "n_measurements_K": list[Whole],
 }
 #: ``probe.json`` (``rl-gns probe``): the branch point, and once the anchor has played, its score and the targets.
 PROBE_FIELDS: dict[str, Any] = {
     "source": str,
-    "env_steps": int,
+    "env_steps": Whole,
     "window": Count,
-    "first_seed": int | None,
+    "first_seed": Whole | None,
     "steps": Literal["passage", "midpoint"] | None,
     "start_score": Finite | None,
     "start_score_sd": NonNegative | None,
@@ -220,10 +250,10 @@ PROBE_PLAYED_FIELDS: dict[str, Any] = {
 #: ``probe_results.json`` (``rl-gns probe-report``): what ``validate-probes`` reads.
 PROBE_RESULTS_FIELDS: dict[str, Any] = {
     "target": float,
-    "env_steps": int,
+    "env_steps": Whole,
     "verdict": str,
     "reached": list[dict],
-    "first_window": int | None,
+    "first_window": Whole | None,
     "first_window_midpoint": float | None,
     "fit": dict | None,
     "noise_at_branch_point": dict[str, tuple[float, float, float]],
@@ -288,7 +318,7 @@ BENCH_FIELDS: dict[str, Any] = {
     "suite": str,
     "device": str,
     "games": list[str] | None,
-    "seeds": int | None,
+    "seeds": Count | None,
     "tier": dict,
     "games_table": dict[str, dict],
     "paper_ranges_frames": dict,
@@ -357,6 +387,11 @@ class RunConfig:
         schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
         counts = ("n_envs", "n_steps", "minibatch_size", "rollout_size")
         sizes = {name: _field(data, name, int, path) for name in counts}
+        sizes["total_steps"] = _field(data, "total_steps", int, path, 0)
+        for name, count in sizes.items():
+            if count > MAX_COUNT:
+                raise RecordError(f"{path}: {name!r} is {count:.3g}, more than any run of rl-gns has (at most {MAX_COUNT:,})")
+        total_steps = sizes.pop("total_steps")
         if min(sizes.values()) < 1 or sizes["rollout_size"] != sizes["n_envs"] * sizes["n_steps"]:
             raise RecordError(f"{path}: n_envs, n_steps and rollout_size do not describe one rollout ({sizes})")
         n_epochs, nproc = _field(data, "n_epochs", int, path, 4), _field(data, "nproc", int, path, 1)
@@ -372,7 +407,7 @@ class RunConfig:
             nproc=nproc,
             seed=_field(data, "seed", int, path, 0),
             learning_rate=_field(data, "learning_rate", float, path, math.nan),
-            total_steps=_field(data, "total_steps", int, path, 0),
+            total_steps=total_steps,
             backend=_field(data, "backend", str, path, "ale_vector"),
             gns_schemes=schemes if _field(data, "gns", bool, path, True) else (),
             legacy_keys=isinstance(scheme, str),

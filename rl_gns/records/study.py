@@ -96,3 +96,18 @@ def check_no_strangers(directory: Path, kind: Kind, shares: tuple[Kind, ...] = (
     if strangers:
         listed = ", ".join(strangers[:3]) + (", ..." if len(strangers) > 3 else "")
         raise FileExistsError(f"--out {directory} holds files and no {kind} ({MARKS[kind]}): {listed}; choose another --out")
+
+
+def check_named_once(directories: list[Path] | tuple[Path, ...], what: str) -> None:
+    """Refuse a list of studies that names one twice, however spelled (links resolved): it would count twice.
+
+    :param directories: the studies, as given.
+    :param what: what they are, for the message ("sweep", "probe").
+    :raises ValueError: naming the first one named again.
+    """
+    seen: dict[Path, Path] = {}
+    for directory in directories:
+        if directory.resolve() in seen:
+            first = seen[directory.resolve()]
+            raise ValueError(f"the {what} {directory} is named twice (as {first} too); each counts once")
+        seen[directory.resolve()] = directory

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rl_gns.records.rundir import check_regular
+from rl_gns.records.logs import check_exists, check_regular
 from rl_gns.records.schema import GAME_FIELDS, PAPER_RANGES_FIELDS, Count, RecordError, require, require_game
 
 GAMES_FILE = "atari_games.toml"
@@ -48,8 +48,7 @@ def read_table(path: Path | None, name: str) -> dict:
     :raises RecordError: for a file that is not TOML.
     """
     path = table_path(name) if path is None else path
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found")
+    check_exists(path)
     check_regular(path, "a TOML file")
     try:
         return tomllib.loads(path.read_text())

@@ -46,8 +46,18 @@ from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
 from rl_gns.records.logs import check_outputs, write_atomically
-from rl_gns.records.rundir import BENCH, RunDir, noise_sums, read_record, read_sweep_results, runs_under, write_json
-from rl_gns.records.schema import BENCH_FIELDS, PAPER_RANGES_FIELDS, TIER_FIELDS, require, require_game
+from rl_gns.records.rundir import (
+    BENCH,
+    CONFIG,
+    RunDir,
+    noise_sums,
+    read_record,
+    read_sweep_results,
+    runs_under,
+    write_json,
+)
+from rl_gns.records.schema import BENCH_FIELDS, PAPER_RANGES_FIELDS, TIER_FIELDS, RecordError, require, require_game
+from rl_gns.records.study import check_named_once
 from rl_gns.reports.figures import (
     DEFAULT_LOSS,
     DEFAULT_SCHEME,
@@ -179,8 +189,19 @@ def report_scheme(schemes_R: list[tuple[str, ...]]) -> str:
 
 
 def finished_runs(bench_dir: Path) -> list[RunDir]:
-    """The finished runs of a benchmark directory, by name."""
-    return [RunDir(d) for d in runs_under(bench_dir) if RunDir(d).status() == "done"]
+    """The finished runs of a benchmark directory, by name, each checked to have played what its name
+    ``<game>_s<seed>`` says: a run renamed, or copied in from another game, would be counted for that game.
+
+    :raises RecordError: naming the run's ``config.json`` and the game and seed it holds.
+    """
+    runs = [RunDir(d) for d in runs_under(bench_dir) if RunDir(d).status() == "done"]
+    for run in runs:
+        config = run.config()
+        if run.name != f"{config.game}_s{config.seed}":
+            raise RecordError(
+                f"{run.file(CONFIG)}: not the run {run.name} of this benchmark (it played {config.game}, seed {config.seed})"
+            )
+    return runs
 
 
 def load_run(run: RunDir, target: float, scheme: str) -> BenchRun:
@@ -621,6 +642,7 @@ def check(config: BenchReportConfig) -> None:
         raise ValueError(f"{config.bench_dir} is not a benchmark directory (no bench.json)")
     check_outputs(config.bench_dir, OUTPUTS)
     report_scheme([run.config().gns_schemes for run in finished_runs(config.bench_dir)])
+    check_named_once(config.sweeps, "sweep")
     for sweep_dir in config.sweeps:
         if not (sweep_dir / "results.json").exists():
             raise ValueError(f"--sweeps {sweep_dir}: no results.json (run rl-gns analyze on it first)")

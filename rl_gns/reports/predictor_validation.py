@@ -27,7 +27,7 @@ import tyro
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import read_sweep_results, write_json
-from rl_gns.records.study import check_outside_records
+from rl_gns.records.study import check_named_once, check_outside_records
 from rl_gns.reports.figures import (
     LOSS_COLORS,
     Axes,
@@ -279,6 +279,7 @@ def check(config: ValidationConfig) -> None:
     """Fail early (``ValueError``) unless every directory is an analysed sweep."""
     if not config.sweep_dirs:
         raise ValueError("give at least one analysed sweep directory")
+    check_named_once(config.sweep_dirs, "sweep")
     for sweep_dir in config.sweep_dirs:
         if not (sweep_dir / "results.json").exists():
             raise ValueError(f"{sweep_dir}: no results.json (run rl-gns analyze on it first)")

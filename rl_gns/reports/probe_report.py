@@ -29,8 +29,8 @@ from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.targets import StepsMeasure
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.records.logs import check_outputs, write_atomically
-from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, noise_columns, read_record, write_json
-from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, require
+from rl_gns.records.rundir import ANCHOR, CONFIG, PROBE, SWEEP, RunDir, noise_columns, read_record, write_json
+from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, RecordError, require, same_setting
 from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
 from rl_gns.reports.sweep_analysis import (
     KeptRates,
@@ -387,6 +387,11 @@ def read_probe(probe_dir: Path) -> dict:
     probe = read_record(probe_dir / PROBE, PROBE_FIELDS)
     if probe.get("start_score") is None:
         raise ValueError(f"{probe_dir}: its anchor has not finished; rerun rl-gns probe to go on")
+    model = probe.get("model")
+    for record in (probe_dir / ANCHOR / CONFIG, probe_dir / SWEEP):  # the anchor and the branches start from the agent
+        held = read_record(record, {}).get("init_from") if record.exists() else model
+        if isinstance(model, str) and not same_setting("init_from", held, model):
+            raise RecordError(f"{record}: starts from {held}, not from the probe's agent {model} ({probe_dir / PROBE})")
     return require(probe, probe_dir / PROBE, PROBE_PLAYED_FIELDS)
 
 

@@ -30,7 +30,7 @@ from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import ANCHOR, PROBE, SWEEP, RunDir, noise_sums, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_FIT_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS, require
-from rl_gns.records.study import check_outside_records
+from rl_gns.records.study import check_named_once, check_outside_records
 from rl_gns.reports.figures import (
     Axes,
     colors,
@@ -182,10 +182,8 @@ def probe_dirs(paths: tuple[Path, ...]) -> list[Path]:
             here = sorted(p for p in path.iterdir() if (p / PROBE).exists())
         else:
             here = []
-        for probe in here:
-            if any(probe.resolve() == seen.resolve() for seen in found):
-                raise ValueError(f"the probe {probe} is named twice among {', '.join(map(str, paths))}")
-            found.append(probe)
+        found.extend(here)
+    check_named_once(found, "probe")
     return found
 
 

@@ -27,7 +27,7 @@ from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predic
 from rl_gns.core.tradeoff import TradeoffFit
 from rl_gns.records.logs import check_output, write_atomically
 from rl_gns.records.rundir import RunDir, read_sweep_results
-from rl_gns.records.scaling_log import MEASUREMENTS, read_measurements, read_settings
+from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, read_measurements, read_settings
 from rl_gns.reports.advise import run_advice
 from rl_gns.reports.figures import (
     DEFAULT_WORDS,
@@ -71,9 +71,11 @@ class ScalingReportConfig(ScalingReportOptions):
 
 def check(config: ScalingReportConfig) -> None:
     """Fail early (``ValueError``) on missing inputs: the measurements (:func:`check_options` for the rest)."""
+    if not (config.scaling_dir / SETTINGS).exists():
+        raise ValueError(f"{config.scaling_dir} is not a scaling directory (no {SETTINGS}; rl-gns scaling writes one)")
     for name in OUTPUTS:
         check_output(config.scaling_dir / name)
-    one_process = [r for r in read_measurements(config.scaling_dir / MEASUREMENTS) if r.get("nproc", 1) == 1]
+    one_process = [r for r in read_measurements(config.scaling_dir) if r.get("nproc", 1) == 1]
     if len(one_process) < 2:
         raise ValueError(
             f"{config.scaling_dir}/{MEASUREMENTS} needs at least 2 n_envs measured on one process (rl-gns scaling)"
@@ -140,7 +142,7 @@ def report(config: ScalingReportConfig) -> Path:
     check(config)
     out = config.scaling_dir
     settings = read_settings(out)
-    measured = read_measurements(out / MEASUREMENTS)
+    measured = read_measurements(out)
     rows = [r for r in measured if r.get("nproc", 1) == 1]
     n_K = np.array([r["n_envs"] for r in rows], dtype=float)
     model = fit_throughput_model(

@@ -36,7 +36,7 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
-from rl_gns.records.rundir import PROBE, SWEEP, RunDir, noise_sums, read_record, runs_under, write_json
+from rl_gns.records.rundir import PROBE, SWEEP, RunDir, noise_sums, read_record, runs_under, sweep_runs, write_json
 from rl_gns.records.schema import SWEEP_FIELDS
 
 
@@ -98,10 +98,8 @@ class RunRecord:
     (:func:`~rl_gns.core.targets.window_midpoint`): no reach can be timed earlier; NaN before ``window`` games."""
 
 
-def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord | None:
-    """Read one run directory; ``None`` if it has not even written its configuration."""
-    if not run.is_started():
-        return None
+def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
+    """Read one run directory that has written its configuration."""
     config, progress, episodes = run.config(), run.progress(), run.episodes()
     if run.status() == "done":
         run.summary()  # a run counted as finished has a summary that reads: refuse a torn or edited one
@@ -433,12 +431,7 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, list[RunRecord]]:
     """The sweep's settings and every run that has started."""
     settings = read_record(sweep_dir / SWEEP, SWEEP_FIELDS)
     targets = [float(t) for t in settings["targets"]]
-    runs = []
-    for run_dir in runs_under(sweep_dir):
-        record = load_run(RunDir(run_dir), targets, settings["window"])
-        if record is not None:
-            runs.append(record)
-    return settings, runs
+    return settings, [load_run(run, targets, settings["window"]) for run in sweep_runs(sweep_dir, settings)]
 
 
 def analyze(config: AnalyzeConfig) -> tuple[dict, list[RunRecord], list[TargetResult]]:

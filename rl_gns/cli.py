@@ -14,12 +14,13 @@ import math
 import os
 import re
 import sys
+import types
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 import tyro
@@ -118,8 +119,22 @@ class RunSpecConfig:
                     f"{path}: not a spec file of this rl-gns (unknown: {', '.join(unknown) or 'none'}; "
                     f"missing: {', '.join(missing) or 'none'})"
                 )
+            study = path.resolve().parent.parent
+            if config.out is None or not config.out.resolve().is_relative_to(study):
+                raise RecordError(
+                    f"{path}: its run ({config.out}) is not in {study}, the study of the spec; rerun the command "
+                    "that wrote it (it writes its specs anew), or run the spec from the directory that command ran in"
+                )
             configs.append(replace(config, max_wall_minutes=self.max_wall_minutes))
         return configs
+
+
+def spec_fields(message: str) -> str:
+    """A message about settings, with each flag of ``rl-gns train`` (``--n-envs``) named as a spec file's field
+    (``n_envs``)."""
+    return re.sub(
+        r"--([a-z][a-z0-9-]*)", lambda m: m[1].replace("-", "_") if m[1].replace("-", "_") in SPEC_FIELDS else m[0], message
+    )
 
 
 def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], object]:
@@ -131,7 +146,12 @@ def prepare_spec(config: RunSpecConfig, given: frozenset[str]) -> Callable[[], o
     finished = [str(spec.out) for spec in specs if spec.out is not None and RunDir(spec.out).status() == "done"]
     if finished:  # a spec may replace a run it started (overwrite), never one that ended: its sweep counts it
         raise FileExistsError(f"{', '.join(finished)}: finished (summary.json); the sweep that wrote the spec skips it")
-    plans = [train.plan_run(spec, EVERY_SETTING) for spec in specs]
+    plans = []
+    for path, spec in zip(config.specs, specs, strict=True):
+        try:
+            plans.append(train.plan_run(spec, EVERY_SETTING))
+        except ValueError as error:  # a spec's settings are its fields, not the flags of rl-gns train
+            raise type(error)(f"{path}: {spec_fields(str(error))}") from None
     if len(plans) == 1:
         return partial(train.train, plans[0])
     population_train.check_population(plans)
@@ -249,14 +269,47 @@ COMMANDS: dict[str, tuple[type, Prepare]] = {
 }
 
 
-def split_number_lists(argv: list[str]) -> list[str]:
-    """Accept comma-separated number lists (``--n-envs 4,8,16``) as well as space-separated ones."""
-    out = []
-    for arg in argv:
-        if "," in arg and re.fullmatch(r"[0-9eE.+\-]+(,[0-9eE.+\-]+)+", arg):
-            out.extend(arg.split(","))
+def number_setting(hint: Any) -> str | None:
+    """What a setting's type takes on the command line: ``"list"`` (a tuple or list of numbers), ``"number"`` (an int or a
+    float), or ``None`` (anything else: a bool, a path, a name); ``None`` allowed beside either."""
+    if get_origin(hint) in (Union, types.UnionType):
+        kinds = {number_setting(arg) for arg in get_args(hint) if arg is not type(None)}
+        return kinds.pop() if len(kinds) == 1 else None
+    if get_origin(hint) in (tuple, list):
+        return "list" if all(arg in (int, float, Ellipsis) for arg in get_args(hint)) else None
+    return "number" if hint in (int, float) else None
+
+
+#: A number as the command line takes it: Python's literal, with ``_`` only between groups of three digits.
+DIGIT_GROUPS = re.compile(r"[^_]*|[+-]?\d{1,3}(_\d{3})+([.eE][^_]*)?")
+
+
+def split_number_lists(args: list[str], config_cls: type) -> list[str]:
+    """Accept a number list comma-separated (``--n-envs 4,8,16``, ``--n-envs=4,8,16``) as well as space-separated,
+    and only a number list: a path or a name with a comma is left whole.
+
+    :param args: the command line after the command's name.
+    :param config_cls: the command's settings dataclass.
+    :raises UsageError: for a number with ``_`` other than between groups of three digits (``2_0``, which Python
+        would read as 20).
+    """
+    kinds = {flag(name): kind for name, hint in get_type_hints(config_cls).items() if (kind := number_setting(hint))}
+    out: list[str] = []
+    kind = None
+    for arg in args:
+        if arg.startswith("--"):
+            name, equals, value = arg.partition("=")
+            kind = kinds.get(name.replace("_", "-"))
+            if not (equals and kind):
+                out.append(arg)
+                continue
+            out.append(name)
         else:
-            out.append(arg)
+            value = arg
+        if kind is not None and not DIGIT_GROUPS.fullmatch(value):
+            raise UsageError(f"{value}: not a number for {name} (an _ goes only between groups of three digits)")
+        out.extend(value.split(",") if kind == "list" else [value])
+        kind = kind if kind == "list" else None  # a number takes one value; what follows it is not its
     return out
 
 
@@ -376,6 +429,21 @@ def check_counts(config: object) -> None:
             raise ValueError(f"{flag(name)} must be >= 0, got {value}")
 
 
+def path_error(error: BaseException, config: object | None) -> BaseException | str:
+    """An error about a path that cannot be looked at (no permission to search a directory on it, say), said as
+    ``--out <path>: <file>: <why>`` when the path lies in the command's ``--out``; other errors as they are.
+
+    :param config: the command's parsed settings (``None`` if they did not parse).
+    """
+    if not isinstance(error, OSError) or error.filename is None or isinstance(error, FileNotFoundError):
+        return error
+    where = f"{error.filename}: {error.strerror or error}"
+    out = getattr(config, "out", None)
+    if isinstance(out, Path) and Path(os.path.abspath(error.filename)).is_relative_to(os.path.abspath(out)):
+        return f"--out {out}: {where}" if os.path.abspath(error.filename) != os.path.abspath(out) else f"--out {where}"
+    return where
+
+
 def one_line_text(error: BaseException | str) -> str:
     """An error's (or a warning's) message on one line: a line break inside it (a path may hold one) written as
     ``\\n``."""
@@ -392,13 +460,15 @@ def one_line_warning(
 def main(argv: list[str] | None = None) -> int:
     """Parse and run one command; anything else (no command, ``--help``, ``--version``, an unknown name) is answered by
     :func:`rl_gns.commands.main`. Returns the exit status (2 for bad settings or input)."""
-    argv = split_number_lists(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in COMMANDS:
         return commands.main(argv)
     name = argv[0]
     config_cls, prepare = COMMANDS[name]
     warnings.formatwarning = one_line_warning
+    config = None
     try:
+        argv = [name, *split_number_lists(argv[1:], config_cls)]
         config = parse(config_cls, argv[1:], f"rl-gns {name}")
         check_finite(config)
         check_resamples(config)
@@ -407,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of --help went away: rl_gns.commands.main ends quietly
         raise
     except (ValueError, OSError) as error:  # OSError: a path that cannot be looked at (too long, a loop, no access)
-        print(f"rl-gns {name}: error: {one_line_text(error)}", file=sys.stderr)
+        print(f"rl-gns {name}: error: {one_line_text(path_error(error, config))}", file=sys.stderr)
         return 2
     try:
         written = work()

@@ -268,3 +268,40 @@ def test_a_warning_is_one_line_as_the_errors_are(monkeypatch, capsys):
     capsys.readouterr()
     said = warnings.formatwarning(UserWarning("checkpoint a\nis torn"), UserWarning, "checkpoint.py", 204, "source")
     assert said == "UserWarning: checkpoint a\\nis torn\n"  # Python's own adds the file, the line and its source
+
+
+def test_number_lists_split_at_commas_and_nothing_else():
+    """``--n-envs=2,4`` is two counts as ``--n-envs 2,4`` is; a path or a scalar with a comma stays whole."""
+    from rl_gns.cli import UsageError, split_number_lists
+    from rl_gns.experiments.sweep import SweepConfig
+
+    args = ["--n-envs=2,4", "--targets", "1,2.5", "--out", "1.5,2", "--lr-ref", "1_000.5", "--budget-steps", "1_000_000"]
+    assert split_number_lists(args, SweepConfig) == [
+        "--n-envs", "2", "4", "--targets", "1", "2.5", "--out", "1.5,2", "--lr-ref", "1_000.5", "--budget-steps",
+        "1_000_000",
+    ]  # fmt: skip
+    for typo in (["--n-envs", "2_0"], ["--n-envs=4,2_0"], ["--budget-steps", "10_00"]):
+        with pytest.raises(UsageError, match="an _ goes only between groups of three digits"):
+            split_number_lists(typo, SweepConfig)
+
+
+def test_a_number_with_a_stray_underscore_is_one_line_before_anything_is_written(tmp_path, capsys):
+    assert main(["train", "--env", "Pong", "--n-envs", "2_0", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2_0: not a number for --n-envs" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_path_that_cannot_be_looked_at_names_the_flag_it_lies_in():
+    """As root every directory can be searched, so the error a user without permission gets is built here."""
+    from rl_gns.cli import path_error
+    from rl_gns.experiments.sweep import SweepConfig
+
+    config = SweepConfig(out=Path("locked/sweep"))
+    denied = PermissionError(13, "Permission denied", "locked/sweep")
+    assert path_error(denied, config) == "--out locked/sweep: Permission denied"
+    inside = PermissionError(13, "Permission denied", str(Path("locked/sweep/sweep.json").absolute()))
+    assert path_error(inside, config) == f"--out locked/sweep: {inside.filename}: Permission denied"
+    elsewhere = PermissionError(13, "Permission denied", "other/run/config.json")
+    assert path_error(elsewhere, config) == "other/run/config.json: Permission denied"
+    assert path_error(denied, None) == "locked/sweep: Permission denied"

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -206,12 +207,17 @@ def edit_json(path: Path, change) -> Path:
          "pong: ppo_references[0]: 'score' is 'y'"),
         ("advise", RUN, "config.json", lambda d: d.update(gns="no"), "'gns' is 'no', not bool"),
         ("advise", RUN, "config.json", lambda d: d.update(nproc=0), "nproc 0 must be at least 1"),
+        ("advise", RUN, "config.json", lambda d: d.update(n_steps=1e30, rollout_size=8e30), "'n_steps' is 1e+30, more"),
+        ("probe-report", PROBE, "probe.json", lambda d: d.update(env_steps=-5), "'env_steps' is -5, not int >= 0"),
+        ("probe-report", PROBE, "anchor/config.json", lambda d: d.update(init_from="x.zip"), "starts from x.zip, not"),
+        ("probe-report", PROBE, "sweep.json", lambda d: d.update(init_from="x.zip"), "starts from x.zip, not"),
     ],
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
         "probe sd", "probe sd negative", "probe window", "probe results", "probe fit", "bench tier", "bench game",
         "bench random score", "bench human as random", "bench human below random", "bench ranges",
         "config scheme", "config game", "probe fit negative", "bench reference", "config gns", "config nproc",
+        "config count too large", "probe step negative", "probe's anchor from elsewhere", "probe's branches from elsewhere",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
@@ -459,7 +465,7 @@ def test_runs_that_is_a_file_is_one_line(tmp_path, capsys, command, source):
 
 def test_a_run_config_whose_sizes_disagree_is_one_line(tmp_path, capsys):
     run = copy(RUN, tmp_path)
-    edit_json(run / "config.json", lambda d: d.update(n_envs=10**30))
+    edit_json(run / "config.json", lambda d: d.update(n_envs=3))
     assert_refused(*rl_gns(capsys, "advise", run), f"{run / 'config.json'}: n_envs, n_steps and rollout_size do not")
 
 
@@ -502,6 +508,105 @@ def test_a_path_no_file_can_have_is_one_line_before_anything_is_written(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda sweep: edit_json(sweep / "sweep.json", lambda d: d.update(env="Pong")), "its env differ"),
+        (
+            lambda sweep: edit_json(sweep / "sweep.json", lambda d: d.update(budget_steps=50_000)),
+            "its total_steps (the sweep's budget_steps)",
+        ),
+        (
+            lambda sweep: edit_json(sweep / "runs" / SMALLEST / "config.json", lambda d: d.update(gamma=0.9)),
+            "its gamma differ",
+        ),
+        (
+            lambda sweep: edit_json(sweep / "runs" / SMALLEST / "config.json", lambda d: d.update(n_envs=3, rollout_size=96)),
+            "its n_envs differ",
+        ),
+        (lambda sweep: shutil.copytree(RUN, sweep / "runs" / "foreign"), "not a run of the sweep"),
+    ],
+    ids=["sweep's game", "sweep's budget", "run's gamma", "run's size", "foreign run"],
+)
+def test_a_run_the_sweep_did_not_make_is_refused(tmp_path, capsys, edit, message):
+    """A run copied in, or a record edited, would be counted as what the sweep trained."""
+    sweep = copy(SWEEP, tmp_path)
+    edit(sweep)
+    assert_refused(*rl_gns(capsys, "analyze", sweep), message)
+    assert (
+        not (sweep / "results.json").exists() or (sweep / "results.json").read_bytes() == (SWEEP / "results.json").read_bytes()
+    )
+
+
+def test_benchmark_runs_swapped_between_games_are_refused(tmp_path, capsys):
+    bench = copy(BENCH, tmp_path)
+    alien, breakout = bench / "runs" / "alien_s0", bench / "runs" / "breakout_s0"
+    alien.rename(tmp_path / "swap")
+    breakout.rename(alien)
+    (tmp_path / "swap").rename(breakout)
+    status, stderr = rl_gns(capsys, "bench-report", bench)
+    assert_refused(status, stderr, f"{alien / 'config.json'}: not the run alien_s0", "played breakout, seed 0")
+
+
+def test_noise_estimates_beyond_the_float_range_are_refused(tmp_path, capsys):
+    """Pooled, such values would overflow to inf and print numpy's warnings instead of an answer."""
+    run = copy(RUN, tmp_path)
+    progress = run / "progress.csv"
+    header, *rows = progress.read_text().splitlines(keepends=True)
+    column = header.strip().split(",").index("gns/envs/trace_sigma_value_raw")
+    for i, row in enumerate(rows):
+        cells = row.rstrip("\n").split(",")
+        cells[column] = "-1e308" if cells[column] else ""
+        rows[i] = ",".join(cells) + "\n"
+    progress.write_text("".join([header, *rows]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        status, stderr = rl_gns(capsys, "advise", run)
+    assert_refused(status, stderr, f"{progress}: column gns/envs/trace_sigma_value_raw holds -1e+308, beyond what")
+
+
+def test_games_past_the_runs_budget_are_refused(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    episodes = sweep / "runs" / SMALLEST / "episodes.csv"
+    header, *rows = episodes.read_text().splitlines(keepends=True)
+    cells = rows[-1].rstrip("\n").split(",")
+    cells[header.strip().split(",").index("env_steps")] = "10000000"
+    episodes.write_text("".join([header, *rows[:-1], ",".join(cells) + "\n"]))
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: its last game ends at agent step 10,000,000, past")
+
+
+def test_a_spec_with_a_bad_setting_names_the_spec_and_its_field(tmp_path, capsys):
+    spec = tmp_path / "specs" / "a.json"
+    spec.parent.mkdir()
+    settings = to_json(TrainConfig(env="Pong", backend="ram", out=tmp_path / "runs" / "a", gns_ema_beta=1.5))
+    spec.write_text(json.dumps(settings))
+    assert_refused(*rl_gns(capsys, "run", spec), f"{spec}: gns_ema_beta must be in [0, 1), got 1.5")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_spec_that_is_a_link_to_nothing_says_so(tmp_path, capsys):
+    loop, dangling = tmp_path / "loop.json", tmp_path / "dangling.json"
+    loop.symlink_to(loop)
+    dangling.symlink_to(tmp_path / "gone.json")
+    assert_refused(*rl_gns(capsys, "run", loop), f"{loop} cannot be read: Too many levels of symbolic links")
+    assert_refused(*rl_gns(capsys, "run", dangling), f"{dangling} is a link to {tmp_path / 'gone.json'}, which does not")
+    assert_refused(*rl_gns(capsys, "run", tmp_path / "none.json"), f"{tmp_path / 'none.json'} not found")
+
+
+def test_a_run_spec_whose_run_lies_outside_its_study_is_refused(tmp_path, monkeypatch, capsys):
+    """A relative run directory read from another working directory, or a study moved after its specs were written,
+    would train somewhere else: refused before anything is written."""
+    study = tmp_path / "study"
+    (study / "specs").mkdir(parents=True)
+    spec = study / "specs" / "a.json"
+    spec.write_text(json.dumps(to_json(TrainConfig(env="Pong", backend="ram", out=Path("study/runs/a")))))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert_refused(*rl_gns(capsys, "run", spec), f"{spec}: its run (study/runs/a) is not in {study}")
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_a_run_spec_with_a_setting_rl_gns_does_not_know_is_refused(tmp_path, capsys):
     spec = tmp_path / "spec.json"
     settings = to_json(TrainConfig(env="Pong", backend="ram", out=tmp_path / "run"))
@@ -534,16 +639,38 @@ def test_a_bad_suites_table_is_one_line_before_anything_is_written(tmp_path, cap
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda lines: [*lines, lines[0]], "line 10 measures n_envs 1 on 1 process(es) again"),
+        (
+            lambda lines: [lines[0].replace('"rollout_size": 128', '"rollout_size": 512'), *lines[1:]],
+            "line 1: rollout_size 512",
+        ),
+    ],
+    ids=["measured twice", "wrong rollout size"],
+)
+def test_scaling_measurements_that_rl_gns_did_not_write_are_refused(tmp_path, capsys, edit, message):
+    scaling = copy(SCALING, tmp_path)
+    log = scaling / "measurements.jsonl"
+    log.write_text("\n".join(edit(log.read_text().splitlines())) + "\n")
+    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: {message}")
+
+
+def test_scaling_report_on_another_kind_of_directory_says_so(tmp_path, capsys):
+    assert_refused(*rl_gns(capsys, "scaling-report", SWEEP), f"{SWEEP} is not a scaling directory (no settings.json")
+
+
 def test_a_scaling_measurement_cut_short_is_left_out_and_a_bad_one_is_one_line(tmp_path, capsys):
     scaling = copy(SCALING, tmp_path)
     log = scaling / "measurements.jsonl"
     whole = log.read_text()
     log.write_text(whole + whole.splitlines()[0][:30])  # a kill while the next line was written
-    assert [row["n_envs"] for row in read_measurements(log)] == [
-        row["n_envs"] for row in read_measurements(SCALING / log.name)
-    ]
-    append_measurement(log, json.loads(whole.splitlines()[0]))  # the writer drops the cut line before appending
-    assert log.read_text() == whole + whole.splitlines()[0] + "\n"
+    assert [row["n_envs"] for row in read_measurements(scaling)] == [row["n_envs"] for row in read_measurements(SCALING)]
+    first, *rest = whole.splitlines(keepends=True)
+    log.write_text("".join(rest) + first[:30])
+    append_measurement(log, json.loads(first))  # the writer drops the cut line before appending
+    assert sorted(log.read_text().splitlines()) == sorted(whole.splitlines())
     assert rl_gns(capsys, "scaling-report", scaling)[0] == 0
     log.write_text(whole.replace('"agent_steps_per_s": ', '"agent_steps_per_s": "fast", "was": ', 1))
     assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1: 'agent_steps_per_s' is 'fast'")
@@ -565,7 +692,17 @@ def test_validate_probes_refuses_a_probe_named_twice(tmp_path, capsys):
     (tmp_path / "link").symlink_to(probe, target_is_directory=True)
     for again in (probe, tmp_path / "link", tmp_path):  # the same path, a link to it, the directory that holds it
         status, err = rl_gns(capsys, "validate-probes", probe, again, "--out", tmp_path / "v")
-        assert_refused(status, err, f"the probe {again if again != tmp_path else probe} is named twice among")
+        assert_refused(status, err, f"the probe {again if again != tmp_path else probe} is named twice (as {probe} too)")
+    assert not (tmp_path / "v").exists()
+
+
+@pytest.mark.parametrize("command", ["validate-predictors", "bench-report"])
+def test_a_sweep_named_twice_is_refused(tmp_path, capsys, command):
+    """It would count as two games' sweeps, or twice in a benchmark's B_crit."""
+    sweep = RESULTS / "sweeps" / "beamrider_ram"
+    again = Path(os.path.relpath(sweep)) if sweep.is_absolute() else sweep.absolute()
+    args = [sweep, again, "--out", tmp_path / "v"] if command == "validate-predictors" else [BENCH, "--sweeps", sweep, again]
+    assert_refused(*rl_gns(capsys, command, *args), f"the sweep {again} is named twice (as {sweep} too)")
     assert not (tmp_path / "v").exists()
 
 

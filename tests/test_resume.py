@@ -301,6 +301,27 @@ def test_sweep_resumes_runs_in_flight_from_their_checkpoints(tmp_path):
         np.testing.assert_array_equal(steps, rollout * np.arange(1, 6144 // rollout + 1))
 
 
+def test_sweep_refuses_to_start_over_a_run_whose_checkpoints_are_all_corrupted(tmp_path):
+    """Run again, such a run would start from nothing and delete what it trained: the sweep says so and writes
+    nothing; the user deletes the run to start it over."""
+    out = tmp_path / "sweep"
+    command = [*CLI, "sweep", "--env", "Breakout", "--backend", "ram", "--n-steps", "32", "--window", "5",
+               "--lr-points", "1", "--targets", "1000", "--n-envs", "2", "--seeds", "1", "--budget-steps", "6144",
+               "--workers", "1", "--checkpoint-minutes", "0", "--out", str(out)]  # fmt: skip
+    sweep = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    run = out / "runs" / "n0002_lr1.25e-04_s0"
+    wait_for(lambda: newest_step(run) > 0, timeout=120)
+    os.killpg(sweep.pid, signal.SIGKILL)
+    sweep.wait()
+    for checkpoint in (run / CHECKPOINTS).iterdir():
+        (checkpoint / "state.json").write_text("{")
+    before = {path: path.stat().st_mtime_ns for path in out.rglob("*")}
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"{run} cannot resume (no usable checkpoint" in refused.stderr and "delete it" in refused.stderr
+    assert {path: path.stat().st_mtime_ns for path in out.rglob("*")} == before
+
+
 def test_csv_rows_survive_a_torn_write_and_columns_can_grow(tmp_path):
     path = tmp_path / "progress.csv"
     log = AppendingCSVOutputFormat(path)

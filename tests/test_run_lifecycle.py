@@ -13,13 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import lock_held_elsewhere
 
 from rl_gns.cli import main
 from rl_gns.experiments.plan import check_out
-from rl_gns.experiments.runner import check_directory
+from rl_gns.experiments.runner import check_directory, record_outcome
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.lock import LOCK, RunLock, RunLockedError, check_unlocked
 from rl_gns.records.logs import read_rows, user_umask
+from rl_gns.records.rundir import ERROR, RunDir
 from rl_gns.records.study import check_not_inside
 
 pytestmark = pytest.mark.atari
@@ -461,3 +463,17 @@ def test_a_probe_holding_its_sweep_still_writes_its_anchor_and_branches(tmp_path
         check_not_inside(probe / "mine", "run")
     with pytest.raises(ValueError, match="lies inside the sweep and probe"):
         check_not_inside(probe / "runs", "sweep")
+
+
+def test_a_run_that_another_process_took_is_not_written_by_the_sweep(tmp_path):
+    """A run taken by another process after the sweep checked it fails in the sweep's count, and its directory
+    stays the other process's: no error.txt."""
+    run = RunDir(tmp_path / "run")
+    run.path.mkdir()
+    log = tmp_path / "log.txt"
+    log.write_text(f"rl-gns run: {run.path} is being written by process 1\n")
+    with lock_held_elsewhere(run.path):
+        assert record_outcome(run, 2, log) == "failed"
+    assert not run.file(ERROR).exists()
+    assert record_outcome(run, 2, log) == "failed"
+    assert "is being written" in run.file(ERROR).read_text()

@@ -1,6 +1,7 @@
 """Sweeps and their analysis on real ALE (RAM observations, tiny budgets), through the real CLI."""
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ pytestmark = pytest.mark.atari
 CLI = [sys.executable, "-m", "rl_gns"]
 #: Breakout from RAM: random play finishes a game every ~200 agent steps, so targets near random play
 #: are reached within a couple of thousand steps.
+#: A saved agent of Space Invaders from RAM, for --init-from.
+SPACE_INVADERS = Path(__file__).resolve().parents[1] / "results/probes/trunks/SpaceInvaders/snapshots/000000050176.zip"
 TINY = ["--env", "Breakout", "--backend", "ram", "--n-steps", "32", "--window", "5", "--lr-points", "1"]
 
 
@@ -159,3 +162,32 @@ def test_a_collection_of_runs_says_its_budget_and_a_time_before_it_starts():
     pixels = [TrainConfig(backend="ale_vector", total_steps=720_000)]
     assert "up to about 1.0 h" in workload(pixels, n_workers=1)
     assert "up to about 2 min" in workload([TrainConfig(backend="ram", total_steps=100_000)], n_workers=1)
+
+
+def test_a_sweep_directory_takes_its_paths_however_spelled(tmp_path, monkeypatch):
+    """A record keeps paths as typed; a rerun that spells them absolute (or relative) names the same files."""
+    from dataclasses import asdict
+
+    from rl_gns.experiments.sweep import check
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SPACE_INVADERS, "model.zip")
+    first = SweepConfig(env="SpaceInvaders", backend="ram", out=Path("sweep"), n_envs=(2, 4), init_from=Path("model.zip"))
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "sweep.json").write_text(json.dumps(asdict(first), default=str))
+    absolute = SweepConfig(
+        env="SpaceInvaders", backend="ram", out=tmp_path / "sweep", n_envs=(2, 4), init_from=tmp_path / "model.zip"
+    )
+    check(absolute)
+    shutil.copy(SPACE_INVADERS, "other.zip")
+    with pytest.raises(ValueError, match="other settings \\(init_from\\)"):
+        check(SweepConfig(env="SpaceInvaders", backend="ram", out=Path("sweep"), n_envs=(2, 4), init_from=Path("other.zip")))
+
+
+def test_a_spec_names_its_run_from_any_working_directory(tmp_path, monkeypatch):
+    from rl_gns.experiments.runner import spec_json
+
+    monkeypatch.chdir(tmp_path)
+    spec = spec_json(TrainConfig(env="Breakout", backend="ram", out=Path("sweep/runs/a"), init_from=Path("m.zip")))
+    assert spec["out"] == str(tmp_path / "sweep" / "runs" / "a")
+    assert spec["init_from"] == "m.zip"  # what it trains from stays as typed, as its sweep.json records it

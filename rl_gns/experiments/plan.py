@@ -24,7 +24,13 @@ from rl_gns.core.advice import parse_predictor
 from rl_gns.core.atari import agent_spaces, resolve_game
 from rl_gns.core.batching import Batching
 from rl_gns.core.distributed import sizes_over_ranks
-from rl_gns.experiments.config import RUN_CONTROL, TrainConfig, train_config_from_json, training_settings
+from rl_gns.experiments.config import (
+    RUN_CONTROL,
+    TrainConfig,
+    to_json,
+    train_config_from_json,
+    training_settings,
+)
 from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from rl_gns.records.lock import check_unlocked
@@ -39,6 +45,7 @@ from rl_gns.records.rundir import (
     check_own_directories,
     row_values,
 )
+from rl_gns.records.schema import changed_settings, same_setting
 from rl_gns.records.study import check_kind, check_no_strangers, check_not_inside
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
@@ -307,7 +314,8 @@ def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
     if "overwrite" in given and config.overwrite:
         raise ValueError(f"--resume {run.path} keeps what the run wrote; --overwrite would replace it")
     stored = train_config_from_json(run.config().settings, run.file(CONFIG))
-    changed = [name for name in given if name not in RUN_CONTROL and getattr(config, name) != getattr(stored, name)]
+    differ = changed_settings(to_json(stored), to_json(config), RUN_CONTROL)
+    changed = [name for name in given if name in differ]
     if changed:
         was = ", ".join(f"{flag(name)} {getattr(stored, name)}" for name in changed)
         raise ValueError(f"--resume {run.path}: the run was started with {was}; a resumed run keeps its settings")
@@ -334,7 +342,11 @@ def resumable_checkpoint(config: TrainConfig) -> Checkpoint:
     if made_by != version("rl-gns"):
         raise CheckpointError(f"checkpoint {checkpoint.path} was made by rl-gns {made_by}, this is {version('rl-gns')}")
     settings, now = checkpoint.state.get("settings", {}), training_settings(config)
-    changed = sorted(key for key in now.keys() | settings.keys() if settings.get(key) != now.get(key))
+    changed = sorted(
+        key
+        for key in now.keys() | settings.keys()
+        if key not in now or key not in settings or not same_setting(key, settings[key], now[key])
+    )
     if changed:
         raise CheckpointError(f"checkpoint {checkpoint.path} was made with other settings ({', '.join(changed)})")
     check_logs_reach(RunDir(config.resume), checkpoint)

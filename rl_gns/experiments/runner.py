@@ -36,13 +36,19 @@ from typing import Literal
 
 from tqdm import tqdm
 
-from rl_gns.experiments.config import TrainConfig, population_settings, to_json, training_settings
+from rl_gns.experiments.config import (
+    TrainConfig,
+    population_settings,
+    to_json,
+    training_settings,
+)
 from rl_gns.experiments.plan import EVERY_SETTING, check_inert, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
-from rl_gns.records.checkpoint import CHECKPOINTS
-from rl_gns.records.lock import check_unlocked
+from rl_gns.records.checkpoint import CHECKPOINTS, CheckpointError, checkpoint_dirs
+from rl_gns.records.lock import RunLockedError, check_unlocked
 from rl_gns.records.logs import check_writable
 from rl_gns.records.rundir import ERROR, LOG, RunDir, read_record, write_json
+from rl_gns.records.schema import changed_settings
 from rl_gns.records.study import MARKS, Kind, check_kind, check_no_strangers, check_not_inside
 
 
@@ -180,16 +186,10 @@ def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> Non
     """
     if not record.exists():
         return
-    before = read_record(record, {})
-    # settings added since the record was written default to what the code did before them
-    changed = sorted(k for k in now if k not in ignore and k in before and not same_setting(before[k], now[k]))
+    # the record lies in the directory --out names, however --out is spelled
+    changed = changed_settings(read_record(record, {}), now, (*ignore, "out"))
     if changed:
         raise ValueError(f"{record.parent} holds runs with other settings ({', '.join(changed)}); use another --out")
-
-
-def same_setting(recorded: object, now: object) -> bool:
-    """Whether a recorded setting equals its value now (a scheme recorded as "envs" before schemes became a list)."""
-    return recorded == now or [recorded] == now or recorded == [now]
 
 
 def check_runs(specs: Iterable[TrainConfig]) -> None:
@@ -202,12 +202,30 @@ def check_runs(specs: Iterable[TrainConfig]) -> None:
     for spec in specs:
         plan_run(spec, EVERY_SETTING)
         run = RunDir(spec.out) if spec.out is not None else None
-        if run is None or run.status() != "done":
+        if run is None:
             continue
-        stored, now = run.config().settings, training_settings(spec)
-        changed = sorted(key for key in now if key in stored and not same_setting(stored[key], now[key]))
+        if run.status() != "done":
+            check_resumes(spec)
+            continue
+        changed = changed_settings(run.config().settings, training_settings(spec))
         if changed:
             raise ValueError(f"{run.path} finished with other settings ({', '.join(changed)}); use another --out")
+
+
+def check_resumes(spec: TrainConfig) -> None:
+    """Refuse an unfinished run whose checkpoints cannot resume it (corrupted, cut logs, another version): run again,
+    it would start over and delete them. A run stopped before its first checkpoint starts over.
+
+    :raises CheckpointError: naming the run, why, and what to do.
+    """
+    if spec.out is None or not checkpoint_dirs(spec.out / CHECKPOINTS):
+        return
+    try:
+        plan_run(as_resume(spec), EVERY_SETTING)
+    except CheckpointError as error:
+        raise CheckpointError(
+            f"{spec.out} cannot resume ({error}); delete it to run it from the start, or use another --out"
+        ) from None
 
 
 class RunsFailedError(RuntimeError):
@@ -289,13 +307,24 @@ def run_spec(
 PAUSED_STATUSES = (0, 128 + signal.SIGINT, 128 + signal.SIGTERM)
 
 
-def _record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
+def record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
+    """How a run's process ended, for the collection's count: ``waiting`` (not started), ``done``, ``paused`` (with a
+    checkpoint), or ``failed``, with the log's tail written to the run's ``error.txt`` unless another process holds
+    the run.
+
+    :param returncode: the process's exit status; ``None`` if it was not started.
+    :param log_path: the file its output went to.
+    """
     if returncode is None:
         return "waiting"
     if run.status() == "done":  # summary.json marks a run finished (a population's member, before the others)
         return "done"
     if returncode in PAUSED_STATUSES and (run.path / CHECKPOINTS).is_dir():
         return "paused"  # stopped at the deadline or on a signal, with a checkpoint
+    try:
+        check_unlocked(run.path)
+    except RunLockedError:
+        return "failed"  # another process took the run after the check: it is that process's to write
     tail = log_path.read_text().splitlines()[-30:] if log_path.exists() else []
     run.write_error(f"exit status {returncode}\n" + "\n".join(tail) + "\n")
     return "failed"
@@ -381,6 +410,13 @@ def balance(jobs: list[list[str]], specs: dict[str, TrainConfig], n_workers: int
         jobs = best
 
 
+def spec_json(spec: TrainConfig) -> dict[str, object]:
+    """A spec file's content: the run's settings, with where it runs (``out``, ``resume``) made absolute, so that
+    ``rl-gns run <spec>`` trains in the same place from any working directory."""
+    where = {name: Path(os.path.abspath(getattr(spec, name))) for name in ("out", "resume") if getattr(spec, name)}
+    return to_json(replace(spec, **where))
+
+
 def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:
     """Run every unfinished run of ``specs``, each in its own process; return ``{run name: outcome}``: ``done``,
     ``skipped`` (finished before), ``failed``, and with ``execution.max_wall_minutes`` ``paused`` (stopped with a
@@ -398,15 +434,15 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     resumed = []
     for name in todo:  # unfinished runs resume from their checkpoint, or restart from scratch
         spec, run = specs[name], run_dirs[name]
+        check_unlocked(run.path)  # never touch a run that a live process writes
         if resumable(spec):
             spec = as_resume(spec)
             run.file(ERROR).unlink(missing_ok=True)
             resumed.append(name)
         else:
-            check_unlocked(run.path)  # never delete a run that a live process writes
             shutil.rmtree(run.path, ignore_errors=True)
             run.path.mkdir(parents=True)
-        write_json(out / "specs" / f"{name}.json", to_json(spec))
+        write_json(out / "specs" / f"{name}.json", spec_json(spec))
     print(
         f"{label} {out}: {len(specs)} runs, {len(outcome)} finished before, {len(resumed)} to resume from checkpoints, "
         f"{len(todo) - len(resumed)} to run from the start",
@@ -430,7 +466,7 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
 
     def finish(job: list[str], returncode: int | None) -> None:
         for name in job:
-            outcome[name] = _record_outcome(run_dirs[name], returncode, paths(job)[1])
+            outcome[name] = record_outcome(run_dirs[name], returncode, paths(job)[1])
             bar.set_postfix_str(f"{name}: {outcome[name]}")
             bar.update()
 
@@ -468,10 +504,11 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
             flush=True,
         )
     for name in failed:
-        print(f"  failed: {name} (see {run_dirs[name].path / 'error.txt'})", flush=True)
+        error = run_dirs[name].file(ERROR)
+        print(f"  failed: {name} ({f'see {error}' if error.exists() else 'another process writes it'})", flush=True)
     if signum is not None:
         name = signal.Signals(signum).name
         raise Interrupted(signum, f"stopped by {name}: the runs in flight stopped with checkpoints; rerun to go on")
     if failed:
-        raise RunsFailedError(f"{len(failed)} of {len(specs)} runs failed (see their error.txt)")
+        raise RunsFailedError(f"{len(failed)} of {len(specs)} runs failed (see the lines above)")
     return outcome

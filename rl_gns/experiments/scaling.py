@@ -162,7 +162,7 @@ def _measure(config: ScalingConfig) -> list[dict]:
     """:func:`measure`, with the directory's lock held."""
     write_json(config.out / SETTINGS, config.settings())
     path = config.out / MEASUREMENTS
-    done = {(row["n_envs"], row.get("nproc", 1)) for row in read_measurements(path)}
+    done = {(row["n_envs"], row.get("nproc", 1)) for row in read_measurements(config.out)}
     context = mp.get_context("spawn")
     for n_envs, nproc in ((n, d) for n in config.n_envs for d in config.nproc if n % d == 0):
         if (n_envs, nproc) in done:
@@ -184,4 +184,4 @@ def _measure(config: ScalingConfig) -> list[dict]:
             f" iteration; peak {row['peak_rss_mib']:.0f} MiB",
             flush=True,
         )
-    return read_measurements(path)
+    return read_measurements(config.out)

@@ -169,6 +169,8 @@ def test_every_flag_help_is_one_line():
         (["train", "--n-epochs", "100000000000000000000"], "--n-epochs must be at most 1,000 passes over a rollout"),
         (["scaling", "--n-epochs", "1001"], "--n-epochs must be at most 1,000 passes over a rollout"),
         (["scaling", "--target", "20"], "--target 20 has no effect without --sweep"),
+        (["scaling", "--device", "cuda"], "no CUDA device"),
+        (["scaling", "--device", "nonsense"], "--device 'nonsense' is not a torch device"),
         (["train", "--snapshot-steps", "512", "--total-steps", "256"], "--snapshot-steps 512 has no effect past --total"),
         (["train", "--adaptive-r", "1", "--max-n-envs", "2", "--n-envs", "2", "--no-anneal"], "must be above --n-envs"),
         (["sweep", "--lr-points", "1", "--lr-factor", "3"], "--lr-factor 3.0 has no effect with --lr-points 1"),

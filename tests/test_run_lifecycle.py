@@ -477,3 +477,23 @@ def test_a_run_that_another_process_took_is_not_written_by_the_sweep(tmp_path):
     assert not run.file(ERROR).exists()
     assert record_outcome(run, 2, log) == "failed"
     assert "is being written" in run.file(ERROR).read_text()
+
+
+def test_a_run_that_failed_says_to_resume_only_once_it_has_a_checkpoint(tmp_path):
+    from rl_gns.experiments.train import how_to_go_on
+
+    assert "stopped before its first checkpoint: start it again (--overwrite)" in how_to_go_on(tmp_path)
+    (tmp_path / CHECKPOINTS / f"{64:012d}").mkdir(parents=True)
+    assert how_to_go_on(tmp_path) == f"go on from the last checkpoint with: rl-gns train --resume {tmp_path}"
+
+
+def test_train_refuses_a_run_directory_its_study_does_not_make(tmp_path, capsys):
+    """A run trained into a sweep's runs/ by hand would be read as one of the sweep's; the sweep's own runs are
+    written by its workers, which rl-gns run starts."""
+    sweep = tmp_path / "sweep"
+    (sweep / "runs").mkdir(parents=True)
+    (sweep / "sweep.json").write_text(json.dumps({"runs": ["a"]}))
+    assert main(["train", "--env", "Pong", "--backend", "ram", "--out", str(sweep / "runs" / "x")]) == 2
+    assert f"--out {sweep / 'runs' / 'x'} lies inside the sweep" in capsys.readouterr().err
+    assert sorted(path.name for path in (sweep / "runs").iterdir()) == []
+    check_out(sweep / "runs" / "a", overwrite=True)  # the sweep's own run

@@ -29,7 +29,7 @@ from rl_gns.core.distributed import DataParallelPPO, gather_objects, rank_and_si
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.launch import join, launch
-from rl_gns.experiments.plan import check_epochs, check_memory, check_no_repeats
+from rl_gns.experiments.plan import check_device, check_epochs, check_memory, check_no_repeats
 from rl_gns.experiments.runner import check_directory
 from rl_gns.experiments.timing import env_steps_per_s, peak_rss_mib, time_phases
 from rl_gns.records.lock import RunLock
@@ -83,6 +83,7 @@ def check(config: ScalingConfig) -> None:
     if not config.nproc or min(config.nproc) < 1:
         raise ValueError(f"--nproc must be positive integers, got {config.nproc}")
     check_no_repeats(config, ("n_envs", "nproc"))
+    check_device(config.device, max(config.nproc))
     if config.iterations < 1 or config.n_epochs < 1 or config.n_steps < 2:
         raise ValueError("iterations and n_epochs must be >= 1 and n_steps >= 2")
     check_epochs(config.n_epochs)

@@ -59,6 +59,8 @@ from rl_gns.experiments.launch import RankFailedError, join, launch, under_torch
 from rl_gns.experiments.plan import RunPlan, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import (
+    CHECKPOINTS,
+    checkpoint_dirs,
     global_rng_state,
     load_rng_states,
     remove_checkpoints,
@@ -115,18 +117,19 @@ def train(plan: RunPlan) -> Path:
     :raises rl_gns.experiments.launch.RankFailedError: if a rank dies or fails (the run can be resumed).
     :raises rl_gns.experiments.signals.Interrupted: after SIGINT or SIGTERM, with a checkpoint written.
     :raises rl_gns.records.lock.RunLockedError: if another process took the run directory since it was planned.
-    :raises OSError: if the disk fails (full, read-only), with the command that goes on from the last checkpoint.
+    :raises OSError: if the disk fails (full, read-only), with the command that goes on from the last checkpoint
+        (:func:`how_to_go_on`).
     """
     if plan.batching.nproc > 1 and not under_torchrun():
         try:
             return launch(train_worker, plan.batching.nproc, plan)[0]
         except RankFailedError as error:
-            raise RankFailedError(f"{error}; go on from the last checkpoint with: {resume_command(plan.out)}") from None
+            raise RankFailedError(f"{error}; {how_to_go_on(plan.out)}") from None
     try:
         return train_rank(plan)
     except OSError as error:  # a full or read-only disk: the last checkpoint still holds
         where = f"{error.strerror}: {error.filename}" if error.filename else error.strerror or str(error)
-        raise OSError(error.errno, f"{where}; go on from the last checkpoint with: {resume_command(plan.out)}") from None
+        raise OSError(error.errno, f"{where}; {how_to_go_on(plan.out)}") from None
 
 
 def train_under_torchrun(config: TrainConfig, given: Collection[str]) -> Path:
@@ -138,6 +141,14 @@ def train_under_torchrun(config: TrainConfig, given: Collection[str]) -> Path:
 def resume_command(out: Path) -> str:
     """The shell command that goes on with a run (its path quoted for the shell)."""
     return f"rl-gns train --resume {shlex.quote(str(out))}"
+
+
+def how_to_go_on(out: Path) -> str:
+    """What a user does after a run failed on the way: resume from its last checkpoint, or, before its first, start
+    it again."""
+    if checkpoint_dirs(out / CHECKPOINTS):
+        return f"go on from the last checkpoint with: {resume_command(out)}"
+    return "it stopped before its first checkpoint: start it again (--overwrite) once that is fixed"
 
 
 @record

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from rl_gns.records.lock import LOCK
-from rl_gns.records.rundir import ANCHOR, BENCH, CONFIG, ERROR, LOG, PROBE, SWEEP
+from rl_gns.records.rundir import ANCHOR, BENCH, CONFIG, ERROR, LOG, PROBE, SWEEP, read_json
 from rl_gns.records.scaling_log import SETTINGS
 
 Kind = Literal["run", "sweep", "benchmark", "probe", "scaling measurement"]
@@ -57,11 +57,30 @@ def check_not_inside(directory: Path, kind: Kind) -> None:
     own_run = (
         kind == "run"
         and "run" not in held
-        and (real.parent == holder / "runs" or ("probe" in held and real == holder / ANCHOR))
+        and (
+            (real.parent == holder / "runs" and makes_run(holder, held, real.name))
+            or ("probe" in held and real == holder / ANCHOR)
+        )
     )
     if not own_run:
         what = f"the {' and '.join(held)} {holder} ({', '.join(MARKS[k] for k in held)})"
         raise ValueError(f"--out {directory} lies inside {what}: use a directory outside it")
+
+
+def makes_run(holder: Path, held: tuple[Kind, ...], name: str) -> bool:
+    """Whether the study in ``holder`` makes a run called ``name`` under its ``runs/``: one that its ``sweep.json``
+    lists (a probe's branches before it is written), or a benchmark's ``<game>_s<seed>`` of a game of its table.
+
+    :param held: the kinds the directory holds (:func:`enclosing`).
+    """
+    if "sweep" in held:
+        runs = read_json(holder / SWEEP)
+        return isinstance(runs, dict) and name in runs.get("runs", [name])
+    if "benchmark" in held:
+        games = read_json(holder / BENCH)
+        game, _, seed = name.rpartition("_s")
+        return isinstance(games, dict) and game in games.get("games_table", {}) and seed.isdigit()
+    return "probe" in held  # its branches' sweep.json is written once they are all checked
 
 
 def check_outside_records(directory: Path) -> None:

@@ -210,6 +210,8 @@ def edit_json(path: Path, change) -> Path:
         ("advise", RUN, "config.json", lambda d: d.update(n_steps=1e30, rollout_size=8e30), "'n_steps' is 1e+30, more"),
         ("probe-report", PROBE, "probe.json", lambda d: d.update(env_steps=-5), "'env_steps' is -5, not int >= 0"),
         ("probe-report", PROBE, "anchor/config.json", lambda d: d.update(init_from="x.zip"), "starts from x.zip, not"),
+        ("analyze", SWEEP, f"runs/{SMALLEST}/config.json", lambda d: d.update(frame_skip=0), "'frame_skip' is 0, not"),
+        ("advise", RUN, "config.json", lambda d: d.update(learning_rate=-1), "'learning_rate' is -1, not finite"),
         ("probe-report", PROBE, "sweep.json", lambda d: d.update(init_from="x.zip"), "starts from x.zip, not"),
     ],
     ids=[
@@ -218,6 +220,7 @@ def edit_json(path: Path, change) -> Path:
         "bench random score", "bench human as random", "bench human below random", "bench ranges",
         "config scheme", "config game", "probe fit negative", "bench reference", "config gns", "config nproc",
         "config count too large", "probe step negative", "probe's anchor from elsewhere", "probe's branches from elsewhere",
+        "config frame skip", "config learning rate",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
@@ -475,7 +478,7 @@ def test_a_run_config_whose_learning_rate_is_not_a_finite_number_is_one_line(tmp
     sweep = copy(SWEEP, tmp_path)
     config = edit_json(sweep / "runs" / SMALLEST / "config.json", lambda d: d.update(learning_rate=value))
     before = sorted(path.name for path in sweep.iterdir())
-    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{config}: 'learning_rate' is {value}, not a finite float")
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{config}: 'learning_rate' is {value}, not finite float >= 0")
     assert sorted(path.name for path in sweep.iterdir()) == before
 
 
@@ -563,6 +566,13 @@ def test_noise_estimates_beyond_the_float_range_are_refused(tmp_path, capsys):
         warnings.simplefilter("error")
         status, stderr = rl_gns(capsys, "advise", run)
     assert_refused(status, stderr, f"{progress}: column gns/envs/trace_sigma_value_raw holds -1e+308, beyond what")
+
+
+def test_a_log_whose_header_is_not_rl_gns_is_refused_before_its_first_row(tmp_path, capsys):
+    sweep = copy(SWEEP, tmp_path)
+    episodes = sweep / "runs" / SMALLEST / "episodes.csv"
+    episodes.write_text("\x00\x00\n")
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: no column env_steps, score")
 
 
 def test_games_past_the_runs_budget_are_refused(tmp_path, capsys):

@@ -162,8 +162,8 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
     :param columns: the columns a file with rows must have.
     :return: ``{key: (R,) array}`` for the ``R`` rows; ``{}`` for a file with no rows (empty, header only, or
         not written yet).
-    :raises RunFileError: naming the file, for a file that is not text or CSV, a header without one of
-        ``columns``, a row longer than the header, or a cell that is not a number.
+    :raises RunFileError: naming the file, for a file that is not text or CSV, a header (with rows or without)
+        that lacks one of ``columns``, a row longer than the header, or a cell that is not a number.
     """
     path = Path(path)
     check_regular(path, "a CSV file")
@@ -171,12 +171,12 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
         header, rows = read_rows(path)
     except (UnicodeDecodeError, csv.Error) as error:
         raise RunFileError(f"{path}: not a CSV file ({error})") from error
+    missing = [c for c in columns if c not in header]
+    if header and missing:
+        raise RunFileError(f"{path}: no column {', '.join(missing)} (its header: {', '.join(header)})")
     numbers = row_values(path, header, rows)
     if not numbers:
         return {}
-    missing = [c for c in columns if c not in header]
-    if missing:
-        raise RunFileError(f"{path}: no column {', '.join(missing)} (its header: {', '.join(header)})")
     return dict(zip(header, np.array(numbers).T, strict=True))
 
 

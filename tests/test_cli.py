@@ -170,6 +170,7 @@ def test_every_flag_help_is_one_line():
         (["scaling", "--n-epochs", "1001"], "--n-epochs must be at most 1,000 passes over a rollout"),
         (["scaling", "--target", "20"], "--target 20 has no effect without --sweep"),
         (["scaling", "--device", "cuda"], "no CUDA device"),
+        (["sweep", "--seeds", "0"], "--seeds must be >= 1, got 0"),
         (["scaling", "--device", "nonsense"], "--device 'nonsense' is not a torch device"),
         (["train", "--snapshot-steps", "512", "--total-steps", "256"], "--snapshot-steps 512 has no effect past --total"),
         (["train", "--adaptive-r", "1", "--max-n-envs", "2", "--n-envs", "2", "--no-anneal"], "must be above --n-envs"),

@@ -161,10 +161,19 @@ def check_lr_grid(config: SweepConfig) -> None:
                 ) from None
 
 
+def check_nonempty(config: SweepConfig) -> None:
+    """Refuse a sweep of no runs: no target, no env count, or fewer than one seed, learning rate or minibatch."""
+    for name in ("targets", "n_envs"):
+        if not getattr(config, name):
+            raise ValueError(f"{flag(name)} must name at least one value")
+    for name in ("seeds", "lr_points", "n_minibatches"):
+        if getattr(config, name) < 1:
+            raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")
+
+
 def check(config: SweepConfig) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
-    if not config.targets or not config.n_envs or config.seeds < 1 or config.lr_points < 1 or config.n_minibatches < 1:
-        raise ValueError("a sweep needs targets, n_envs, seeds >= 1, lr_points >= 1 and n_minibatches >= 1")
+    check_nonempty(config)
     for name in ("targets", "lr_ref", "lr_factor"):
         values = getattr(config, name)
         if not all(math.isfinite(v) for v in (values if isinstance(values, tuple) else (values,))):

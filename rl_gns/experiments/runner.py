@@ -413,8 +413,11 @@ def balance(jobs: list[list[str]], specs: dict[str, TrainConfig], n_workers: int
 def spec_json(spec: TrainConfig) -> dict[str, object]:
     """A spec file's content: the run's settings, with where it runs (``out``, ``resume``) made absolute, so that
     ``rl-gns run <spec>`` trains in the same place from any working directory."""
-    where = {name: Path(os.path.abspath(getattr(spec, name))) for name in ("out", "resume") if getattr(spec, name)}
-    return to_json(replace(spec, **where))
+
+    def absolute(path: Path | None) -> Path | None:
+        return None if path is None else Path(os.path.abspath(path))
+
+    return to_json(replace(spec, out=absolute(spec.out), resume=absolute(spec.resume)))
 
 
 def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:

@@ -211,6 +211,7 @@ def edit_json(path: Path, change) -> Path:
         ("probe-report", PROBE, "probe.json", lambda d: d.update(env_steps=-5), "'env_steps' is -5, not int >= 0"),
         ("probe-report", PROBE, "anchor/config.json", lambda d: d.update(init_from="x.zip"), "starts from x.zip, not"),
         ("analyze", SWEEP, f"runs/{SMALLEST}/config.json", lambda d: d.update(frame_skip=0), "'frame_skip' is 0, not"),
+        ("probe-report", PROBE, "probe.json", lambda d: d.update(start_score=d["start_score"] - 1), "but its anchor's"),
         ("advise", RUN, "config.json", lambda d: d.update(learning_rate=-1), "'learning_rate' is -1, not finite"),
         ("probe-report", PROBE, "sweep.json", lambda d: d.update(init_from="x.zip"), "starts from x.zip, not"),
     ],
@@ -220,7 +221,7 @@ def edit_json(path: Path, change) -> Path:
         "bench random score", "bench human as random", "bench human below random", "bench ranges",
         "config scheme", "config game", "probe fit negative", "bench reference", "config gns", "config nproc",
         "config count too large", "probe step negative", "probe's anchor from elsewhere", "probe's branches from elsewhere",
-        "config frame skip", "config learning rate",
+        "config frame skip", "config learning rate", "probe start score",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(

@@ -392,7 +392,14 @@ def read_probe(probe_dir: Path) -> dict:
         held = read_record(record, {}).get("init_from") if record.exists() else model
         if isinstance(model, str) and not same_setting("init_from", held, model):
             raise RecordError(f"{record}: starts from {held}, not from the probe's agent {model} ({probe_dir / PROBE})")
-    return require(probe, probe_dir / PROBE, PROBE_PLAYED_FIELDS)
+    probe = require(probe, probe_dir / PROBE, PROBE_PLAYED_FIELDS)
+    scores = RunDir(probe_dir / ANCHOR).episodes()["score"]  # the start score is the mean of the anchor's games
+    if len(scores) != probe["anchor_games"] or not math.isclose(float(np.mean(scores)), probe["start_score"]):
+        raise RecordError(
+            f"{probe_dir / PROBE}: start score {probe['start_score']:g} over {probe['anchor_games']} games, but its "
+            f"anchor's games average {float(np.mean(scores)) if len(scores) else math.nan:g} over {len(scores)}"
+        )
+    return probe
 
 
 def check(config: ProbeReportConfig) -> None:

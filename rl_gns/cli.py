@@ -439,9 +439,12 @@ def path_error(error: BaseException, config: object | None) -> BaseException | s
         return error
     where = f"{error.filename}: {error.strerror or error}"
     out = getattr(config, "out", None)
-    if isinstance(out, Path) and Path(os.path.abspath(error.filename)).is_relative_to(os.path.abspath(out)):
-        return f"--out {out}: {where}" if os.path.abspath(error.filename) != os.path.abspath(out) else f"--out {where}"
-    return where
+    if not isinstance(out, Path):
+        return where
+    path, out_path = Path(os.path.abspath(error.filename)), Path(os.path.abspath(out))
+    if path == out_path:
+        return f"--out {where}"
+    return f"--out {out}: {where}" if path.is_relative_to(out_path) else where
 
 
 def one_line_text(error: BaseException | str) -> str:

@@ -36,12 +36,7 @@ from typing import Literal
 
 from tqdm import tqdm
 
-from rl_gns.experiments.config import (
-    TrainConfig,
-    population_settings,
-    to_json,
-    training_settings,
-)
+from rl_gns.experiments.config import TrainConfig, population_settings, to_json, training_settings
 from rl_gns.experiments.plan import EVERY_SETTING, check_inert, plan_run
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS, CheckpointError, checkpoint_dirs

@@ -77,7 +77,7 @@ case "$stage" in
   trunk)
     # the pixel Beam Rider trunk toward a running score of 1,000 (n_envs 64, rl-zoo3 settings, schedule of 10M agent
     # steps, noise scale measured; about 3,000 agent steps/s on the H100), MINUTES of training per command. Back come
-    # its small files, and its last checkpoint and snapshot in 15 MiB parts (cat trunk_state.tar.part* | tar x):
+    # its small files, and its last checkpoint and snapshot in parts of 16,000 KiB (cat trunk_state.tar.part* | tar x):
     # put them in .carry/beamrider_trunk for the next bare machine.
     if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --n-steps 16 --minibatch-size 8 --total-steps 1000000 --snapshot-steps 256); minutes=0.2
     else settings=(--n-envs 64 --total-steps 10000000 --snapshot-steps 250000); minutes="$MINUTES"; fi
@@ -93,10 +93,10 @@ case "$stage" in
     (cd "$TRUNK_DIR" && find . -maxdepth 1 \( -name '*.json' -o -name '*.csv' -o -name '*.png' \) -print0 \
        | tar --null -czf "$OUT/trunk_files.tar.gz" -T -)
     # the state to go on from: the last checkpoint of an unfinished trunk, the final model.zip of a finished one
-    state="$(cd "$TRUNK_DIR" && { find checkpoints -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1; })"
+    state="$(cd "$TRUNK_DIR" && { find checkpoints -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1 || true; })"
     [ -n "$state" ] || state=model.zip
-    snapshot="$(cd "$TRUNK_DIR" && { find snapshots -name '*.zip' 2>/dev/null | sort | tail -1; })"
-    (cd "$TRUNK_DIR" && tar cf - "$state" ${snapshot:+"$snapshot"}) | split -b 15M - "$OUT/trunk_state.tar.part"
+    snapshot="$(cd "$TRUNK_DIR" && { find snapshots -name '*.zip' 2>/dev/null | sort | tail -1 || true; })"  # none before the first
+    (cd "$TRUNK_DIR" && tar cf - "$state" ${snapshot:+"$snapshot"}) | split -b 16000K - "$OUT/trunk_state.tar.part"
     ;;
   probes)
     # criterion v5's RAM probe of GAME at STAGE agent steps (results/probes_v5/protocol.sh, its settings unchanged) with
@@ -130,7 +130,7 @@ case "$stage" in
     # rerun to go on while the machine is warm (a pixel branch's checkpoint, about 20 MB, is too large to bring back).
     # Back come the probe's small files as trunk_probe_files.tar.gz: unpack them into results/gpu/beamrider_probes/.
     [ -f "$TRUNK_DIR/config.json" ] || { echo "no trunk in $TRUNK_DIR: run the trunk stage first" >&2; exit 2; }
-    latest="$(find "$TRUNK_DIR/snapshots" -name '*.zip' 2>/dev/null | sort | tail -1)"
+    latest="$(find "$TRUNK_DIR/snapshots" -name '*.zip' 2>/dev/null | sort | tail -1 || true)"
     [ -n "$latest" ] || { echo "the trunk in $TRUNK_DIR has no snapshot yet: run the trunk stage longer" >&2; exit 2; }
     latest="$(basename "$latest" .zip)"
     at="${STAGE:-$((10#$latest))}"

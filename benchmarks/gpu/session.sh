@@ -79,7 +79,7 @@ case "$stage" in
     # steps, noise scale measured; about 3,000 agent steps/s on the H100), MINUTES of training per command. Back come
     # its small files, and its last checkpoint and snapshot in parts of 16,000 KiB (cat trunk_state.tar.part* | tar x):
     # put them in .carry/beamrider_trunk for the next bare machine.
-    if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --n-steps 16 --minibatch-size 8 --total-steps 1000000 --snapshot-steps 256); minutes=0.2
+    if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --n-steps 16 --minibatch-size 8 --total-steps 1000000 --snapshot-steps 32); minutes=0.2
     else settings=(--n-envs 64 --total-steps 10000000 --snapshot-steps 250000); minutes="$MINUTES"; fi
     if [ "$TINY" != 1 ] && [ ! -d "$TRUNK_DIR" ] && [ -d .carry/beamrider_trunk ]; then  # a dry run starts its own
       mkdir -p "$(dirname "$TRUNK_DIR")" && cp -r .carry/beamrider_trunk "$TRUNK_DIR"

@@ -224,6 +224,7 @@ def check_scaling(config: ScalingCommand) -> None:
         scaling_report.check_options(config)
         scaling.check(config)
         check_outputs(config.out, scaling_report.OUTPUTS)
+        scaling_report.check_one_process(config.out, set(config.n_envs) if 1 in config.nproc else set())
     elif not (config.out / "measurements.jsonl").exists():
         raise ValueError(f"--report-only needs {config.out}/measurements.jsonl")
     else:

@@ -93,6 +93,11 @@ def test_scaling_cli_refuses_bad_settings(tmp_path, capsys):
     assert main(["scaling", "--n-envs", "2", "--devices", "1,1", "--out", str(tmp_path / "s")]) == 2
     assert "--devices repeats a value: [1, 1]" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+    for plan in (["--n-envs", "4"], ["--n-envs", "3", "--nproc", "2"], ["--n-envs", "4,8", "--nproc", "2"]):
+        assert main(["scaling", *plan, "--out", str(tmp_path / "s")]) == 2  # the model needs 2 one-process n_envs
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "needs at least 2 n_envs measured on one process" in err, err
+        assert not (tmp_path / "s").exists()
     # each repeat was measured twice, in minutes, and weighed twice in the fit
     for args, message in ((["--n-envs", "2", "2"], "--n-envs repeats a value: [2, 2]"),
                           (["--n-envs", "2", "4", "--nproc", "1", "1"], "--nproc repeats a value: [1, 1]")):  # fmt: skip

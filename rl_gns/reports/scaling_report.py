@@ -25,7 +25,7 @@ from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.noise_scale import RatioInterval
 from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
 from rl_gns.core.tradeoff import TradeoffFit
-from rl_gns.records.logs import check_output, write_atomically
+from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import RunDir, read_sweep_results
 from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, read_measurements, read_settings
 from rl_gns.reports.advise import run_advice
@@ -73,14 +73,29 @@ def check(config: ScalingReportConfig) -> None:
     """Fail early (``ValueError``) on missing inputs: the measurements (:func:`check_options` for the rest)."""
     if not (config.scaling_dir / SETTINGS).exists():
         raise ValueError(f"{config.scaling_dir} is not a scaling directory (no {SETTINGS}; rl-gns scaling writes one)")
-    for name in OUTPUTS:
-        check_output(config.scaling_dir / name)
-    one_process = [r for r in read_measurements(config.scaling_dir) if r.get("nproc", 1) == 1]
-    if len(one_process) < 2:
-        raise ValueError(
-            f"{config.scaling_dir}/{MEASUREMENTS} needs at least 2 n_envs measured on one process (rl-gns scaling)"
-        )
+    check_outputs(config.scaling_dir, OUTPUTS)
+    check_one_process(config.scaling_dir, set())
     check_options(config)
+
+
+def check_one_process(scaling_dir: Path, planned: set[int]) -> None:
+    """The throughput model is fitted on one-process measurements: at least 2 ``n_envs`` of them, counting those in
+    ``scaling_dir`` (if any) and the ``planned`` ones a measurement is about to add.
+
+    :param scaling_dir: the scaling directory, measured or not yet.
+    :param planned: ``n_envs`` about to be measured on one process (``--nproc`` includes 1).
+    :raises ValueError: with fewer than 2.
+    """
+    measured = (
+        {r["n_envs"] for r in read_measurements(scaling_dir) if r.get("nproc", 1) == 1}
+        if (scaling_dir / SETTINGS).exists()
+        else set()
+    )
+    if len(measured | planned) < 2:
+        raise ValueError(
+            f"{scaling_dir}/{MEASUREMENTS} needs at least 2 n_envs measured on one process, the throughput model's "
+            f"data (measured: {sorted(measured) or 'none'}; give --n-envs at least 2 values, with 1 among --nproc)"
+        )
 
 
 def check_options(config: ScalingReportOptions) -> None:

@@ -446,6 +446,27 @@ def test_plot_leaves_a_run_in_training_to_its_writer(tmp_path, capsys):
     assert {path: path.stat().st_mtime_ns for path in run.rglob("*") if path.name != ".lock"} == before
 
 
+@pytest.mark.parametrize(
+    ("command", "source", "extra"),
+    [
+        ("analyze", SWEEP, []),
+        ("probe-report", PROBE, []),
+        ("bench-report", BENCH, []),
+        ("scaling-report", SCALING, []),
+        ("compare-adaptive", ADAPTIVE, ["--fixed", RESULTS / "sweeps" / "beamrider_ram"]),
+    ],
+    ids=["analyze", "probe-report", "bench-report", "scaling-report", "compare-adaptive"],
+)
+def test_a_report_leaves_a_study_in_progress_to_its_writer(tmp_path, capsys, command, source, extra):
+    """A sweep, probe, benchmark or scaling measurement in progress has one writer: a report into its directory waits
+    for it to end."""
+    study = copy(source, tmp_path)
+    before = {path: path.stat().st_mtime_ns for path in study.rglob("*")}
+    with lock_held_elsewhere(study) as pid:
+        assert_refused(*rl_gns(capsys, command, study, *extra), f"{study} is being written by process {pid}")
+    assert {path: path.stat().st_mtime_ns for path in study.rglob("*") if path.name != ".lock"} == before
+
+
 def test_analyze_refuses_a_finished_run_whose_summary_is_torn(tmp_path, capsys):
     sweep = copy(SWEEP, tmp_path)
     summary = sweep / "runs" / SMALLEST / "summary.json"

@@ -30,6 +30,8 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import scalar
 
+from rl_gns.records.lock import check_unlocked
+
 
 def format_row(values: Sequence[Any]) -> str:
     """One CSV line (with its newline): numbers as ``str``, text quoted where it needs to be, ``None`` empty."""
@@ -103,10 +105,15 @@ def check_outputs(directory: Path, names: Iterable[str]) -> None:
     """Refuse, before a report writes any of its files, a directory where one of them cannot be written
     (:func:`check_output` for each), so that a refusal leaves the directory as it was.
 
+    A directory that another live process writes (a sweep, probe or benchmark in progress) is refused too: it has
+    one writer, which writes its own reports when it ends.
+
     :param directory: where the report writes.
     :param names: the file names it writes there.
     :raises OutputError: naming the first path that cannot be written.
+    :raises ~rl_gns.records.lock.RunLockedError: naming the process that writes the directory.
     """
+    check_unlocked(directory)
     for name in names:
         check_output(directory / name)
 

@@ -184,6 +184,21 @@ def test_a_sweep_directory_takes_its_paths_however_spelled(tmp_path, monkeypatch
         check(SweepConfig(env="SpaceInvaders", backend="ram", out=Path("sweep"), n_envs=(2, 4), init_from=Path("other.zip")))
 
 
+def test_a_rerun_refuses_an_init_from_agent_replaced_since(tmp_path, monkeypatch):
+    """The sweep's later runs would start from another point than its first: its record holds the agent's digest."""
+    from rl_gns.experiments.sweep import check
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SPACE_INVADERS, "model.zip")
+    config = SweepConfig(env="SpaceInvaders", backend="ram", out=Path("sweep"), n_envs=(2, 4), init_from=Path("model.zip"))
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "sweep.json").write_text(json.dumps(config.record()))
+    check(config)  # the same agent: the rerun goes on
+    shutil.copy(SPACE_INVADERS.with_name("000000100096.zip"), "model.zip")  # a later agent under the same name
+    with pytest.raises(ValueError, match="other settings \\(init_from_sha256\\)"):
+        check(config)
+
+
 def test_a_spec_names_its_run_from_any_working_directory(tmp_path, monkeypatch):
     from rl_gns.experiments.runner import spec_json
 

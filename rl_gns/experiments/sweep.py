@@ -41,6 +41,7 @@ from rl_gns.experiments.runner import (
     connect,
     run_all,
 )
+from rl_gns.records.checkpoint import sha256
 from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import SWEEP, write_json
 
@@ -94,6 +95,14 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
         centre = self.lr_ref * (rollout_size / (self.n_envs_ref * self.n_steps)) ** power
         offsets = [k - (self.lr_points - 1) / 2 for k in range(self.lr_points)]
         return [float(f"{centre * self.lr_factor**k:.3g}") for k in offsets]
+
+    def record(self) -> dict:
+        """What ``sweep.json`` records: the settings, and the SHA-256 of the ``init_from`` agent (where it is a file),
+        so that a rerun refuses an agent replaced since: the sweep's later runs would start from another point."""
+        settings = to_json(self)
+        if self.init_from is not None and self.init_from.is_file():
+            settings["init_from_sha256"] = sha256(self.init_from)
+        return settings
 
     def runs(self) -> dict[str, TrainConfig]:
         """Every run of the sweep, by run name ``n<envs>_lr<rate>_s<seed>`` (``n<envs>_t<n_steps>_lr<rate>_s<seed>``
@@ -208,7 +217,7 @@ def check(config: SweepConfig) -> None:
             "(to the 3 significant digits runs are named by); use a factor further from 1"
         )
     config.check_execution()
-    check_directory(config.out, "sweep", to_json(config), EXECUTION_FIELDS, shares=("probe",))
+    check_directory(config.out, "sweep", config.record(), EXECUTION_FIELDS, shares=("probe",))
     check_runs(config.runs().values())
 
 
@@ -222,9 +231,9 @@ def sweep(config: SweepConfig) -> dict[str, str]:
     connect(config)  # a cluster that does not answer leaves nothing written
     with RunLock(config.out).acquire():
         # again, under the lock, what another command may have written since check(): the directory, not every run
-        check_directory(config.out, "sweep", to_json(config), EXECUTION_FIELDS, shares=("probe",))
+        check_directory(config.out, "sweep", config.record(), EXECUTION_FIELDS, shares=("probe",))
         specs = config.runs()
         (config.out / "runs").mkdir(parents=True, exist_ok=True)
         if not (config.out / SWEEP).exists():  # a rerun (its settings checked equal) leaves the record as it was
-            write_json(config.out / SWEEP, {**to_json(config), "runs": sorted(specs)})
+            write_json(config.out / SWEEP, {**config.record(), "runs": sorted(specs)})
         return run_all(config.out, specs, config, label="sweep")

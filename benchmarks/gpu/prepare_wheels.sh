@@ -4,7 +4,9 @@
 # plus rl-gns itself built from this checkout. The machine's image already holds torch, numpy, scipy, pandas,
 # matplotlib, tensorboard, tqdm, rich, cloudpickle and statsmodels (/work/.library/device/KINDS.md).
 # Also, into .carry/ (git-ignored too): the pixel Beam Rider trunk to go on with (session.sh trunk), the newest one under
-# results/gpu/ or TRUNK; and the RAM probes' protocol scripts and trunks (session.sh probes) under .carry/results/.
+# results/gpu/ or TRUNK; and, with PROBES=1, the RAM probes' protocol scripts and trunks (session.sh probes) under
+# .carry/results/. A device command carries at most 64 MiB: the trunk with its snapshot takes about 46 MiB, the RAM
+# probes' files about 18 MiB, so carry one or the other.
 # Then every device command carries .whl and .carry and runs: bash benchmarks/gpu/session.sh <stage>
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -27,6 +29,8 @@ grep -qx '/.carry/' "$exclude" || echo '/.carry/' >> "$exclude"
 trunk="${TRUNK:-$(find results/gpu -maxdepth 2 -type d -name beamrider_trunk 2>/dev/null | sort | tail -1)}"
 rm -rf .carry && mkdir -p .carry
 if [ -n "$trunk" ]; then cp -r "$trunk" .carry/beamrider_trunk; fi
-git ls-files -z results/probes/trunks results/probes/trunks.sh results/probes_v4/protocol.sh results/probes_v5/protocol.sh \
-  | xargs -0 cp --parents -t .carry/
+if [ "${PROBES:-0}" = 1 ]; then
+  git ls-files -z results/probes/trunks results/probes/trunks.sh results/probes_v4/protocol.sh results/probes_v5/protocol.sh \
+    | xargs -0 cp --parents -t .carry/
+fi
 du -sh .carry

@@ -47,6 +47,13 @@ print(platform.platform(), "python", platform.python_version(), "torch", torch._
 print("cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 EOF
 
+# a bare machine's trunk: the copy in .carry/beamrider_trunk (prepare_wheels.sh), where $TRUNK_DIR holds none yet
+carried_trunk() {
+  if [ ! -d "$TRUNK_DIR" ] && [ -d .carry/beamrider_trunk ]; then
+    mkdir -p "$(dirname "$TRUNK_DIR")" && cp -r .carry/beamrider_trunk "$TRUNK_DIR"
+  fi
+}
+
 case "$stage" in
   check)
     n_envs=$([ "$TINY" = 1 ] && echo 2 || echo 8)
@@ -81,9 +88,7 @@ case "$stage" in
     # put them in .carry/beamrider_trunk for the next bare machine.
     if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --n-steps 16 --minibatch-size 8 --total-steps 1000000 --snapshot-steps 32); minutes=0.2
     else settings=(--n-envs 64 --total-steps 10000000 --snapshot-steps 250000); minutes="$MINUTES"; fi
-    if [ "$TINY" != 1 ] && [ ! -d "$TRUNK_DIR" ] && [ -d .carry/beamrider_trunk ]; then  # a dry run starts its own
-      mkdir -p "$(dirname "$TRUNK_DIR")" && cp -r .carry/beamrider_trunk "$TRUNK_DIR"
-    fi
+    [ "$TINY" = 1 ] || carried_trunk  # a dry run starts its own
     if [ -f "$TRUNK_DIR/config.json" ]; then
       python3 -m rl_gns train --resume "$TRUNK_DIR" --device "$DEVICE" --max-wall-minutes "$minutes" 2>&1 | tee "$OUT/trunk.log"
     else
@@ -129,6 +134,7 @@ case "$stage" in
     # population engine on the GPU, WORKERS (default 4) populations at once, stopped with checkpoints after MINUTES;
     # rerun to go on while the machine is warm (a pixel branch's checkpoint, about 20 MB, is too large to bring back).
     # Back come the probe's small files as trunk_probe_files.tar.gz: unpack them into results/gpu/beamrider_probes/.
+    [ "$TINY" = 1 ] || carried_trunk
     [ -f "$TRUNK_DIR/config.json" ] || { echo "no trunk in $TRUNK_DIR: run the trunk stage first" >&2; exit 2; }
     latest="$(find "$TRUNK_DIR/snapshots" -name '*.zip' 2>/dev/null | sort | tail -1 || true)"
     [ -n "$latest" ] || { echo "the trunk in $TRUNK_DIR has no snapshot yet: run the trunk stage longer" >&2; exit 2; }

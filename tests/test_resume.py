@@ -25,6 +25,7 @@ from rl_gns.core.targets import first_reached
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.train import plan_run, resumed_model
 from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST, latest_checkpoint, sha256
+from rl_gns.records.lock import RunLockedError, check_unlocked
 from rl_gns.records.logs import (
     AppendingCSVOutputFormat,
     RunTensorBoardOutputFormat,
@@ -52,6 +53,15 @@ def wait_for(condition, timeout: float) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
+
+
+def unlocked(directory: Path) -> bool:
+    """Whether no live process writes ``directory`` (its run lock is free)."""
+    try:
+        check_unlocked(directory)
+    except RunLockedError:
+        return False
+    return True
 
 
 def newest_step(run: Path) -> int:
@@ -287,6 +297,7 @@ def test_sweep_resumes_runs_in_flight_from_their_checkpoints(tmp_path):
     wait_for(lambda: all(newest_step(run) > 0 for run in runs), timeout=120)
     os.killpg(sweep.pid, signal.SIGKILL)
     sweep.wait()
+    wait_for(lambda: all(unlocked(run) for run in runs), timeout=120)  # the workers stop as their sweep dies
     steps_at_kill = [latest_checkpoint(run).env_steps for run in runs]
     assert all(steps > 0 for steps in steps_at_kill) and not any((run / "summary.json").exists() for run in runs)
 
@@ -313,6 +324,8 @@ def test_sweep_refuses_to_start_over_a_run_whose_checkpoints_are_all_corrupted(t
     wait_for(lambda: newest_step(run) > 0, timeout=120)
     os.killpg(sweep.pid, signal.SIGKILL)
     sweep.wait()
+    # its worker (a session of its own) gets SIGTERM as the sweep dies and stops with one more checkpoint: let it end
+    wait_for(lambda: unlocked(run), timeout=120)
     for checkpoint in (run / CHECKPOINTS).iterdir():
         (checkpoint / "state.json").write_text("{")
     before = {path: path.stat().st_mtime_ns for path in out.rglob("*")}

@@ -231,9 +231,10 @@ def sweep(config: SweepConfig) -> dict[str, str]:
     connect(config)  # a cluster that does not answer leaves nothing written
     with RunLock(config.out).acquire():
         # again, under the lock, what another command may have written since check(): the directory, not every run
-        check_directory(config.out, "sweep", config.record(), EXECUTION_FIELDS, shares=("probe",))
+        record = config.record()
+        check_directory(config.out, "sweep", record, EXECUTION_FIELDS, shares=("probe",))
         specs = config.runs()
         (config.out / "runs").mkdir(parents=True, exist_ok=True)
         if not (config.out / SWEEP).exists():  # a rerun (its settings checked equal) leaves the record as it was
-            write_json(config.out / SWEEP, {**config.record(), "runs": sorted(specs)})
+            write_json(config.out / SWEEP, {**record, "runs": sorted(specs)})
         return run_all(config.out, specs, config, label="sweep")

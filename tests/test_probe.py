@@ -87,6 +87,12 @@ def test_a_branch_starts_from_the_source_agent(source, tmp_path):
     assert branch.num_timesteps == 0 and branch.n_envs == 4  # its own budget and rollout size
 
 
+def test_the_anchor_plays_on_the_device_of_the_branches(source, tmp_path):
+    config = ProbeConfig(source=source, device="cuda", out=tmp_path / "p")
+    point = branch_point(source)
+    assert config.anchor_config(point).device == config.sweep_config(point, (1.0,)).device == "cuda"
+
+
 @pytest.mark.slow
 def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     out = tmp_path / "probe"

@@ -193,7 +193,7 @@ class ProbeConfig(ExecutionConfig):
 
     def anchor_config(self, point: BranchPoint) -> TrainConfig:
         """The anchor: the source's settings at its env count, from the branch point's agent, learning rate 0, every
-        iteration measured with both schemes and every loss."""
+        iteration measured with both schemes and every loss, on the branches' device."""
         return replace(
             self.source_config(),
             learning_rate=0.0,
@@ -214,7 +214,7 @@ class ProbeConfig(ExecutionConfig):
             out=self.directory(point) / ANCHOR,
             overwrite=True,
             resume=None,
-            device="cpu",
+            device=self.device,
             torch_threads=self.threads_per_run,
             progress_bar=False,
             verbose=False,

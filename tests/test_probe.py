@@ -9,6 +9,7 @@ import math
 import shutil
 import subprocess
 import sys
+import warnings
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -29,6 +30,7 @@ from rl_gns.experiments.probe import (
     check,
     held_snapshots,
     start_score,
+    warn_short_anchor,
 )
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.rundir import RunDir, snapshots
@@ -206,6 +208,27 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
     again = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "128", "--n-envs", "2", "4", "--out",
                             str(tmp_path / "q")], capture_output=True, text=True)  # fmt: skip
     assert again.returncode == 2 and "holds runs with other settings (anchor_steps)" in again.stderr
+
+
+def test_an_anchor_too_short_for_the_games_of_the_source_is_warned_of_before_it_plays(source, tmp_path):
+    copy = tmp_path / "source"
+    shutil.copytree(source, copy)
+    # the tiny source finishes few games: say it finished one every 200 agent steps, of 800 frames each
+    games = "".join(f"{200 * k},1.0,800,1.0\n" for k in range(1, 21))
+    (copy / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n" + games)
+    short = subprocess.run([*CLI, "probe", str(copy), "--at", "3000", "--anchor-steps", "64", "--n-envs", "2", "4",
+                            "--out", str(tmp_path / "p")], capture_output=True, text=True)  # fmt: skip
+    warning = next(line for line in short.stderr.splitlines() if "Warning" in line)
+    assert warning.endswith(
+        f"the source's games before {branch_point(copy, 3000).env_steps:,} agent steps lasted about 200 agent steps "
+        "each: an anchor of 64 agent steps over 2 envs may finish about 0 games, fewer than --window 20; "
+        "--anchor-steps 5,000 would finish about 24"
+    )
+    # it still plays, then finds too few games: an estimate warns, the games themselves refuse
+    assert short.returncode == 2 and "the anchor finished 0 games, fewer than --window 20" in short.stderr.splitlines()[-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_short_anchor(ProbeConfig(source=copy, anchor_steps=5000), branch_point(copy, 3000), n_envs=2)
 
 
 def test_a_probe_of_more_branches_than_can_be_is_refused_before_they_are_enumerated(source, tmp_path, monkeypatch):

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from rl_gns.core.targets import (
+    expected_games,
     first_reached,
+    game_length,
     resolvable_improvement,
     running_score,
     steps_and_experience,
@@ -56,3 +58,34 @@ def test_window_midpoint_is_the_mean_midpoint_of_the_games():
     assert window_midpoint(np.array([300]), np.array([300]), 1) == pytest.approx(150.0)
     with pytest.raises(ValueError):
         window_midpoint(np.array([1, 2]), np.array([1]), 1)
+
+
+def test_game_length_is_agent_steps_per_game_just_before_the_point():
+    ends = np.arange(1, 301) * 50  # 4 envs, each finishing a game every 200 of its own steps: one every 50 agent steps
+    lengths = np.where(np.arange(300) % 2, 150.0, 250.0)  # frames: a coefficient of variation about 0.25
+    length, cv = game_length(ends, lengths, at=15_000)
+    assert length == pytest.approx(50.0) and cv == pytest.approx(np.std(lengths[-101:], ddof=1) / np.mean(lengths[-101:]))
+    ends[200:] = ends[199] + np.arange(1, 101) * 80  # later, games last longer: only the games up to the point count
+    assert game_length(ends, lengths, at=int(ends[199]))[0] == pytest.approx(50.0)
+    assert game_length(ends, lengths, at=int(ends[-1]))[0] == pytest.approx(80.0)  # the last 100 games
+    assert game_length(ends, lengths, at=int(ends[-1]), games=150)[0] == pytest.approx((100 * 80 + 50 * 50) / 150)
+    assert game_length(ends, np.full(300, np.nan), at=15_000)[1] == 0.0  # lengths not recorded
+    assert game_length(ends[:10], lengths[:10], at=10**9) is None  # fewer than 11 game ends tell nothing
+
+
+@pytest.mark.parametrize("cv", [0.3, 0.5, 0.8])
+@pytest.mark.parametrize("per_env", [130, 330, 670])
+def test_expected_games_is_the_renewal_count_of_envs_from_a_reset(cv, per_env):
+    """Game lengths gamma-distributed, mean 100 agent steps: the mean count of a simulation, within a twentieth of a
+    game per env."""
+    rng = np.random.default_rng(0)
+    n_envs, shape = 8, 1 / cv**2
+    ends = np.cumsum(rng.gamma(shape, 100.0 / shape, size=(20_000, n_envs, 40)), axis=-1)
+    finished = (ends <= per_env).sum(axis=(1, 2))
+    assert np.mean(finished) == pytest.approx(expected_games(100.0, cv, n_envs * per_env, n_envs), abs=0.05 * n_envs)
+
+
+def test_expected_games_of_one_length_counts_whole_games():
+    # every env finishes floor(T / L), which the renewal count meets at half-integers
+    assert expected_games(length=100.0, cv=0.0, agent_steps=8 * 250, n_envs=8) == pytest.approx(8 * 2)
+    assert expected_games(length=100.0, cv=0.0, agent_steps=8 * 30, n_envs=8) == 0.0  # none finished

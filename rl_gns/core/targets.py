@@ -90,6 +90,41 @@ def resolvable_improvement(score_sd: float, window: int, n_noise: float) -> floa
     return n_noise * score_sd / math.sqrt(window)
 
 
+def game_length(game_ends_N: np.ndarray, lengths_N: np.ndarray, at: int, games: int = 100) -> tuple[float, float] | None:
+    """Agent steps per finished game just before agent step ``at``, and the games' coefficient of variation:
+    ``L = (e_k − e_0) / k`` over the last ``k + 1`` (at most ``games + 1``) game ends ``e_0 < … < e_k ≤ at``, and
+    ``cv = sd / mean`` of those games' lengths. Games end at rate ``1 / L`` per agent step whatever the env count,
+    each env finishing one game every ``L`` of its own steps on average.
+
+    :param game_ends_N: ``(N,)`` agent steps at which a run's games ended, ascending.
+    :param lengths_N: ``(N,)`` the games' lengths, in any unit (frames); NaN where not recorded (``cv`` then 0).
+    :param at: agent steps of the point of interest.
+    :param games: most games the estimate spans.
+    :return: ``(L, cv)``, ``L`` in agent steps, or ``None`` where fewer than 11 games ended by ``at`` (too few).
+    """
+    ends, lengths = np.asarray(game_ends_N, dtype=float), np.asarray(lengths_N, dtype=float)
+    kept = ends <= at
+    ends, lengths = ends[kept][-(games + 1) :], lengths[kept][-(games + 1) :]
+    if len(ends) < 11 or ends[-1] == ends[0]:
+        return None
+    cv = float(np.std(lengths, ddof=1) / np.mean(lengths)) if np.all(np.isfinite(lengths) & (lengths > 0)) else 0.0
+    return float((ends[-1] - ends[0]) / (len(ends) - 1)), cv
+
+
+def expected_games(length: float, cv: float, agent_steps: int, n_envs: int) -> float:
+    """About how many games ``n_envs`` envs finish in ``agent_steps`` agent steps from a reset, games lasting
+    ``length`` agent steps on average with coefficient of variation ``cv``: the renewal count
+    ``n_envs · max(0, T / L + (cv² − 1) / 2)``, ``T = agent_steps / n_envs`` (each env loses about half a game in
+    progress at the end; exact on average for ``cv`` ≥ 0.3 from ``T ≈ L``).
+
+    :param length: ``L``, agent steps of a game (:func:`game_length`).
+    :param cv: the games' coefficient of variation (:func:`game_length`).
+    :param agent_steps: agent steps over all envs.
+    :param n_envs: envs playing at once.
+    """
+    return n_envs * max(0.0, agent_steps / n_envs / length + (cv**2 - 1) / 2)
+
+
 def steps_and_experience(env_steps: int, rollout_size: int) -> tuple[int, int]:
     """``(S, E)`` for an event at agent step ``env_steps``: it happened in PPO iteration
     ``S = ceil(env_steps / rollout_size)``, and ``E = S · rollout_size`` (the tradeoff model's ``E = B·S``)."""

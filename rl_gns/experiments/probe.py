@@ -33,6 +33,7 @@ target.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -42,7 +43,7 @@ import tyro
 
 from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
-from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, resolvable_improvement
+from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, expected_games, game_length, resolvable_improvement
 from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
 from rl_gns.experiments.plan import check_inert, largest_seed
 from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_runs, connect, run_all
@@ -347,6 +348,27 @@ def check(config: ProbeConfig) -> BranchPoint:
     return point
 
 
+def warn_short_anchor(config: ProbeConfig, point: BranchPoint, n_envs: int) -> None:
+    """Warn, before the anchor plays, where the source's games just before the branch point say that
+    ``--anchor-steps`` over the anchor's ``n_envs`` envs would finish fewer than ``--window`` games (which
+    :func:`start_score` then refuses): an estimate, so a warning, not a refusal."""
+    games = RunDir(config.source).episodes()
+    estimate = game_length(games["env_steps"], games["length_frames"], point.env_steps)
+    if estimate is None:
+        return
+    length, cv = estimate
+    if (expected := expected_games(length, cv, config.anchor_steps, n_envs)) >= config.window:
+        return
+    enough = math.ceil(length * (config.window + n_envs) / 1000) * 1000
+    warnings.warn(
+        f"rl-gns: the source's games before {point.env_steps:,} agent steps lasted about {length:,.0f} agent steps "
+        f"each: an anchor of {config.anchor_steps:,} agent steps over {n_envs} envs may finish about {expected:.0f} "
+        f"games, fewer than --window {config.window}; --anchor-steps {enough:,} would finish about "
+        f"{expected_games(length, cv, enough, n_envs):.0f}",
+        stacklevel=2,
+    )
+
+
 def probe(config: ProbeConfig) -> Path:
     """Play the anchor, then run every unfinished branch, holding the probe directory's lock; return the directory.
 
@@ -369,6 +391,8 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
     origin = {"model": str(point.model), "model_sha256": point.sha256, "env_steps": point.env_steps}
     write_json(directory / PROBE, {**settings, **origin})
     anchor = config.anchor_config(point)
+    if RunDir(directory / ANCHOR).status() != "done":
+        warn_short_anchor(config, point, anchor.n_envs)
     if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor")[ANCHOR] not in ("done", "skipped"):
         return directory  # stopped before --max-wall-minutes: rerun to go on
     start = start_score(directory / ANCHOR, config.window)

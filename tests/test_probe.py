@@ -229,6 +229,8 @@ def test_an_anchor_too_short_for_the_games_of_the_source_is_warned_of_before_it_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_short_anchor(ProbeConfig(source=copy, anchor_steps=5000), branch_point(copy, 3000), n_envs=2)
+        (copy / "episodes.csv").write_text("env_steps,score\n100,abc\n")  # unreadable: no estimate, and no error
+        warn_short_anchor(ProbeConfig(source=copy, anchor_steps=64), branch_point(copy, 3000), n_envs=2)
 
 
 def test_a_probe_of_more_branches_than_can_be_is_refused_before_they_are_enumerated(source, tmp_path, monkeypatch):

@@ -51,7 +51,7 @@ from rl_gns.experiments.sweep import SweepConfig, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint, sha256
 from rl_gns.records.lock import RunLock, check_unlocked
-from rl_gns.records.logs import check_regular
+from rl_gns.records.logs import RunFileError, check_regular
 from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
 from rl_gns.records.schema import PROBE_FIELDS
 
@@ -351,8 +351,12 @@ def check(config: ProbeConfig) -> BranchPoint:
 def warn_short_anchor(config: ProbeConfig, point: BranchPoint, n_envs: int) -> None:
     """Warn, before the anchor plays, where the source's games just before the branch point say that
     ``--anchor-steps`` over the anchor's ``n_envs`` envs would finish fewer than ``--window`` games (which
-    :func:`start_score` then refuses): an estimate, so a warning, not a refusal."""
-    games = RunDir(config.source).episodes()
+    :func:`start_score` then refuses): an estimate, so a warning, not a refusal; none where the source's
+    ``episodes.csv`` holds too few games or cannot be read."""
+    try:
+        games = RunDir(config.source).episodes()
+    except RunFileError:
+        return  # the probe does not need the source's games: an unreadable file leaves the estimate out, not the probe
     estimate = game_length(games["env_steps"], games["length_frames"], point.env_steps)
     if estimate is None:
         return

@@ -221,7 +221,7 @@ def test_an_anchor_too_short_for_the_games_of_the_source_is_warned_of_before_it_
     warning = next(line for line in short.stderr.splitlines() if "Warning" in line)
     assert warning.endswith(
         f"the source's games before {branch_point(copy, 3000).env_steps:,} agent steps lasted about 200 agent steps "
-        "each: an anchor of 64 agent steps over 2 envs may finish about 0 games, fewer than --window 20; "
+        "each: an anchor of 64 agent steps over 2 envs may finish about 0 games, fewer than the 20 it needs; "
         "--anchor-steps 5,000 would finish about 24"
     )
     # it still plays, then finds too few games: an estimate warns, the games themselves refuse

@@ -350,7 +350,7 @@ def check(config: ProbeConfig) -> BranchPoint:
 
 def warn_short_anchor(config: ProbeConfig, point: BranchPoint, n_envs: int) -> None:
     """Warn, before the anchor plays, where the source's games just before the branch point say that
-    ``--anchor-steps`` over the anchor's ``n_envs`` envs would finish fewer than ``--window`` games (which
+    ``--anchor-steps`` over the anchor's ``n_envs`` envs would finish fewer than ``--window`` games, or 2 (which
     :func:`start_score` then refuses): an estimate, so a warning, not a refusal; none where the source's
     ``episodes.csv`` holds too few games or cannot be read."""
     try:
@@ -361,13 +361,14 @@ def warn_short_anchor(config: ProbeConfig, point: BranchPoint, n_envs: int) -> N
     if estimate is None:
         return
     length, cv = estimate
-    if (expected := expected_games(length, cv, config.anchor_steps, n_envs)) >= config.window:
+    needed = max(config.window, 2)  # as start_score() needs
+    if (expected := expected_games(length, cv, config.anchor_steps, n_envs)) >= needed:
         return
-    enough = math.ceil(length * (config.window + n_envs) / 1000) * 1000
+    enough = math.ceil(length * (needed + n_envs) / 1000) * 1000
     warnings.warn(
         f"rl-gns: the source's games before {point.env_steps:,} agent steps lasted about {length:,.0f} agent steps "
         f"each: an anchor of {config.anchor_steps:,} agent steps over {n_envs} envs may finish about {expected:.0f} "
-        f"games, fewer than --window {config.window}; --anchor-steps {enough:,} would finish about "
+        f"games, fewer than the {needed} it needs; --anchor-steps {enough:,} would finish about "
         f"{expected_games(length, cv, enough, n_envs):.0f}",
         stacklevel=2,
     )

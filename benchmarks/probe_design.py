@@ -155,12 +155,12 @@ def table(record: dict) -> str:
     for scatter in dict.fromkeys(r["scatter"] for r in record["rows"]):
         rows = [r for r in record["rows"] if r["scatter"] == scatter]
         lines += [f"σ = {rows[0]['log_sd']:.2f} ({scatter}):", "",
-                  "| sizes (from 128) | seeds | branches | " + " | ".join(f"B_crit {b:,.0f}" for b in b_crits) + " |",
+                  "| rollout sizes | seeds | branches | " + " | ".join(f"B_crit {b:,.0f}" for b in b_crits) + " |",
                   "|---|---:|---:|" + "---|" * len(b_crits)]  # fmt: skip
         for design in dict.fromkeys(r["design"] for r in rows):
             cells = [r for r in rows if r["design"] == design]
-            largest = int(design.split(":")[1])
-            lines.append(f"| {cells[0]['sizes']} (to {largest:,}) | {cells[0]['seeds']} | {cells[0]['branches']} | "
+            smallest, largest = (int(end) for end in design.split(":")[:2])
+            lines.append(f"| {cells[0]['sizes']}, {smallest:,}–{largest:,} | {cells[0]['seeds']} | {cells[0]['branches']} | "
                          + " | ".join(f"{c['identified']:.2f} ({c['covered']:.2f})" for c in cells) + " |")  # fmt: skip
         lines.append("")
     return "\n".join(lines)

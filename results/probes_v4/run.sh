@@ -6,7 +6,7 @@
 # Resumable: rerun to go on. WORKERS (default 2): populations trained at once. HERE (default results/probes_v4):
 # where the probes go and whose protocol.sh runs them. What a later criterion changes (results/probes_v5/run.sh,
 # results/probes_v6/run.sh): GAMES, FIRST (the stage probed first, and retested), RETEST (the game retested) and LATER
-# (the stages after the retest).
+# (the stages after the retest), RETEST_SEED (default 3: the retest's first seed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
 here=${HERE:-results/probes_v4}
@@ -15,7 +15,7 @@ first=${FIRST:-100000}
 validate() { rl-gns validate-probes "$here"/*/ --out "$here/validation"; }
 for game in $games; do NO_TABLE=1 bash "$here/protocol.sh" "$game" "$first"; done
 validate
-NO_TABLE=1 SUFFIX=_retest bash "$here/protocol.sh" "${RETEST:-Seaquest}" "$first" --first-seed 3
+NO_TABLE=1 SUFFIX=_retest bash "$here/protocol.sh" "${RETEST:-Seaquest}" "$first" --first-seed "${RETEST_SEED:-3}"
 validate
 for at in ${LATER:-50000 150000}; do
   for game in $games; do NO_TABLE=1 bash "$here/protocol.sh" "$game" "$at"; done

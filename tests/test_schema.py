@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -122,4 +123,17 @@ def test_a_summary_whose_noise_scales_or_advice_are_of_the_wrong_kind_names_the_
         ({"advice": "text"}, "'advice' is 'text', not dict | None"),
     ):
         with pytest.raises(RecordError, match=f"^s.json: {message}"):
+            RunSummary.from_json({**summary, **change}, "s.json")
+
+
+def test_a_summary_whose_counts_or_durations_are_out_of_range_names_the_field():
+    summary = {"env_steps": 64, "iterations": 2, "wall_s": 1.5}
+    assert RunSummary.from_json(summary, "s.json").iterations == 2
+    for change, message in (
+        ({"env_steps": -5}, "'env_steps' is -5, not int >= 0"),
+        ({"iterations": -1}, "'iterations' is -1, not int >= 0 | None"),
+        ({"wall_s": -0.5}, "'wall_s' is -0.5, not finite float >= 0 | None"),
+        ({"n_envs_final": 0}, "'n_envs_final' is 0, not int >= 1 | None"),
+    ):
+        with pytest.raises(RecordError, match=f"^s.json: {re.escape(message)}$"):
             RunSummary.from_json({**summary, **change}, "s.json")

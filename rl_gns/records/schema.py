@@ -502,6 +502,11 @@ class RunSummary:
             data,
             path,
             {
+                "env_steps": Whole,
+                "iterations": Whole | None,
+                "wall_s": NonNegative | None,
+                "n_envs_final": Count | None,
+                "stop_score_reached_at": Whole | None,
                 "advice": dict | None,
                 **{key: float | None for key in keys},
                 **{f"{key}_run_average": float | None for key in keys},

@@ -411,17 +411,26 @@ def test_games_out_of_order_are_one_line(tmp_path, capsys):
     assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: its games' agent steps are not non-negative")
 
 
-@pytest.mark.parametrize("score", ["nan", "inf", ""])
-def test_a_game_without_a_finite_score_is_one_line(tmp_path, capsys, score):
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("score", "nan", "game 3's score is nan"),
+        ("score", "inf", "game 3's score is inf"),
+        ("score", "", "game 3's score is nan"),
+        ("length_frames", "-5", "game 3 lasted -5.0 frames"),
+        ("length_frames", "0", "game 3 lasted 0.0 frames"),
+        ("length_frames", "", "game 3 lasted nan frames"),
+    ],
+)
+def test_a_game_without_a_finite_score_or_a_length_above_0_is_one_line(tmp_path, capsys, column, value, message):
     sweep = copy(SWEEP, tmp_path)
     episodes = sweep / "runs" / SMALLEST / "episodes.csv"
     header, *rows = episodes.read_text().splitlines(keepends=True)
-    column = header.strip().split(",").index("score")
     cells = rows[2].rstrip("\n").split(",")
-    cells[column] = score
+    cells[header.strip().split(",").index(column)] = value
     rows[2] = ",".join(cells) + "\n"
     episodes.write_text("".join([header, *rows]))
-    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: game 3's score is")
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{episodes}: {message}")
 
 
 @pytest.mark.parametrize("command", ["analyze", "advise"])

@@ -413,7 +413,8 @@ class RunDir:
         in a column the file does not have).
 
         :raises RunFileError: if the games' agent steps are not finite, non-negative and in the order the games
-            finished, or pass the run's budget, or a score is not a finite number (an edited or foreign file).
+            finished, or pass the run's budget, or a score is not a finite number, or a game's length not one above 0
+            (an edited or foreign file).
         """
         games = read_csv(self.file(EPISODES), EPISODE_FIELDS[:2])
         steps = games.get("env_steps", np.array([]))
@@ -434,6 +435,10 @@ class RunDir:
         if not np.all(np.isfinite(scores)):
             row = int(np.flatnonzero(~np.isfinite(scores))[0]) + 1
             raise RunFileError(f"{self.file(EPISODES)}: game {row}'s score is {scores[row - 1]}, not a finite number")
+        lengths = games.get("length_frames")
+        if lengths is not None and not np.all(np.isfinite(lengths) & (lengths > 0)):
+            row = int(np.flatnonzero(~(np.isfinite(lengths) & (lengths > 0)))[0]) + 1
+            raise RunFileError(f"{self.file(EPISODES)}: game {row} lasted {lengths[row - 1]} frames, not a number above 0")
         return {key: games.get(key, np.full(len(steps), np.nan)) for key in EPISODE_FIELDS}  # NaN: not recorded
 
     def env_steps(self, progress: dict[str, np.ndarray] | None = None) -> int:

@@ -288,6 +288,19 @@ def test_number_lists_split_at_commas_and_nothing_else():
             split_number_lists(typo, SweepConfig)
 
 
+def test_a_flag_given_twice_takes_its_last_value():
+    """What the committed probe protocols rely on: a later criterion's flags, appended, override an earlier one's
+    (``results/probes_v7/protocol.sh`` after ``results/probes_v4/protocol.sh``)."""
+    from rl_gns.cli import parse, split_number_lists
+    from rl_gns.experiments.probe import ProbeConfig
+
+    args = ["src", "--n-steps-grid", "32", "64", "--budget-steps", "400000", "--first-seed", "6"]
+    args += ["--n-steps-grid=128,256,512", "--budget-steps", "1_000_000", "--first-seed", "9"]
+    config = parse(ProbeConfig, split_number_lists(args, ProbeConfig), "rl-gns probe")
+    assert isinstance(config, ProbeConfig)
+    assert (config.n_steps_grid, config.budget_steps, config.first_seed) == ((128, 256, 512), 1_000_000, 9)
+
+
 def test_a_number_with_a_stray_underscore_is_one_line_before_anything_is_written(tmp_path, capsys):
     assert main(["train", "--env", "Pong", "--n-envs", "2_0", "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err

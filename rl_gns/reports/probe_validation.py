@@ -386,7 +386,7 @@ def validate(config: ProbeValidationConfig) -> Path:
     floored = (
         f"Without the {len(pairs) - len(unfloored)} pair(s) where at least {FLOORED:.0%} of the kept branches reached "
         f"the target with their first window, or E_min lies below {RESOLVED:g}x the agent step their first window "
-        f"stands for (not part of the criterion): {unfloored_line}"
+        f"stands for (the ranking criteria v5 and later count; v2 to v4 counted the one above): {unfloored_line}"
     )
     print(line, flush=True)
     print(floored, flush=True)
@@ -415,7 +415,7 @@ def validate(config: ProbeValidationConfig) -> Path:
         for s in baselines + scores
     ]
     text = "\n".join([
-        "# Probes against the noise scale (docs/prediction-criterion-v2.md)",
+        "# Probes against the noise scale (docs/prediction-criterion-v2.md and its later versions)",
         "",
         f"{line} {len(pairs)} of {len(every)} finished probes identified B_crit"
         + (f"; not finished, left out: {', '.join(map(str, unfinished))}." if unfinished else "."),

@@ -435,9 +435,10 @@ class RunDir:
         if not np.all(np.isfinite(scores)):
             row = int(np.flatnonzero(~np.isfinite(scores))[0]) + 1
             raise RunFileError(f"{self.file(EPISODES)}: game {row}'s score is {scores[row - 1]}, not a finite number")
-        lengths = games.get("length_frames")
-        if lengths is not None and not np.all(np.isfinite(lengths) & (lengths > 0)):
-            row = int(np.flatnonzero(~(np.isfinite(lengths) & (lengths > 0)))[0]) + 1
+        lengths = games.get("length_frames", np.array([]))
+        unplayable = np.flatnonzero(~(np.isfinite(lengths) & (lengths > 0)))
+        if len(unplayable):
+            row = int(unplayable[0]) + 1
             raise RunFileError(f"{self.file(EPISODES)}: game {row} lasted {lengths[row - 1]} frames, not a number above 0")
         return {key: games.get(key, np.full(len(steps), np.nan)) for key in EPISODE_FIELDS}  # NaN: not recorded
 

@@ -62,6 +62,18 @@ def test_a_record_without_a_field_it_needs_names_its_file():
 
 
 @pytest.mark.parametrize(
+    ("key", "value"),
+    [("max_n_envs", "64"), ("max_n_envs", 0), ("max_n_envs", [64]), ("frame_skip", 0.5), ("learning_rate", -1)],
+)
+def test_a_config_whose_setting_a_reader_uses_is_of_the_wrong_kind_names_it(key, value):
+    config = {"game": "pong", "n_envs": 2, "n_steps": 32, "minibatch_size": 32, "rollout_size": 64, key: value}
+    with pytest.raises(RecordError, match=rf"c: '{key}' is"):
+        RunConfig.from_json(config, "c")
+    if key == "max_n_envs":  # null: a run that does not adapt its env count has no ceiling
+        assert RunConfig.from_json({**config, key: None}, "c").settings[key] is None
+
+
+@pytest.mark.parametrize(
     ("value", "kind", "expected"),
     [
         (3, int, True), (3.0, int, True), (3.5, int, False), (True, int, False), ("3", int, False),

@@ -397,7 +397,7 @@ class RunConfig:
         n_epochs, nproc = _field(data, "n_epochs", int, path, 4), _field(data, "nproc", int, path, 1)
         if min(n_epochs, nproc) < 1:
             raise RecordError(f"{path}: n_epochs {n_epochs} and nproc {nproc} must be at least 1")
-        require(data, path, {"frame_skip": Count, "learning_rate": NonNegative}, optional=True)
+        require(data, path, {"frame_skip": Count, "learning_rate": NonNegative, "max_n_envs": Count | None}, optional=True)
         game = _field(data, "game", str, path)
         if not re.fullmatch(r"[A-Za-z0-9_/\-]{1,100}", game):
             raise RecordError(f"{path}: 'game' is not the id of an Atari game ({game[:40]!r}...)")

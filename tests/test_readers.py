@@ -698,6 +698,27 @@ def test_scaling_measurements_that_rl_gns_did_not_write_are_refused(tmp_path, ca
     assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: {message}")
 
 
+@pytest.mark.parametrize(
+    ("file", "edit", "message"),
+    [
+        (
+            "measurements.jsonl",
+            ('"rollout_s_per_iteration": ', '"rollout_s_per_iteration": 0, "was": '),
+            "line 1: 'rollout_s_per_iteration' is 0, not finite float > 0",
+        ),
+        ("settings.json", ('"n_minibatches": 4', '"n_minibatches": null'), "sets neither n_minibatches nor minibatch_size"),
+        ("settings.json", ('"n_minibatches": 4', '"n_minibatches": 0'), "'n_minibatches' is 0, not int >= 1"),
+    ],
+    ids=["no time", "no minibatch", "zero minibatches"],
+)
+def test_scaling_settings_or_times_the_model_cannot_fit_are_refused(tmp_path, capsys, file, edit, message):
+    scaling = copy(SCALING, tmp_path)
+    path = scaling / file
+    assert edit[0] in path.read_text()
+    path.write_text(path.read_text().replace(*edit, 1))
+    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{path}: {message}")
+
+
 def test_scaling_report_on_another_kind_of_directory_says_so(tmp_path, capsys):
     assert_refused(*rl_gns(capsys, "scaling-report", SWEEP), f"{SWEEP} is not a scaling directory (no settings.json")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from rl_gns.records.logs import append_line, whole_lines, write_atomically
 from rl_gns.records.rundir import RunFileError, read_record
-from rl_gns.records.schema import Count, NonNegative, Positive, RecordError, require
+from rl_gns.records.schema import Count, Positive, RecordError, require
 
 SETTINGS = "settings.json"
 MEASUREMENTS = "measurements.jsonl"
@@ -18,8 +18,8 @@ SETTINGS_FIELDS: dict[str, Any] = {
     "env": str,
     "n_steps": Count,
     "n_epochs": Count,
-    "n_minibatches": int | None,
-    "minibatch_size": int | None,
+    "n_minibatches": Count | None,
+    "minibatch_size": Count | None,
 }
 #: A line of ``measurements.jsonl``: one ``(n_envs, nproc)``, times in seconds, rates in agent steps per second.
 MEASUREMENT_FIELDS: dict[str, Any] = {
@@ -29,8 +29,8 @@ MEASUREMENT_FIELDS: dict[str, Any] = {
     "env_only_agent_steps_per_s": Positive,
     "agent_steps_per_s": Positive,
     "seconds_per_iteration": Positive,
-    "rollout_s_per_iteration": NonNegative,
-    "update_s_per_iteration": NonNegative,
+    "rollout_s_per_iteration": Positive,
+    "update_s_per_iteration": Positive,
     "peak_rss_mib": Positive,
 }
 
@@ -75,5 +75,12 @@ def append_measurement(path: Path, row: dict[str, Any]) -> None:
 
 
 def read_settings(scaling_dir: Path) -> dict:
-    """What was measured (``settings.json``): env, n_steps, n_minibatches or minibatch_size, n_epochs, ..."""
-    return read_record(scaling_dir / SETTINGS, SETTINGS_FIELDS)
+    """What was measured (``settings.json``): env, n_steps, n_minibatches or minibatch_size, n_epochs, ...
+
+    :raises RecordError: for a field missing or of the wrong kind, or neither ``n_minibatches`` nor
+        ``minibatch_size`` set (one of them sizes the minibatch; ``minibatch_size`` wins where both are).
+    """
+    settings = read_record(scaling_dir / SETTINGS, SETTINGS_FIELDS)
+    if settings.get("minibatch_size") is None and settings.get("n_minibatches") is None:
+        raise RecordError(f"{scaling_dir / SETTINGS}: sets neither n_minibatches nor minibatch_size")
+    return {"n_minibatches": None, "minibatch_size": None} | settings

@@ -582,6 +582,21 @@ def test_benchmark_runs_swapped_between_games_are_refused(tmp_path, capsys):
     assert_refused(status, stderr, f"{alien / 'config.json'}: not the run alien_s0", "played breakout, seed 0")
 
 
+@pytest.mark.parametrize("key", ["games", "seeds"])
+def test_a_benchmark_whose_selection_is_left_out_reports_every_game_of_its_tier(tmp_path, capsys, key):
+    """``games`` and ``seeds`` null or left out: the tier's; the report plans as many runs either way."""
+    bench = copy(BENCH, tmp_path)
+    settings = json.loads((bench / "bench.json").read_text())
+    settings.pop(key)
+    (bench / "bench.json").write_text(json.dumps(settings))
+    assert rl_gns(capsys, "bench-report", bench)[0] == 0
+    left_out = json.loads((bench / "results.json").read_text())
+    settings[key] = None
+    (bench / "bench.json").write_text(json.dumps(settings))
+    assert rl_gns(capsys, "bench-report", bench)[0] == 0
+    assert json.loads((bench / "results.json").read_text())["status"] == left_out["status"]
+
+
 def test_noise_estimates_beyond_the_float_range_are_refused(tmp_path, capsys):
     """Pooled, such values would overflow to inf and print numpy's warnings instead of an answer."""
     run = copy(RUN, tmp_path)

@@ -614,8 +614,9 @@ def report(config: BenchReportConfig) -> Path:
     if names:
         aggregate["iqm"], aggregate["ci"] = iqm_with_ci(scores_RG, config.bootstrap, rng)
     statuses = [RunDir(d).status() for d in run_dirs]
-    selected = [resolve_game(name) for name in settings["games"]] if settings["games"] else list(table)
-    planned = max(len(selected) * (settings["seeds"] or settings["tier"]["seeds"]), len(run_dirs))
+    games_named = settings.get("games")  # null or left out: every game of the table
+    selected = [resolve_game(name) for name in games_named] if games_named else list(table)
+    planned = max(len(selected) * (settings.get("seeds") or settings["tier"]["seeds"]), len(run_dirs))
     status = {"planned": planned, "done": statuses.count("done"), "failed": statuses.count("failed")}
     status["unfinished"] = planned - status["done"] - status["failed"]
 

@@ -75,10 +75,10 @@ def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, def
     return value
 
 
-#: A whole number >= 1 (a count: envs, steps, seeds, games of a window).
-Count = Annotated[int, lambda value: value >= 1, "int >= 1"]
-#: A whole number >= 0 (agent steps so far, resumes).
-Whole = Annotated[int, lambda value: value >= 0, "int >= 0"]
+#: A whole number from 1 to :data:`MAX_COUNT` (a count: envs, steps, seeds, games of a window).
+Count = Annotated[int, lambda value: 1 <= value <= MAX_COUNT, f"int in 1..{MAX_COUNT}"]
+#: A whole number from 0 to :data:`MAX_COUNT` (agent steps so far, resumes).
+Whole = Annotated[int, lambda value: 0 <= value <= MAX_COUNT, f"int in 0..{MAX_COUNT}"]
 #: A number that is not NaN or infinite (a score, a target).
 Finite = Annotated[float, math.isfinite, "finite float"]
 #: A finite number above 0 (a rate, a memory size).
@@ -131,7 +131,7 @@ def conforms(value: Any, kind: Any) -> bool:
 
 
 def kind_name(kind: Any) -> str:
-    """``kind`` as an error message names it (``list[float]``, ``int | None``, ``int >= 1``)."""
+    """``kind`` as an error message names it (``list[float]``, ``int | None``, ``int in 1..2147483647``)."""
     if get_origin(kind) is Annotated:
         return kind.__metadata__[1]
     if get_origin(kind) in (Union, types.UnionType):

@@ -77,7 +77,8 @@ def test_verdict_names_a_winner_only_past_both_constants_and_the_tie_margin():
 
 
 def test_a_retest_of_an_agent_already_probed_is_left_out_of_the_pairs(tmp_path):
-    for name, source, steps, first_seed in [("a", "trunk", 100, 0), ("b", "trunk", 100, 3), ("c", "trunk", 200, 0)]:
+    # first_seed null: a probe written before the field was, whose seeds start at 0
+    for name, source, steps, first_seed in [("a", "trunk", 100, None), ("b", "trunk", 100, 3), ("c", "trunk", 200, 0)]:
         (tmp_path / name).mkdir()
         record = {"source": source, "env_steps": steps, "first_seed": first_seed, "window": 20}
         (tmp_path / name / "probe.json").write_text(json.dumps(record))

@@ -193,7 +193,7 @@ def retests_apart(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
     by_point: dict[tuple[str, int], list[tuple[int, Path]]] = {}
     for d in dirs:
         record = read_record(d / PROBE, PROBE_FIELDS)
-        by_point.setdefault((record["source"], record["env_steps"]), []).append((int(record.get("first_seed", 0)), d))
+        by_point.setdefault((record["source"], record["env_steps"]), []).append((record.get("first_seed") or 0, d))
     ordered = [sorted(probes) for probes in by_point.values()]
     return [probes[0][1] for probes in ordered], [d for probes in ordered for _, d in probes[1:]]
 

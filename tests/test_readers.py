@@ -21,7 +21,7 @@ from conftest import lock_held_elsewhere
 from rl_gns.cli import main
 from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.records.checkpoint import FORMAT, MANIFEST, CheckpointError, sha256, verify
-from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json
+from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json, read_sweep_results
 from rl_gns.records.scaling_log import append_measurement, read_measurements
 from rl_gns.records.tables import SUITES_FILE, table_path
 from rl_gns.reports import (
@@ -249,6 +249,8 @@ def test_json_nested_deeper_than_the_parser_goes_is_one_line(tmp_path, capsys):
         (lambda t: t["candidates"]["env_value"].update(value="x"), "candidates: env_value: 'value' is 'x'"),
         (lambda t: t.update(rollout_size_K=t["rollout_size_K"][:-1]), "per-size lists differ in length"),
         (lambda t: t.update(ci_b_crit=3), "'ci_b_crit' is 3"),
+        (lambda t: t.update(b_crit=0), "'b_crit' is 0, not finite float > 0"),
+        (lambda t: t.pop("b_crit"), "targets[0]: a fit without its 'b_crit'"),
     ],
     ids=[
         "fit without e_min",
@@ -258,6 +260,8 @@ def test_json_nested_deeper_than_the_parser_goes_is_one_line(tmp_path, capsys):
         "candidate of text",
         "lists differ",
         "interval",
+        "b_crit of zero",
+        "fit without b_crit",
     ],
 )
 def test_every_reader_of_a_sweeps_results_checks_each_target_entry(tmp_path, capsys, change, message):
@@ -851,6 +855,15 @@ def test_analyze_reports_targets_reached_at_one_size_or_none(tmp_path, capsys):
     assert fitted["rollout_size_K"] == [64, 128, 256, 512] and fitted["b_crit"] > 0
     assert one_size["fit"] is None and one_size["rollout_size_K"] == [64] and one_size["candidates"]
     assert unreached["rollout_size_K"] == [] and unreached["candidates"] == {}
+
+
+@pytest.mark.parametrize("key", ["fit", "ci_b_crit", "not_identified"])
+def test_a_target_entry_that_leaves_out_a_field_that_may_be_null_reads_it_as_null(tmp_path, capsys, key):
+    sweep = copy(RESULTS / "sweeps" / "beamrider_ram", tmp_path)
+    edit_json(sweep / "results.json", lambda d: d["targets"][0].pop(key, None) and None)
+    status, stderr = rl_gns(capsys, "validate-predictors", sweep, "--out", tmp_path / "validation")
+    assert status == 0, stderr
+    assert read_sweep_results(sweep / "results.json")["targets"][0][key] is None
 
 
 def test_reports_without_bootstrap_intervals(tmp_path, capsys):

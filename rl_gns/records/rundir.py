@@ -47,6 +47,7 @@ from rl_gns.records.schema import (
     RecordError,
     RunConfig,
     RunSummary,
+    conforms,
     require,
     same_setting,
 )
@@ -302,16 +303,19 @@ def read_sweep_results(path: Path) -> dict[str, Any]:
 
 
 def read_target_result(entry: Any, where: str) -> dict[str, Any]:
-    """One entry of ``results.json``'s ``targets``, checked: its fields, its fit and candidates, and one value per
-    rollout size in every per-size list.
+    """One entry of ``results.json``'s ``targets``, checked: its fields (one that may be null reads as null where it is
+    left out), its fit with its ``b_crit``, its candidates, and one value per rollout size in every per-size list.
 
     :param entry: the entry as parsed.
     :param where: the file and entry, named in errors.
     :raises RecordError: naming the file, entry and field.
     """
     entry = require(entry, where, TARGET_RESULT_FIELDS)
+    entry = {key: None for key, kind in TARGET_RESULT_FIELDS.items() if conforms(None, kind)} | entry  # left out: null
     if entry["fit"] is not None:
         entry["fit"] = require(entry["fit"], f"{where}: fit", TRADEOFF_FIT_FIELDS)
+        if entry["b_crit"] is None:
+            raise RecordError(f"{where}: a fit without its 'b_crit'")
     entry["candidates"] = {
         name: require(candidate, f"{where}: candidates: {name}", CANDIDATE_FIELDS)
         for name, candidate in entry["candidates"].items()

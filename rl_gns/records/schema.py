@@ -213,7 +213,7 @@ TARGET_RESULT_FIELDS: dict[str, Any] = {
     "ci_s_min": Interval | None,
     "ci_e_min": Interval | None,
     "ci_b_crit": Interval | None,
-    "b_crit": float | None,
+    "b_crit": Positive | None,
     "candidates": dict[str, dict],
     "flags": list[str],
     "not_identified": str | None,

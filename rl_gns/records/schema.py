@@ -193,6 +193,12 @@ SWEEP_FIELDS: dict[str, Any] = {
     "n_envs_ref": Count,
     "seeds": Count,
     "runs": list[str],
+    "budget_steps": Count,
+    "lr_ref": Positive,
+    "lr_rule": str,
+    "lr_points": Count,
+    "lr_factor": Positive,
+    "gns_scheme": Scheme | list[Scheme],
 }
 #: ``results.json`` of ``rl-gns analyze``: the sweep's settings and one entry per target.
 RESULTS_FIELDS: dict[str, Any] = {"settings": dict, "targets": list[dict]}

@@ -216,6 +216,7 @@ def edit_json(path: Path, change) -> Path:
         ("probe-report", PROBE, "sweep.json", lambda d: d.update(init_from="x.zip"), "starts from x.zip, not"),
         ("analyze", SWEEP, "sweep.json", lambda d: d.pop("lr_rule"), "no 'lr_rule'"),
         ("analyze", SWEEP, "sweep.json", lambda d: d.update(budget_steps=0), "'budget_steps' is 0, not int in 1.."),
+        ("analyze", SWEEP, f"runs/{SMALLEST}/config.json", lambda d: d.pop("gns_scheme") and None, "its gns_scheme differ"),
     ],
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",
@@ -224,6 +225,7 @@ def edit_json(path: Path, change) -> Path:
         "config scheme", "config game", "probe fit negative", "bench reference", "config gns", "config nproc",
         "config count too large", "probe step negative", "probe's anchor from elsewhere", "probe's branches from elsewhere",
         "config frame skip", "config learning rate", "probe start score", "sweep lr rule", "sweep budget",
+        "run scheme left out",
     ],
 )  # fmt: skip
 def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(

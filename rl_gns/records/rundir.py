@@ -248,8 +248,11 @@ def sweep_runs(sweep_dir: Path, settings: dict[str, Any]) -> list[RunDir]:
             differ.append("n_envs")
         if config.n_steps not in (settings.get("n_steps_grid") or [settings["n_steps"]]):
             differ.append("n_steps")
-        if "budget_steps" in settings and config.total_steps != settings["budget_steps"]:
+        if config.total_steps != settings["budget_steps"]:
             differ.append("total_steps (the sweep's budget_steps)")
+        schemes = settings["gns_scheme"]  # a run that leaves its scheme out measured the one of runs before 2026-11-22
+        if config.gns_schemes and set(config.gns_schemes) != ({schemes} if isinstance(schemes, str) else set(schemes)):
+            differ.append("gns_scheme")
         if differ:
             raise RecordError(f"{run.file(CONFIG)}: not a run of the sweep {sweep_dir}: its {', '.join(differ)} differ")
         runs.append(run)

@@ -27,7 +27,8 @@ def write_sweep(path, game, targets):
         })  # fmt: skip
     settings = {"env": game, "backend": "ram", "targets": [t[0] for t in targets], "window": 20, "n_envs": [2, 4, 8],
                 "n_steps": 32, "n_epochs": 4, "n_minibatches": 4, "minibatch_size": None, "n_envs_ref": 8, "seeds": 3,
-                "runs": []}  # fmt: skip
+                "runs": [], "budget_steps": 400_000, "lr_ref": 5e-4, "lr_rule": "sqrt", "lr_points": 1, "lr_factor": 2.0,
+                "gns_scheme": ["envs"]}  # fmt: skip
     (path / "results.json").write_text(json.dumps({"settings": settings, "targets": entries}))
 
 

@@ -1,0 +1,248 @@
+"""Every reader against every damage one file of its input can take, through the real CLI.
+
+A reader is handed committed results (copied into ``tmp_path``) with one file damaged in one way: emptied, cut in
+half, overwritten with bytes that are not text, replaced by a folder, removed; one top-level JSON field removed or
+given a value of the wrong kind (null, a string, and in turn a negative, non-finite, huge, zero or fractional
+number, a boolean, a list, an object); one CSV cell that is not a finite number, a header without rows, a row too
+long or too short. Whatever the damage, the reader either uses what is whole (exit status 0) or refuses in one line
+that names the command (exit status 2); it never raises. ``test_readers.py`` pins what the answer is for the damage
+users meet most; this module sweeps the whole class.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rl_gns.cli import main
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+#: What a damaged file becomes: its new text, a folder in its place (``DIRECTORY``) or nothing (``MISSING``).
+DIRECTORY = object()
+MISSING = object()
+
+#: Wrong values every JSON field is given, by name.
+WRONG_ALWAYS: dict[str, object] = {"null": None, "string": "x"}
+
+#: Wrong values of which each field is given one, in turn (field i the i-th, cycling), to bound the number of cases.
+WRONG_NUMBERS: dict[str, object] = {
+    "negative": -5,
+    "nan": float("nan"),
+    "inf": float("inf"),
+    "huge": 10**30,
+    "zero": 0,
+    "fraction": 2.5,
+    "true": True,
+}
+WRONG_SHAPES: dict[str, object] = {"list": [1], "object": {"a": 1}}
+
+
+#: Wrong text for one CSV cell, by name: every column is given a string and, in turn, one of the others.
+WRONG_CELLS = {"nan": "nan", "inf": "inf", "negative": "-1", "blank": ""}
+
+
+def whole_file_damage(text: str) -> Iterator[tuple[str, object]]:
+    """Damage that does not depend on the format: empty, cut in half, not text, a folder, missing."""
+    yield "empty", ""
+    yield "cut", text[: len(text) // 2]
+    yield "binary", "\x00\xff\xfe not text"
+    yield "directory", DIRECTORY
+    yield "missing", MISSING
+
+
+def json_damage(text: str) -> Iterator[tuple[str, object]]:
+    """Damage to a JSON object: the whole a list or null; each top-level field removed, null, a string, a wrong
+    number and a wrong shape (the number and the shape taken in turn from :data:`WRONG_NUMBERS` and
+    :data:`WRONG_SHAPES`, so that every kind is tried on some field)."""
+    record = json.loads(text)
+    yield "a list", "[]"
+    yield "null", "null"
+    numbers, shapes = list(WRONG_NUMBERS.items()), list(WRONG_SHAPES.items())
+    for i, key in enumerate(record):
+        wrong = [*WRONG_ALWAYS.items(), numbers[i % len(numbers)], shapes[i % len(shapes)]]
+        for name, value in wrong:
+            yield f"{key}={name}", json.dumps({**record, key: value})
+        yield f"{key} removed", json.dumps({k: v for k, v in record.items() if k != key})
+
+
+def json_lines_damage(text: str) -> Iterator[tuple[str, object]]:
+    """Damage to JSON lines: a line that is not JSON, and the first record damaged as :func:`json_damage` does."""
+    first, *rest = text.splitlines()
+    yield "a line not JSON", text + "not json\n"
+    for name, line in json_damage(first):
+        yield f"first line: {name}", "\n".join([str(line), *rest]) + "\n"
+
+
+def csv_damage(text: str) -> Iterator[tuple[str, object]]:
+    """Damage to a CSV table: a header only, each cell of the first row a string and then another wrong value (taken
+    in turn from :data:`WRONG_CELLS`), a row too long, a row too short."""
+    header, *rows = text.splitlines()
+    yield "header only", header + "\n"
+    if rows:
+        first = rows[0].split(",")
+        cells = list(WRONG_CELLS.items())
+        for i, column in enumerate(header.split(",")):
+            for name, cell in [("string", "abc"), cells[i % len(cells)]]:
+                row = ",".join([*first[:i], cell, *first[i + 1 :]])
+                yield f"{column}={name}", "\n".join([header, row, *rows[1:]]) + "\n"
+    yield "a row too long", "\n".join(line + ",9" for line in [header, *rows]) + "\n"
+    yield "a row too short", "\n".join([header, *rows, "1"]) + "\n"
+
+
+def damage(path: Path) -> Iterator[tuple[str, object]]:
+    """Every damage of the file at ``path``, by its format."""
+    text = path.read_text()
+    yield from whole_file_damage(text)
+    if path.suffix == ".json":
+        yield from json_damage(text)
+    elif path.suffix == ".jsonl":
+        yield from json_lines_damage(text)
+    elif path.suffix == ".csv":
+        yield from csv_damage(text)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A command that reads results, and the committed results it reads."""
+
+    command: str
+    """The ``rl-gns`` command."""
+    sources: tuple[str, ...]
+    """Folders under ``results/``, copied side by side into the work folder under their last name."""
+    args: tuple[str, ...]
+    """The command's arguments; ``{w}`` stands for the work folder."""
+    files: tuple[str, ...]
+    """The files to damage, one at a time, relative to the work folder."""
+    not_read: tuple[str, ...] = ()
+    """Names under the sources that the command does not read, left out of the copies."""
+
+
+DEMO_BRANCH = "probe/runs/n0008_lr2.50e-04_s0"
+BENCH_RUN = "cpu/runs/pong_s0"
+ADAPTIVE_RUN = "adaptive_beamrider_ram/runs/r0064_s0"
+
+READERS = (
+    Reader(
+        "probe-report",
+        ("demo_probe/probe",),
+        ("{w}/probe",),
+        (
+            "probe/probe.json",
+            "probe/sweep.json",
+            "probe/anchor/summary.json",
+            "probe/anchor/config.json",
+            "probe/anchor/episodes.csv",
+            f"{DEMO_BRANCH}/config.json",
+            f"{DEMO_BRANCH}/summary.json",
+            f"{DEMO_BRANCH}/episodes.csv",
+            f"{DEMO_BRANCH}/progress.csv",
+        ),
+    ),
+    Reader(
+        "validate-probes",
+        ("demo_probe/probe",),
+        ("{w}/probe", "--out", "{w}/validation"),
+        ("probe/probe.json", "probe/probe_results.json", "probe/sweep.json"),
+    ),
+    Reader(
+        "advise",
+        ("demo_probe/run",),
+        ("{w}/run",),
+        ("run/config.json", "run/summary.json", "run/progress.csv"),
+    ),
+    Reader(
+        "plot",
+        ("demo_probe/run",),
+        ("{w}/run",),
+        ("run/config.json", "run/summary.json", "run/progress.csv", "run/episodes.csv"),
+    ),
+    Reader(
+        "bench-report",
+        ("bench/cpu",),
+        ("{w}/cpu", "--bootstrap", "200"),
+        ("cpu/bench.json", f"{BENCH_RUN}/config.json", f"{BENCH_RUN}/summary.json", f"{BENCH_RUN}/progress.csv"),
+    ),
+    Reader(
+        "scaling-report",
+        ("scaling/beamrider",),
+        ("{w}/beamrider",),
+        ("beamrider/settings.json", "beamrider/measurements.jsonl"),
+    ),
+    Reader(
+        "validate-predictors",
+        ("validation/beamrider",),
+        ("{w}/beamrider", "--out", "{w}/validation"),
+        ("beamrider/results.json", "beamrider/sweep.json"),
+        not_read=("runs", "specs"),
+    ),
+    Reader(
+        "compare-adaptive",
+        ("sweeps/adaptive_beamrider_ram", "sweeps/beamrider_ram"),
+        ("{w}/adaptive_beamrider_ram", "--fixed", "{w}/beamrider_ram"),
+        (
+            f"{ADAPTIVE_RUN}/config.json",
+            f"{ADAPTIVE_RUN}/summary.json",
+            f"{ADAPTIVE_RUN}/progress.csv",
+            "beamrider_ram/results.json",
+        ),
+    ),
+)
+
+#: Large files no reader here opens: left out of the copies.
+NOT_READ = ("*.zip", "events.out.tfevents.*", "*.png", "snapshots", "checkpoints")
+
+
+def run_reader(argv: list[str]) -> tuple[int, str]:
+    """Run ``rl-gns`` in this process; returns its exit status and what it wrote to stderr."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = main(argv)
+    return status, err.getvalue()
+
+
+def cases() -> Iterator[object]:
+    """One test per reader and file it reads."""
+    for reader in READERS:
+        for file in reader.files:
+            yield pytest.param(reader, file, id=f"{reader.command}:{file}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("reader", "file"), cases())
+def test_damaged_file(reader: Reader, file: str, tmp_path: Path) -> None:
+    pristine = tmp_path / "pristine"
+    for source in reader.sources:
+        ignore = shutil.ignore_patterns(*NOT_READ, *reader.not_read)
+        shutil.copytree(RESULTS / source, pristine / Path(source).name, ignore=ignore)
+    argv_of = [reader.command, *(arg.format(w=tmp_path / "work") for arg in reader.args)]
+    failures = []
+    for name, new in damage(pristine / file):
+        work = tmp_path / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(pristine, work)
+        target = work / file
+        if new is MISSING or new is DIRECTORY:
+            target.unlink()
+            if new is DIRECTORY:
+                target.mkdir()
+        else:
+            target.write_text(str(new))
+        try:
+            status, err = run_reader(argv_of)
+        except Exception as error:  # a reader that raises is what this test is for
+            failures.append(f"{name}: raised {type(error).__name__}: {error}")
+            continue
+        lines = err.strip().splitlines()
+        if status not in (0, 2):
+            failures.append(f"{name}: exit status {status}: {lines[-1] if lines else ''}")
+        elif status == 2 and not (lines and lines[-1].startswith(f"rl-gns {reader.command}: error: ")):
+            failures.append(f"{name}: exit status 2 without a one-line error: {err.strip()[-300:]}")
+    assert not failures, f"{len(failures)} damaged inputs broke rl-gns {reader.command}:\n" + "\n".join(failures)

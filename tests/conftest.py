@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.cli import main
 
 #: A tiny PPO on real Beam Rider: 2 envs x 32 steps = 64-sample rollouts, 32-sample minibatches.
 TINY_PPO = dict(n_steps=32, batch_size=32, n_epochs=2, learning_rate=2.5e-4, clip_range=0.1, ent_coef=0.01, seed=3)
@@ -47,3 +48,9 @@ def lock_held_elsewhere(directory: Path) -> Iterator[int]:
     finally:
         holder.kill()
         holder.wait()
+
+
+def rl_gns(capsys: pytest.CaptureFixture, *args: object) -> tuple[int, str]:
+    """Run ``rl-gns ARGS`` in this process: ``(exit status, stderr)``."""
+    status = main([str(arg) for arg in args])
+    return status, capsys.readouterr().err

@@ -11,8 +11,6 @@ users meet most; this module sweeps the whole class.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from collections.abc import Iterator
@@ -20,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from rl_gns.cli import main
+from conftest import rl_gns
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -200,14 +197,6 @@ READERS = (
 NOT_READ = ("*.zip", "events.out.tfevents.*", "*.png", "snapshots", "checkpoints")
 
 
-def run_reader(argv: list[str]) -> tuple[int, str]:
-    """Run ``rl-gns`` in this process; returns its exit status and what it wrote to stderr."""
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        status = main(argv)
-    return status, err.getvalue()
-
-
 def cases() -> Iterator[object]:
     """One test per reader and file it reads."""
     for reader in READERS:
@@ -217,15 +206,15 @@ def cases() -> Iterator[object]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("reader", "file"), cases())
-def test_damaged_file(reader: Reader, file: str, tmp_path: Path) -> None:
+def test_damaged_file(reader: Reader, file: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     pristine = tmp_path / "pristine"
     for source in reader.sources:
         ignore = shutil.ignore_patterns(*NOT_READ, *reader.not_read)
         shutil.copytree(RESULTS / source, pristine / Path(source).name, ignore=ignore)
-    argv_of = [reader.command, *(arg.format(w=tmp_path / "work") for arg in reader.args)]
+    work = tmp_path / "work"
+    args = [arg.format(w=work) for arg in reader.args]
     failures = []
     for name, new in damage(pristine / file):
-        work = tmp_path / "work"
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(pristine, work)
         target = work / file
@@ -236,7 +225,7 @@ def test_damaged_file(reader: Reader, file: str, tmp_path: Path) -> None:
         else:
             target.write_text(str(new))
         try:
-            status, err = run_reader(argv_of)
+            status, err = rl_gns(capsys, reader.command, *args)
         except Exception as error:  # a reader that raises is what this test is for
             failures.append(f"{name}: raised {type(error).__name__}: {error}")
             continue

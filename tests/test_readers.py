@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import lock_held_elsewhere
+from conftest import lock_held_elsewhere, rl_gns
 
-from rl_gns.cli import main
 from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.records.checkpoint import FORMAT, MANIFEST, CheckpointError, sha256, verify
 from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json, read_sweep_results
@@ -50,12 +49,6 @@ SCALING = RESULTS / "scaling" / "beamrider"
 
 def copy(source: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(source, tmp_path / source.name))
-
-
-def rl_gns(capsys: pytest.CaptureFixture, *args: object) -> tuple[int, str]:
-    """Run ``rl-gns ARGS`` in this process: ``(exit status, stderr)``."""
-    status = main([str(arg) for arg in args])
-    return status, capsys.readouterr().err
 
 
 def assert_refused(status: int, stderr: str, *fragments: str) -> None:

@@ -75,10 +75,11 @@ def test_trunk_probe_stage_probes_the_trunk_at_its_latest_snapshot_and_brings_ba
     trunk = session("trunk", tmp_path)
     assert trunk.returncode == 0, trunk.stdout[-3000:] + trunk.stderr[-3000:]
     latest = int(max((tmp_path / "trunk" / "snapshots").glob("*.zip")).stem)
-    result = session("trunk_probe", tmp_path, TRUNK_PROBES_DIR=str(tmp_path / "trunk_probes"))
+    result = session("trunk_probe", tmp_path, TRUNK_PROBES_DIR=str(tmp_path / "trunk_probes"), FIRST_SEED="3")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     probe = json.loads((tmp_path / "trunk_probes" / f"at{latest // 1000}k" / "probe.json").read_text())
     assert probe["env_steps"] == latest and (tmp_path / "trunk_probes" / f"at{latest // 1000}k" / "report.md").is_file()
+    assert probe["first_seed"] == 3  # a retest of the same snapshot starts past the seeds of the probe before
     with tarfile.open(tmp_path / "out" / "trunk_probe_files.tar.gz") as tar:
         names = tar.getnames()
     assert {f"at{latest // 1000}k/probe.json", f"at{latest // 1000}k/probe_results.json"} <= set(names)

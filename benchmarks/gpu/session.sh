@@ -129,9 +129,9 @@ case "$stage" in
   trunk_probe)
     # rl-gns probe of the pixel Beam Rider trunk (the trunk stage's run in $TRUNK_DIR) at its snapshot at or past STAGE
     # agent steps (default: its latest), toward the mission's figure and probes late in training: 16 envs, one rollout
-    # size per n_steps of GRID (default 8-256: 128 to 4,096), SEEDS (default 2) seeds x LR_POINTS (default 2) learning
-    # rates a factor 2 apart, BUDGET (default 200,000) agent steps per branch, an anchor of ANCHOR_STEPS (default
-    # 200,000: 20 games of the source's 64 envs at a running score of 2,300), a ladder of two targets (3 and 6 standard
+    # size per n_steps of GRID (default 8-256: 128 to 4,096), SEEDS (default 2) seeds from FIRST_SEED (default 0; a
+    # retest starts past the seeds of the probe before) x LR_POINTS (default 2) learning rates a factor 2 apart, BUDGET
+    # (default 200,000) agent steps per branch, an anchor of ANCHOR_STEPS (default 200,000: 20 games of the source's 64 envs at a running score of 2,300), a ladder of two targets (3 and 6 standard
     # errors), the population engine on the GPU, WORKERS (default 4) populations at once, stopped with checkpoints
     # after MINUTES; rerun to go on while the machine is warm (a pixel branch's checkpoint, about 20 MB, is too large to
     # bring back). Back come the probe's small files as trunk_probe_files.tar.gz: unpack them into
@@ -144,7 +144,7 @@ case "$stage" in
     at="${STAGE:-$((10#$latest))}"
     read -ra grid <<<"${GRID:-8 16 32 64 128 256}"
     settings=(--n-envs 16 --n-steps-grid "${grid[@]}" --seeds "${SEEDS:-2}" --lr-points "${LR_POINTS:-2}"
-              --budget-steps "${BUDGET:-200000}" --workers "${WORKERS:-4}" --threads-per-run 4
+              --budget-steps "${BUDGET:-200000}" --first-seed "${FIRST_SEED:-0}" --workers "${WORKERS:-4}" --threads-per-run 4
               --anchor-steps "${ANCHOR_STEPS:-200000}")
     if [ "$TINY" = 1 ]; then  # later flags win: a probe small enough for a CPU dry run
       settings+=(--n-envs 2 --n-steps-grid 16 32 --seeds 1 --lr-points 1 --anchor-steps 8192 --window 2 --budget-steps 1024

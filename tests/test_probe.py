@@ -34,7 +34,7 @@ from rl_gns.experiments.probe import (
 )
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.rundir import RunDir, snapshots
-from rl_gns.reports.probe_report import edge_note, first_window_note, resolution_note
+from rl_gns.reports.probe_report import edge_note, first_window_note, resolution_note, single_rate_note
 from rl_gns.reports.sweep_analysis import KeptRates, Reach, RunRecord, kept_rates
 
 pytestmark = pytest.mark.atari
@@ -357,6 +357,16 @@ def test_kept_branches_at_their_first_window_are_counted_as_upper_bounds():
         "are upper bounds, as the score cannot time progress faster than one window of games"
     )
     assert first_window_note(rates[:1], 20) is None
+
+
+def test_a_probe_with_one_learning_rate_per_size_says_the_rate_is_not_re_tuned():
+    one = [KeptRates(1024, [8.84e-05], []), KeptRates(4096, [1.77e-04], [1.77e-04] * 2)]
+    assert single_rate_note(one) == (
+        "one learning rate per rollout size (the rule's, no grid): a size that is slow may be slow for its learning "
+        "rate, not its rollout size; --lr-points 3 re-tunes the rate at each size"
+    )
+    assert single_rate_note([*one, KeptRates(16384, [1.77e-04, 3.54e-04], [3.54e-04])]) is None  # one size has a grid
+    assert single_rate_note([]) is None
 
 
 def test_an_e_min_close_to_the_first_running_scores_midpoint_is_flagged():

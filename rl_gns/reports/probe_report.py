@@ -112,6 +112,18 @@ def edge_note(rates: list[KeptRates]) -> str | None:
     return f"every seed kept the same end of the learning-rate grid at rollout sizes {sizes}"
 
 
+def single_rate_note(rates: list[KeptRates]) -> str | None:
+    """One line where every rollout size tried one learning rate (``--lr-points 1``), or ``None``: the rate then
+    changes with the size by the rule alone, so a size's ``S`` mixes the effect of its rollout size with that of its
+    learning rate, and a slow size may only have a poor rate."""
+    if not rates or any(len(r.grid) > 1 for r in rates):
+        return None
+    return (
+        "one learning rate per rollout size (the rule's, no grid): a size that is slow may be slow for its learning "
+        "rate, not its rollout size; --lr-points 3 re-tunes the rate at each size"
+    )
+
+
 def first_window_note(rates: list[KeptRates], window: int) -> str | None:
     """One line counting the kept branches whose first full running score was already at the target (their steps
     are upper bounds: the probe cannot time progress faster than one window of games), or ``None``."""
@@ -266,7 +278,7 @@ def report(config: ProbeReportConfig) -> Path:
     scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
     predictor = noise.get(f"{scheme}/{loss}")
     line = verdict(fit, batch_N, sum(target in run.reached for run in runs), len(runs))
-    edges = edge_note(rates)
+    edges = edge_note(rates) or single_rate_note(rates)
     floor = first_window_note(rates, int(probe["window"]))
     resolution = resolution_note(fit, earliest, int(probe["window"]))
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"

@@ -3,6 +3,7 @@ between the sessions that are lent a GPU. Opt-in (CI runs it): ``pytest -m gpu_d
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -84,6 +85,12 @@ def test_trunk_probe_stage_probes_the_trunk_at_its_latest_snapshot_and_brings_ba
         names = tar.getnames()
     assert {f"at{latest // 1000}k/probe.json", f"at{latest // 1000}k/probe_results.json"} <= set(names)
     assert not any(name.endswith(("model.zip", ".lock")) or "tfevents" in name or "checkpoints" in name for name in names)
+    shutil.rmtree(tmp_path / "trunk" / "snapshots")  # a trunk that kept only its checkpoint: probed there
+    checkpoint = int(max((tmp_path / "trunk" / "checkpoints").iterdir()).name)
+    assert session("trunk_probe", tmp_path, TRUNK_PROBES_DIR=str(tmp_path / "p"), STAGE=str(latest)).returncode == 2
+    result = session("trunk_probe", tmp_path, TRUNK_PROBES_DIR=str(tmp_path / "p"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert json.loads((tmp_path / "p" / f"at{checkpoint // 1000}k" / "probe.json").read_text())["env_steps"] == checkpoint
 
 
 def test_probes_stage_runs_the_v5_protocol_outside_the_tree_and_brings_back_its_small_files(tmp_path):

@@ -8,7 +8,7 @@
 #   bash benchmarks/gpu/session.sh population # pixel agents one at a time against one population sharing the GPU
 #   bash benchmarks/gpu/session.sh trunk   # the pixel Beam Rider trunk, MINUTES more of it; rerun to go on
 #   GAME=SpaceInvaders STAGE=150000 bash benchmarks/gpu/session.sh probes # a RAM probe of criterion v5 on every core
-#   bash benchmarks/gpu/session.sh trunk_probe # rl-gns probe of the pixel trunk at its latest snapshot (or STAGE)
+#   bash benchmarks/gpu/session.sh trunk_probe # rl-gns probe of the pixel trunk at a snapshot (or its checkpoint)
 #   bash benchmarks/gpu/session.sh sweep   # one slice of the pixel Beam Rider sweep; rerun to go on
 #   bash benchmarks/gpu/session.sh ranks   # data-parallel ranks (--nproc 1,2,4, gloo) on the machine's CPU cores
 #
@@ -128,20 +128,26 @@ case "$stage" in
     ;;
   trunk_probe)
     # rl-gns probe of the pixel Beam Rider trunk (the trunk stage's run in $TRUNK_DIR) at its snapshot at or past STAGE
-    # agent steps (default: its latest), toward the mission's figure and probes late in training: 16 envs, one rollout
-    # size per n_steps of GRID (default 8-256: 128 to 4,096), SEEDS (default 2) seeds from FIRST_SEED (default 0; a
-    # retest starts past the seeds of the probe before) x LR_POINTS (default 2) learning rates a factor 2 apart, BUDGET
-    # (default 200,000) agent steps per branch, an anchor of ANCHOR_STEPS (default 200,000: 20 games of the source's 64 envs at a running score of 2,300), a ladder of two targets (3 and 6 standard
-    # errors), the population engine on the GPU, WORKERS (default 4) populations at once, stopped with checkpoints
-    # after MINUTES; rerun to go on while the machine is warm (a pixel branch's checkpoint, about 20 MB, is too large to
-    # bring back). Back come the probe's small files as trunk_probe_files.tar.gz: unpack them into
-    # results/gpu/beamrider_probes/.
+    # agent steps (default: its latest; a trunk without snapshots, such as .carry's copy of a trunk that kept only its
+    # checkpoint, at its newest checkpoint), toward the mission's figure and probes late in training: 16 envs, one
+    # rollout size per n_steps of GRID (default 8-256: 128 to 4,096), SEEDS (default 2) seeds from FIRST_SEED (default
+    # 0; a retest starts past the seeds of the probe before) x LR_POINTS (default 2) learning rates a factor 2 apart,
+    # BUDGET (default 200,000) agent steps per branch, an anchor of ANCHOR_STEPS (default 200,000: 20 games of the
+    # source's 64 envs at a running score of 2,300), a ladder of two targets (3 and 6 standard errors), the population
+    # engine on the GPU, WORKERS (default 4) populations at once, stopped with checkpoints after MINUTES; rerun to go on
+    # while the machine is warm (a pixel branch's checkpoint, about 20 MB, is too large to bring back). Back come the
+    # probe's small files as trunk_probe_files.tar.gz: unpack them into results/gpu/beamrider_probes/.
     [ "$TINY" = 1 ] || carried_trunk
     [ -f "$TRUNK_DIR/config.json" ] || { echo "no trunk in $TRUNK_DIR: run the trunk stage first" >&2; exit 2; }
     latest="$(find "$TRUNK_DIR/snapshots" -name '*.zip' 2>/dev/null | sort | tail -1 || true)"
-    [ -n "$latest" ] || { echo "the trunk in $TRUNK_DIR has no snapshot yet: run the trunk stage longer" >&2; exit 2; }
-    latest="$(basename "$latest" .zip)"
-    at="${STAGE:-$((10#$latest))}"
+    if [ -n "$latest" ]; then
+      at="${STAGE:-$((10#$(basename "$latest" .zip)))}"; point=(--at "$at")
+    else  # rl-gns probe without --at branches from the newest checkpoint, named by its agent steps
+      [ -z "${STAGE:-}" ] || { echo "the trunk in $TRUNK_DIR keeps no snapshot: leave STAGE unset" >&2; exit 2; }
+      checkpoint="$(find "$TRUNK_DIR/checkpoints" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1 || true)"
+      [ -n "$checkpoint" ] || { echo "the trunk in $TRUNK_DIR has no snapshot or checkpoint yet: run the trunk stage longer" >&2; exit 2; }
+      at="$((10#$(basename "$checkpoint")))"; point=()
+    fi
     read -ra grid <<<"${GRID:-8 16 32 64 128 256}"
     settings=(--n-envs 16 --n-steps-grid "${grid[@]}" --seeds "${SEEDS:-2}" --lr-points "${LR_POINTS:-2}"
               --budget-steps "${BUDGET:-200000}" --first-seed "${FIRST_SEED:-0}" --workers "${WORKERS:-4}" --threads-per-run 4
@@ -151,7 +157,7 @@ case "$stage" in
                  --workers 1 --threads-per-run 1)
     fi
     probe_dir="${TRUNK_PROBES_DIR:-/tmp/rl_gns_gpu/beamrider_probes}/at$((at / 1000))k"
-    python3 -m rl_gns probe "$TRUNK_DIR" --at "$at" "${settings[@]}" --steps midpoint --delta-noise 3 6 \
+    python3 -m rl_gns probe "$TRUNK_DIR" ${point[@]+"${point[@]}"} "${settings[@]}" --steps midpoint --delta-noise 3 6 \
       --engine population --device "$DEVICE" --checkpoint-minutes 2 --max-wall-minutes "$MINUTES" --out "$probe_dir" \
       2>&1 | tee "$OUT/trunk_probe.log"
     (cd "$(dirname "$probe_dir")" && tar --exclude='model.zip' --exclude='events.out.tfevents.*' --exclude='.lock' \

@@ -278,7 +278,7 @@ def report(config: ProbeReportConfig) -> Path:
     scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
     predictor = noise.get(f"{scheme}/{loss}")
     line = verdict(fit, batch_N, sum(target in run.reached for run in runs), len(runs))
-    edges = edge_note(rates) or single_rate_note(rates)
+    rate = edge_note(rates) or single_rate_note(rates)
     floor = first_window_note(rates, int(probe["window"]))
     resolution = resolution_note(fit, earliest, int(probe["window"]))
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
@@ -291,7 +291,7 @@ def report(config: ProbeReportConfig) -> Path:
     if predictor is not None:
         interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)
-    for note in (edges, floor, resolution):
+    for note in (rate, floor, resolution):
         if note is not None:
             print(f"  note: {note}", flush=True)
 
@@ -342,7 +342,7 @@ def report(config: ProbeReportConfig) -> Path:
         "",
         f"Critical rollout size: {line}.",
         "",
-        *(line for note in (edges, floor, resolution) if note is not None for line in (f"Note: {note}.", "")),
+        *(line for note in (rate, floor, resolution) if note is not None for line in (f"Note: {note}.", "")),
         "![steps against rollout size](steps_vs_rollout_size.png)",
         "",
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "

@@ -117,9 +117,8 @@ def main(config: Config) -> None:
         "",
         *noise_rows,
         "",
-        "B_simple is pooled over the run (Σ tr Σ / Σ |G|²); its interval comes from batch means of the measurements"
-        " and leaves out the first T mod k of them (`rl_gns.core.noise_scale.b_simple_interval`), so a point pulled"
-        " by early measurements can fall outside it. 'unbounded': |G|² is not resolved from zero.",
+        "B_simple is pooled over the run (Σ tr Σ / Σ |G|²); its interval comes from contiguous batches of every"
+        " measurement (`rl_gns.core.noise_scale.b_simple_interval`). 'unbounded': |G|² is not resolved from zero.",
         "",
         f"![free vs fixed]({relative(figure, config.out)})",
         "",

@@ -58,7 +58,8 @@ class Args:
 
 
 def mean_interval(x_T: np.ndarray) -> tuple[float, float, float]:
-    """Mean of ``T`` correlated values with a batch-means 95 % interval (the batches of ``b_simple_interval``)."""
+    """Mean of ``T`` correlated values with a batch-means 95 % interval: ``k = round(T^(1/3))`` batches of the last
+    ``k·floor(T/k)`` values, centred on the mean of all ``T``."""
     k = max(2, round(len(x_T) ** (1 / 3)))
     size = len(x_T) // k
     batches = x_T[len(x_T) - k * size :].reshape(k, size).mean(axis=1)

@@ -178,6 +178,19 @@ def test_b_simple_interval_without_batches_undercovers_correlated_data():
     assert interval.resolved and interval.low < interval.point < interval.high
 
 
+def test_b_simple_interval_holds_its_own_point_whatever_the_first_measurements():
+    """Every measurement is in a batch, so a point pulled by early measurements (the first iterations of a run, far
+    from the rest) stays inside its interval, for lengths that are and are not multiples of the batch count."""
+    rng = np.random.default_rng(5)
+    for T in [4, 5, 9, 10, 28, 29, 100, 127, 873]:
+        for _ in range(50):
+            g2_T, trace_T = ar1_measurements(rng, T, 0.5, 1.0, 100.0, 0.3, 10.0)
+            early = rng.integers(1, 4)
+            trace_T[:early] *= rng.uniform(0.0, 20.0)
+            interval = b_simple_interval(g2_T, trace_T)
+            assert interval.low <= interval.point <= interval.high, (T, interval)
+
+
 def test_b_simple_interval_reports_a_lower_bound_when_g2_is_not_resolved():
     rng = np.random.default_rng(3)
     g2_T, trace_T = rng.normal(0.0, 5.0, 400), rng.normal(100.0, 10.0, 400)

@@ -189,19 +189,21 @@ def b_simple_interval(
     """Confidence interval of the pooled ``B_simple = Σ trace_sigma / Σ g2`` from correlated measurements.
 
     Consecutive measurements are correlated (parameters move slowly), so the ``T`` measurements are
-    cut into ``k = round(T^(1/3))`` (at least 2) contiguous batches (the last ``k·floor(T/k)``; the first
-    ``T mod k`` are left out of the interval only) and the batch means ``x_b`` (of ``trace_sigma``) and
-    ``y_b`` (of ``g2``) are treated as independent. Few long batches keep the coverage near nominal under
-    strong correlation (``benchmarks/interval_coverage.py``), at the price of a wider interval. Fieller's
-    theorem gives the set of ratios ``R`` with
+    cut into ``k = round(T^(1/3))`` (at least 2) contiguous batches of ``floor(T/k)`` or ``ceil(T/k)``
+    measurements, every measurement in one, and the batch sums ``x_b`` (of ``trace_sigma``) and ``y_b``
+    (of ``g2``) are treated as independent. Few long batches keep the coverage near nominal under strong
+    correlation (``benchmarks/interval_coverage.py``), at the price of a wider interval. Each batch has
+    ``E[x_b - R y_b] = 0`` at the true ``R`` whatever its length, and Fieller's theorem gives the set of
+    ratios ``R`` with
 
     .. math::
 
         (\\bar x - R \\bar y)^2 \\le t^2 (s_{xx} - 2 R s_{xy} + R^2 s_{yy}) / k,
 
     ``t`` the Student quantile with ``k - 1`` degrees of freedom and ``s`` the sample (co)variances of the
-    batch means. Where ``|G|²`` is resolved from zero (``\\bar y^2 > t^2 s_{yy}/k``) that set is a bounded
-    interval; otherwise it is unbounded above and only the lower bound ``B_simple > low`` is reported.
+    batch sums. ``\\bar x / \\bar y`` is the pooled point, so the interval holds it whenever it is ``>= 0``.
+    Where ``|G|²`` is resolved from zero (``\\bar y^2 > t^2 s_{yy}/k``) that set is a bounded interval;
+    otherwise it is unbounded above and only the lower bound ``B_simple > low`` is reported.
 
     :param g2_T: ``(T,)`` raw ``g2`` estimates in measurement order; NaN entries (no measurement) are skipped.
     :param trace_sigma_T: ``(T,)`` raw ``trace_sigma`` estimates.
@@ -216,9 +218,8 @@ def b_simple_interval(
     k = max(2, round(len(y) ** (1 / 3))) if n_batches is None else min(n_batches, len(y))
     if k < 2 or len(y) < 4:
         return RatioInterval(point, 0.0, math.inf, level)
-    size = len(y) // k
-    x_b = x[len(x) - k * size :].reshape(k, size).mean(axis=1)
-    y_b = y[len(y) - k * size :].reshape(k, size).mean(axis=1)
+    x_b = np.array([batch.sum() for batch in np.array_split(x, k)])
+    y_b = np.array([batch.sum() for batch in np.array_split(y, k)])
     cov = np.cov(np.stack([x_b, y_b]), ddof=1) / k
     t2 = student_t2(level, k - 1)
     low, high = fieller_interval(float(x_b.mean()), float(y_b.mean()), cov[0, 0], cov[0, 1], cov[1, 1], t2)

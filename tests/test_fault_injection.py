@@ -5,8 +5,8 @@ half, overwritten with bytes that are not text, replaced by a folder, removed; o
 given a value of the wrong kind (null, a string, and in turn a negative, non-finite, huge, zero or fractional
 number, a boolean, a list, an object); one CSV cell that is not a finite number, a header without rows, a row too
 long or too short. Whatever the damage, the reader either uses what is whole (exit status 0) or refuses in one line
-that names the command (exit status 2); it never raises. ``test_readers.py`` pins what the answer is for the damage
-users meet most; this module sweeps the whole class.
+that names the command and the file it refuses (exit status 2); it never raises. ``test_readers.py`` pins what the
+answer is for the damage users meet most; this module sweeps the whole class.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from conftest import rl_gns
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
-#: What a damaged file becomes: its new text, a folder in its place (``DIRECTORY``) or nothing (``MISSING``).
+#: What a damaged file becomes: its new text or bytes, a folder in its place (``DIRECTORY``) or nothing
+#: (``MISSING``).
 DIRECTORY = object()
 MISSING = object()
 
@@ -50,7 +51,7 @@ def whole_file_damage(text: str) -> Iterator[tuple[str, object]]:
     """Damage that does not depend on the format: empty, cut in half, not text, a folder, missing."""
     yield "empty", ""
     yield "cut", text[: len(text) // 2]
-    yield "binary", "\x00\xff\xfe not text"
+    yield "binary", b"\x00\xff\xfe not UTF-8"
     yield "directory", DIRECTORY
     yield "missing", MISSING
 
@@ -125,8 +126,17 @@ class Reader:
 DEMO_BRANCH = "probe/runs/n0008_lr2.50e-04_s0"
 BENCH_RUN = "cpu/runs/pong_s0"
 ADAPTIVE_RUN = "adaptive_beamrider_ram/runs/r0064_s0"
+SWEEP_RUN = "beamrider_ram_sweep/runs/n0004_lr3.54e-04_s0"
 
 READERS = (
+    Reader(
+        "analyze",
+        ("resume/beamrider_ram_sweep",),
+        ("{w}/beamrider_ram_sweep", "--bootstrap", "20"),
+        # sweep.json and a run's config.json and summary.json are read as probe-report reads them (below); these
+        # are the files of analyze's own reading: the noise sums of a run's log and its games' running score
+        (f"{SWEEP_RUN}/progress.csv", f"{SWEEP_RUN}/episodes.csv"),
+    ),
     Reader(
         "probe-report",
         ("demo_probe/probe",),
@@ -222,6 +232,8 @@ def test_damaged_file(reader: Reader, file: str, tmp_path: Path, capsys: pytest.
             target.unlink()
             if new is DIRECTORY:
                 target.mkdir()
+        elif isinstance(new, bytes):
+            target.write_bytes(new)
         else:
             target.write_text(str(new))
         try:
@@ -234,4 +246,6 @@ def test_damaged_file(reader: Reader, file: str, tmp_path: Path, capsys: pytest.
             failures.append(f"{name}: exit status {status}: {lines[-1] if lines else ''}")
         elif status == 2 and not (lines and lines[-1].startswith(f"rl-gns {reader.command}: error: ")):
             failures.append(f"{name}: exit status 2 without a one-line error: {err.strip()[-300:]}")
+        elif status == 2 and str(work) not in lines[-1]:
+            failures.append(f"{name}: the error names no file it read: {lines[-1]}")
     assert not failures, f"{len(failures)} damaged inputs broke rl-gns {reader.command}:\n" + "\n".join(failures)

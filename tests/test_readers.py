@@ -808,6 +808,13 @@ def test_a_binary_csv_is_one_line_naming_the_file(tmp_path):
         read_csv(path)
 
 
+def test_a_binary_scaling_log_is_one_line_naming_the_file(tmp_path, capsys):
+    scaling = copy(SCALING, tmp_path)
+    log = scaling / "measurements.jsonl"
+    log.write_bytes(b'{"n_envs": 1}\n\xff\xfe\x00\n')
+    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: not a text file")
+
+
 @pytest.mark.parametrize("content", ["", "time/total_timesteps,train/loss\n"], ids=["empty", "header only"])
 def test_a_file_without_rows_reads_as_no_rows(tmp_path, content):
     path = tmp_path / "progress.csv"

@@ -40,13 +40,18 @@ def read_measurements(scaling_dir: Path) -> list[dict]:
     that a kill cut short (it is measured again).
 
     :param scaling_dir: the scaling directory; its ``settings.json`` says the ``n_steps`` every line was measured at.
-    :raises RunFileError: naming the file and line, for a whole line that is not JSON.
+    :raises RunFileError: naming the file, for a file that is not text, and its line, for a whole line that is not
+        JSON.
     :raises RecordError: naming the file and line, for a line without a field or with one of the wrong kind, a
         rollout size other than ``n_envs * n_steps``, or an ``(n_envs, nproc)`` measured twice (an edited file).
     """
     path, n_steps = scaling_dir / MEASUREMENTS, read_settings(scaling_dir)["n_steps"]
+    try:
+        text = whole_lines(path)
+    except UnicodeDecodeError as error:
+        raise RunFileError(f"{path}: not a text file ({error})") from error
     rows: dict[tuple[int, int], dict] = {}
-    for number, line in enumerate(whole_lines(path).splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -196,6 +196,8 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
         check(ProbeConfig(source=source, delta=5.0, delta_noise=(3.0, 6.0), out=tmp_path / "p"))
     with pytest.raises(ValueError, match=r"--anchor-steps must be at most 2,146,483,645 agent steps, got 3,000,000,000"):
         check(ProbeConfig(source=source, anchor_steps=3_000_000_000, out=tmp_path / "p"))
+    with pytest.raises(ValueError, match=r"^--threads-per-run must be >= 1, got 0$"):  # the probe's flag, not the run's
+        check(ProbeConfig(source=source, threads_per_run=0, out=tmp_path / "p"))
     assert not (tmp_path / "p").exists()
     # an anchor that finishes too few games is found only once it has played: one line, exit status 2
     short = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "64", "--n-envs", "2", "4", "--out",

@@ -310,6 +310,7 @@ def check(config: ProbeConfig) -> BranchPoint:
     :raises ValueError: with the reason.
     """
     config = spelled_as_recorded(config)
+    config.check_execution()  # before the anchor's train settings, which carry --threads-per-run as theirs
     if config.delta is not None and (not math.isfinite(config.delta) or config.delta <= 0):
         raise ValueError(f"--delta must be a finite improvement > 0, got {config.delta}")
     check_inert(config, {"delta_noise": "with --delta (the target is its raw improvement)"} if config.delta else {})

@@ -19,7 +19,7 @@ from matplotlib.axis import Axis
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.noise_scale import b_simple_interval
+from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.records.logs import OutputError, check_output
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "predictor_label",
     "relative",
     "resolved",
+    "run_average",
     "save_figure",
     "save_plot",
     "unresolved_entry",
@@ -186,6 +187,22 @@ def unresolved_entry(ax: Axes, values: Iterable[float]) -> None:
     predictions drawn) is not resolved."""
     if not all(resolved(value) for value in values):
         ax.plot([], [], ls="none", marker="o", mfc="none", color="gray", label="hollow, at the top edge: not resolved (∞)")
+
+
+def run_average(
+    columns: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of one scheme and loss that hold a measurement, and ``B_simple`` averaged over training up to each
+    (:func:`cumulative_b_simple`: NaN or below 0 where the pooled ``|G|²`` is not yet positive).
+
+    :param columns: ``(env_steps_T, g2_T, trace_sigma_T)`` of :func:`rl_gns.records.rundir.noise_columns`, NaN in
+        rows without a measurement.
+    :return: ``(env_steps_M, g2_M, trace_sigma_M, b_simple_M)`` over the ``M`` measured rows, in agent steps.
+    """
+    steps_T, g2_T, trace_sigma_T = columns
+    measured = np.isfinite(g2_T)
+    g2_M, trace_sigma_M = g2_T[measured], trace_sigma_T[measured]
+    return steps_T[measured], g2_M, trace_sigma_M, cumulative_b_simple(g2_M, trace_sigma_M)
 
 
 def intervals_so_far(g2_T: np.ndarray, trace_sigma_T: np.ndarray, points: int = 100) -> tuple[np.ndarray, ...]:

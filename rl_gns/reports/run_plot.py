@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.noise_scale import cumulative_b_simple
 from rl_gns.records.lock import check_unlocked
 from rl_gns.records.rundir import PLOT, STEP_KEY, RunDir, noise_columns
 from rl_gns.records.schema import RunConfig
@@ -23,6 +22,7 @@ from rl_gns.reports.figures import (
     noise_label,
     plain_log_ticks,
     plt,
+    run_average,
     save_figure,
 )
 
@@ -54,10 +54,7 @@ def plot_noise_scale(
             columns = noise_columns(progress, config, scheme, loss)
             if columns is None:
                 continue
-            steps, g2, trace_sigma = columns
-            measured = np.isfinite(g2)
-            steps, g2, trace_sigma = steps[measured], g2[measured], trace_sigma[measured]
-            average = cumulative_b_simple(g2, trace_sigma)
+            steps, g2, trace_sigma, average = run_average(columns)
             ok = np.isfinite(average) & (average > 0)
             default = is_default_predictor(scheme, loss)
             ax.plot(

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
+from rl_gns.core.noise_scale import b_simple_interval
 from rl_gns.core.tradeoff import tradeoff_curve
 from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import RunDir, noise_columns
@@ -29,6 +29,7 @@ from rl_gns.reports.figures import (
     plt,
     prediction_marker,
     predictor_label,
+    run_average,
     save_plot,
     unresolved_entry,
 )
@@ -102,10 +103,7 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes) -
         columns = noise_columns(run.progress(), run.config(), scheme, loss)
         if columns is None:
             continue
-        steps, g2, trace_sigma = columns
-        measured = np.isfinite(g2)
-        steps, g2, trace_sigma = steps[measured], g2[measured], trace_sigma[measured]
-        average = cumulative_b_simple(g2, trace_sigma)
+        steps, g2, trace_sigma, average = run_average(columns)
         ok = np.isfinite(average) & (average > 0)
         ax.plot(steps[ok], average[ok], color=color, lw=1.6, label=f"{size:,} ({run_record.n_envs} envs)")
         ax.plot([1.0], [size], marker="<", ms=7, color=color, transform=ax.get_yaxis_transform(), clip_on=False)

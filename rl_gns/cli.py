@@ -316,7 +316,7 @@ def split_number_lists(args: list[str], config_cls: type) -> list[str]:
 
 #: What the work of a command raises for bad input found only once it runs: a run file that cannot be read, a run
 #: another process took, a checkpoint that cannot be resumed, a run that measured nothing to advise on, a probe's
-#: anchor that played too few games, a record on disk that lacks a field or holds one of the wrong kind, a Ray address
+#: anchor whose games set no target, a record on disk that lacks a field or holds one of the wrong kind, a Ray address
 #: where no cluster answers, data too large to plot.
 INPUT_ERRORS = (
     RunFileError,
@@ -326,7 +326,7 @@ INPUT_ERRORS = (
     FileExistsError,
     FileNotFoundError,
     advise.NotMeasuredError,
-    probe.TooFewGamesError,
+    probe.AnchorGamesError,
     RayAddressError,
     FigureError,
     OutputError,

@@ -24,8 +24,8 @@ from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.core.tradeoff import LocalTradeoffFit
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.probe import (
+    AnchorGamesError,
     ProbeConfig,
-    TooFewGamesError,
     branch_point,
     check,
     held_snapshots,
@@ -387,11 +387,24 @@ def test_the_start_score_needs_two_games_even_with_a_window_of_one(tmp_path):
     anchor = tmp_path / "anchor"
     anchor.mkdir()
     (anchor / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n100,5.0,400,1.0\n")
-    with pytest.raises(TooFewGamesError, match="finished 1 games, fewer than the 2 that a standard deviation needs"):
-        start_score(anchor, window=1)
+    with pytest.raises(AnchorGamesError, match="finished 1 games, fewer than the 2 that a standard deviation needs"):
+        start_score(anchor, window=1, spread_needed=True)
     (anchor / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n100,5.0,400,1.0\n200,7.0,400,2.0\n")
-    score = start_score(anchor, window=1)
+    score = start_score(anchor, window=1, spread_needed=True)
     assert (score.mean, score.sd, score.games) == (6.0, pytest.approx(math.sqrt(2.0)), 2)
+
+
+def test_an_anchor_whose_games_all_scored_the_same_sets_no_target_in_standard_errors(tmp_path):
+    """Games that all score the same (a sparse game early on) have a standard error of 0: a target of 0 standard
+    errors would be reached by every branch with its first window, so only a raw --delta can set one."""
+    anchor = tmp_path / "anchor"
+    anchor.mkdir()
+    games = "".join(f"{100 * g},-21.0,400,{g}.0\n" for g in range(1, 4))
+    (anchor / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n" + games)
+    with pytest.raises(AnchorGamesError, match=r"anchor: every one of the anchor's 3 games scored -21, .* --delta"):
+        start_score(anchor, window=2, spread_needed=True)
+    score = start_score(anchor, window=2, spread_needed=False)  # --delta sets the target: no spread needed
+    assert (score.mean, score.sd, score.games) == (-21.0, 0.0, 3)
 
 
 def test_the_snapshots_a_refusal_names_fit_one_line():

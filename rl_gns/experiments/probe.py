@@ -122,23 +122,33 @@ class StartScore:
     games: int
 
 
-class TooFewGamesError(ValueError):
-    """The anchor played too few games at fixed parameters to set a target (bad input: ``--anchor-steps``)."""
+class AnchorGamesError(ValueError):
+    """The anchor's games cannot set a target (bad input: ``--anchor-steps``, or ``--delta`` where they all scored
+    the same)."""
 
 
-def start_score(anchor: Path, window: int) -> StartScore:
+def start_score(anchor: Path, window: int, spread_needed: bool) -> StartScore:
     """The anchor's games as a :class:`StartScore`.
 
-    :raises TooFewGamesError: if it finished fewer than ``max(window, 2)`` games (too few to set a target the
-        branches' running score can be compared with, or to estimate the games' spread).
+    :param spread_needed: whether the target is set in standard errors of the score (no ``--delta``).
+    :raises AnchorGamesError: if it finished fewer than ``max(window, 2)`` games (too few to set a target the
+        branches' running score can be compared with, or to estimate the games' spread), or, with
+        ``spread_needed``, if every game scored the same (a standard error of 0 sets an improvement of 0, which
+        every branch reaches with its first window).
     """
     scores = RunDir(anchor).episodes()["score"]
     needed = max(window, 2)
     if len(scores) < needed:
         why = f"--window {window}" if window >= 2 else "the 2 that a standard deviation needs"
-        raise TooFewGamesError(
+        raise AnchorGamesError(
             f"{anchor}: the anchor finished {len(scores)} games, fewer than {why}; probe again with a larger "
             f"--anchor-steps and another --out ({anchor.parent} keeps these settings)"
+        )
+    if spread_needed and np.all(scores == scores[0]):
+        raise AnchorGamesError(
+            f"{anchor}: every one of the anchor's {len(scores)} games scored {scores[0]:g}, so an improvement in "
+            f"standard errors is 0; probe again with --delta (a raw-score improvement) and another --out "
+            f"({anchor.parent} keeps these settings)"
         )
     return StartScore(float(np.mean(scores)), float(np.std(scores, ddof=1)), len(scores))
 
@@ -156,7 +166,7 @@ class ProbeConfig(ExecutionConfig):
     anchor_steps: int = 100_000
     """Agent steps the anchor plays at fixed parameters for the start score and noise scale; must finish --window games."""
     delta: float | None = None
-    """Raw-score improvement over the start score that a branch must reach; if unset, --delta-noise standard errors."""
+    """Raw-score improvement over the start score a branch must reach (needed if games all tie); else --delta-noise SEs."""
     delta_noise: tuple[float, ...] = (3.0,)
     """Without --delta: improvements in standard errors of the running score; several (ascending): a ladder of targets."""
     n_envs: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
@@ -401,7 +411,7 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         warn_short_anchor(config, point, anchor.n_envs)
     if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor")[ANCHOR] not in ("done", "skipped"):
         return directory  # stopped before --max-wall-minutes: rerun to go on
-    start = start_score(directory / ANCHOR, config.window)
+    start = start_score(directory / ANCHOR, config.window, spread_needed=config.delta is None)
     targets = config.targets(start)
     branches = config.sweep_config(point, targets)
     write_json(

@@ -14,6 +14,7 @@ from rl_gns.reports.probe_validation import (
     distance_outside,
     leave_one_game_out,
     ranking,
+    ratio_range,
     retests_apart,
     score,
     validate,
@@ -36,6 +37,13 @@ def test_score_is_the_median_log_error_and_the_rank_correlation():
     unresolved = score("nan", [math.nan, 1000.0, math.nan, math.nan], PAIRS)
     assert unresolved.median_error == math.inf  # 3 of 4 infinite errors
     assert math.isnan(score("constant", [500.0] * 4, PAIRS).spearman)
+
+
+def test_the_ratio_range_spans_finite_predictions_and_counts_the_others():
+    assert ratio_range([0.27, 11.0, 1.5]) == "0.27–11"
+    assert ratio_range([math.nan, 0.55, math.inf, 0.93]) == "0.55–0.93 (2 pairs without a finite prediction)"
+    assert ratio_range([0.5, math.nan]) == "0.5–0.5 (1 pair without a finite prediction)"
+    assert ratio_range([math.nan]) == ratio_range([]) == "–"
 
 
 def test_distance_outside_an_interval_is_counted_in_decades():

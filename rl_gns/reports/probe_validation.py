@@ -230,6 +230,15 @@ def score(name: str, predictions: list[float], pairs: list[ProbePair]) -> Score:
     return Score(name, float(np.median(errors)) if errors else math.nan, rho, ratios)
 
 
+def ratio_range(ratios: list[float]) -> str:
+    """The smallest and largest finite ``prediction / B_crit``, ``0.27–11``, followed by how many pairs have none
+    (an unresolved or unmeasured prediction: ∞ or NaN); "–" where no pair has one."""
+    finite = [x for x in ratios if math.isfinite(x)]
+    span = f"{fmt(min(finite), 2)}–{fmt(max(finite), 2)}" if finite else "–"
+    missing = len(ratios) - len(finite)
+    return span + (f" ({missing} pair{'s' if missing > 1 else ''} without a finite prediction)" if finite and missing else "")
+
+
 def verdict(scores: list[Score], baselines: list[Score]) -> str:
     """The criterion's decision in one sentence."""
     bar = min((b.median_error for b in baselines), default=math.inf)
@@ -411,7 +420,7 @@ def validate(config: ProbeValidationConfig) -> Path:
     ]
     table = [
         f"| {s.name} | {'–' if math.isnan(s.median_error) else f'{s.median_error:.3f}'} | {fmt(s.spearman, 2)} | "
-        + (f"{fmt(min(s.ratios), 2)}–{fmt(max(s.ratios), 2)} |" if s.ratios else "– |")  # no pair: nothing to show
+        + f"{ratio_range(s.ratios)} |"
         for s in baselines + scores
     ]
     text = "\n".join([

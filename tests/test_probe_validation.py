@@ -140,6 +140,24 @@ def test_pairs_timed_by_the_first_window_are_left_out_of_the_second_ranking(tmp_
     assert pair["first_window"] == pytest.approx(7 / 18)
 
 
+def test_each_metric_table_covers_the_pairs_its_label_names(tmp_path):
+    """The committed v7 probes of Pong and Qbert identify B_crit at four branch points; Pong's at 1.95M is floored (its
+    E_min lies below twice the agent step its first window stands for). The first table scores all four pairs, the
+    second the three the criteria v5 and later count."""
+    committed = Path(__file__).resolve().parents[1] / "results" / "probes_v7"
+    dirs = tuple(committed / game / at for game in ("Pong", "Qbert") for at in ("at1000k", "at1950k"))
+    validate(ProbeValidationConfig(probe_dirs=dirs, out=tmp_path))
+    record = json.loads((tmp_path / "probes.json").read_text())
+    floored = [p["game"] for p in record["pairs"] if p["first_window"] >= 0.5 or p["resolution"] < 2]
+    assert len(record["pairs"]) == 4 and floored == ["pong"]
+    constants = [s for s in record["scores"] if s["name"] == "constant 746"]
+    counted = [s for s in record["scores_without_floored_pairs"] if s["name"] == "constant 746"]
+    assert len(constants[0]["ratios"]) == 4 and len(counted[0]["ratios"]) == 3
+    text = (tmp_path / "probes.md").read_text()
+    assert "Over all 4 identified pairs" in text and "The same metrics over these 3 pair(s):" in text
+    assert text.count("| predictor | median abs log10 error |") == 2
+
+
 def test_a_pair_is_floored_by_its_first_windows_or_by_an_e_min_near_their_step():
     assert not pair("A", 100.0).floored  # reports that predate both counts
     assert ProbePair("A", 1, 1.0, (1.0, 1.0), {}, None, first_window=0.5).floored

@@ -378,6 +378,19 @@ def ranking(pairs: list[ProbePair]) -> tuple[list[Score], list[Score], str]:
     return scores, baselines, verdict(scores, baselines)
 
 
+def score_table(scores: list[Score], baselines: list[Score]) -> list[str]:
+    """The Markdown lines of one ranking's metrics, the two constants first."""
+    return [
+        "| predictor | median abs log10 error | Spearman | prediction / B_crit |",
+        "|---|---|---|---|",
+        *(
+            f"| {s.name} | {'–' if math.isnan(s.median_error) else f'{s.median_error:.3f}'} | {fmt(s.spearman, 2)} | "
+            + f"{ratio_range(s.ratios)} |"
+            for s in baselines + scores
+        ),
+    ]
+
+
 def validate(config: ProbeValidationConfig) -> Path:
     """Write ``probes.md``, ``probes.json`` and ``b_crit_by_stage.png``; print the verdict."""
     found = probe_dirs(config.probe_dirs)
@@ -391,7 +404,7 @@ def validate(config: ProbeValidationConfig) -> Path:
     pairs = [p for p in every if p.reason is None]
     scores, baselines, line = ranking(pairs)
     unfloored = [p for p in pairs if not p.floored]
-    _, _, unfloored_line = ranking(unfloored)
+    unfloored_scores, unfloored_baselines, unfloored_line = ranking(unfloored)
     floored = (
         f"Without the {len(pairs) - len(unfloored)} pair(s) where at least {FLOORED:.0%} of the kept branches reached "
         f"the target with their first window, or E_min lies below {RESOLVED:g}x the agent step their first window "
@@ -407,6 +420,7 @@ def validate(config: ProbeValidationConfig) -> Path:
         {
             "pairs": [asdict(p) for p in every],
             "scores": [asdict(s) for s in scores + baselines],
+            "scores_without_floored_pairs": [asdict(s) for s in unfloored_scores + unfloored_baselines],
             "verdict": line,
             "verdict_without_floored_pairs": unfloored_line,
             "bounds": [asdict(b) for b in bounds],
@@ -418,11 +432,6 @@ def validate(config: ProbeValidationConfig) -> Path:
         + f" | {p.first_window:.0%} | {fmt(p.resolution, 2)} | {fmt(p.candidates.get(DEFAULT, (math.nan,))[0])} |"
         for p in every
     ]
-    table = [
-        f"| {s.name} | {'–' if math.isnan(s.median_error) else f'{s.median_error:.3f}'} | {fmt(s.spearman, 2)} | "
-        + f"{ratio_range(s.ratios)} |"
-        for s in baselines + scores
-    ]
     text = "\n".join([
         "# Probes against the noise scale (docs/prediction-criterion-v2.md and its later versions)",
         "",
@@ -431,16 +440,18 @@ def validate(config: ProbeValidationConfig) -> Path:
         "",
         "![B_crit by stage](b_crit_by_stage.png)",
         "",
-        f"{floored}",
-        "",
         "| game | branch point (agent steps) | B_crit, 95 % interval | kept branches at the first window "
         f"| E_min / first window's step | {DEFAULT} |",
         "|---|---|---|---|---|---|",
         *rows,
         "",
-        "| predictor | median abs log10 error | Spearman | prediction / B_crit |",
-        "|---|---|---|---|",
-        *table,
+        f"Over all {len(pairs)} identified pairs (the ranking criteria v2 to v4 count these): {line}",
+        "",
+        *score_table(scores, baselines),
+        "",
+        f"{floored} The same metrics over these {len(unfloored)} pair(s):",
+        "",
+        *score_table(unfloored_scores, unfloored_baselines),
         "",
         "Not part of the criterion, exploratory: every predictor against every probe that bounds B_crit, identified "
         "or bounded below only (its 95 % interval then has no upper end). A prediction inside the interval is "

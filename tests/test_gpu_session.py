@@ -1,12 +1,15 @@
 """The GPU session script (benchmarks/gpu/session.sh), dry-run on the CPU with tiny budgets so that it cannot rot
 between the sessions that are lent a GPU. Opt-in (CI runs it): ``pytest -m gpu_dry_run``."""
 
+import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +72,25 @@ def test_trunk_stage_trains_then_goes_on_and_brings_back_its_state(tmp_path):
     again = session("trunk", tmp_path)  # the same trunk again: it goes on from its checkpoint
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "resuming" in (tmp_path / "out" / "trunk.log").read_text()
+
+
+def test_a_stage_stopped_by_a_timeout_still_brings_back_its_files(tmp_path):
+    # `timeout` signals the whole process group: the training command stops with a checkpoint, then the script packs
+    env = {**os.environ, "DEVICE": "cpu", "TINY": "1", "OUT": str(tmp_path / "out"), "TRUNK_DIR": str(tmp_path / "trunk"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    script = subprocess.Popen(["bash", "benchmarks/gpu/session.sh", "trunk"], cwd=ROOT, env=env, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "trunk" / "progress.csv").is_file() and script.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert script.poll() is None, "the trunk finished before it could be stopped"
+    os.killpg(script.pid, signal.SIGTERM)
+    assert script.wait(timeout=120) == 143
+    with tarfile.open(tmp_path / "out" / "trunk_files.tar.gz") as tar:
+        assert {"./config.json", "./progress.csv"} <= set(tar.getnames())
+    parts = sorted((tmp_path / "out").glob("trunk_state.tar.part*"))
+    with tarfile.open(fileobj=io.BytesIO(b"".join(part.read_bytes() for part in parts))) as tar:
+        names = tar.getnames()
+        assert any(name.startswith("checkpoints/") and name.endswith("state.json") for name in names), names
 
 
 def test_trunk_probe_stage_probes_the_trunk_at_its_latest_snapshot_and_brings_back_its_small_files(tmp_path):

@@ -54,6 +54,18 @@ carried_trunk() {
   fi
 }
 
+# what a stage brings back, packed as the script exits: after its training command, and also after a failure or a
+# timeout. A timeout's SIGTERM reaches the training command too, which stops with checkpoints; bash runs the TERM trap
+# once that command has returned, so the files are packed only when they are whole. Leave the device command's own
+# limit (timeout_s) half a minute past the timeout, for that last PPO iteration and the packing.
+pack_on_exit() {  # $1: the stage's packing function
+  trap "status=\$?; $1 || echo 'session.sh: packing failed' >&2; exit \$status" EXIT
+  trap 'exit 143' TERM INT
+}
+# the training command's output, shown and kept in $1: a tee that outlives the timeout's SIGTERM, so that the command
+# can still print while it stops (a write to a closed pipe would end it before its checkpoint)
+log_to() { trap '' TERM INT; exec tee "$1"; }
+
 case "$stage" in
   check)
     n_envs=$([ "$TINY" = 1 ] && echo 2 || echo 8)
@@ -89,19 +101,22 @@ case "$stage" in
     if [ "$TINY" = 1 ]; then settings=(--n-envs 2 --n-steps 16 --minibatch-size 8 --total-steps 1000000 --snapshot-steps 32); minutes=0.2
     else settings=(--n-envs 64 --total-steps 10000000 --snapshot-steps 250000); minutes="$MINUTES"; fi
     [ "$TINY" = 1 ] || carried_trunk  # a dry run starts its own
+    pack_trunk() {
+      (cd "$TRUNK_DIR" && find . -maxdepth 1 \( -name '*.json' -o -name '*.csv' -o -name '*.png' \) -print0 \
+         | tar --null -czf "$OUT/trunk_files.tar.gz" -T -)
+      # the state to go on from: the last checkpoint of an unfinished trunk, the final model.zip of a finished one
+      state="$(cd "$TRUNK_DIR" && { find checkpoints -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1 || true; })"
+      [ -n "$state" ] || state=model.zip
+      snapshot="$(cd "$TRUNK_DIR" && { find snapshots -name '*.zip' 2>/dev/null | sort | tail -1 || true; })"  # none before the first
+      (cd "$TRUNK_DIR" && tar cf - "$state" ${snapshot:+"$snapshot"}) | split -b 16000K - "$OUT/trunk_state.tar.part"
+    }
+    pack_on_exit pack_trunk
     if [ -f "$TRUNK_DIR/config.json" ]; then
-      python3 -m rl_gns train --resume "$TRUNK_DIR" --device "$DEVICE" --max-wall-minutes "$minutes" 2>&1 | tee "$OUT/trunk.log"
+      python3 -m rl_gns train --resume "$TRUNK_DIR" --device "$DEVICE" --max-wall-minutes "$minutes" 2>&1 | log_to "$OUT/trunk.log"
     else
       python3 -m rl_gns train --env BeamRider "${settings[@]}" --device "$DEVICE" --seed 0 --checkpoint-minutes 2 \
-        --max-wall-minutes "$minutes" --out "$TRUNK_DIR" 2>&1 | tee "$OUT/trunk.log"
+        --max-wall-minutes "$minutes" --out "$TRUNK_DIR" 2>&1 | log_to "$OUT/trunk.log"
     fi
-    (cd "$TRUNK_DIR" && find . -maxdepth 1 \( -name '*.json' -o -name '*.csv' -o -name '*.png' \) -print0 \
-       | tar --null -czf "$OUT/trunk_files.tar.gz" -T -)
-    # the state to go on from: the last checkpoint of an unfinished trunk, the final model.zip of a finished one
-    state="$(cd "$TRUNK_DIR" && { find checkpoints -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1 || true; })"
-    [ -n "$state" ] || state=model.zip
-    snapshot="$(cd "$TRUNK_DIR" && { find snapshots -name '*.zip' 2>/dev/null | sort | tail -1 || true; })"  # none before the first
-    (cd "$TRUNK_DIR" && tar cf - "$state" ${snapshot:+"$snapshot"}) | split -b 16000K - "$OUT/trunk_state.tar.part"
     ;;
   probes)
     # criterion v5's RAM probe of GAME at STAGE agent steps (results/probes_v5/protocol.sh, its settings unchanged) with
@@ -121,10 +136,13 @@ case "$stage" in
       tiny=(--n-envs 2 --n-steps-grid 16 32 --seeds 1 --lr-points 1 --anchor-steps 16384 --window 2 --budget-steps 2048)
     fi
     workers="${WORKERS:-$(( $(getconf _NPROCESSORS_ONLN) / 2 ))}"  # (nproc would obey OMP_NUM_THREADS)
+    pack_probe() {
+      (cd "$PROBES_DIR/$game" && tar --exclude='model.zip' --exclude='events.out.tfevents.*' --exclude='.lock' \
+         -czf "$OUT/probe_files.tar.gz" "at$((at / 1000))k")
+    }
+    pack_on_exit pack_probe
     HERE="$PROBES_DIR" NO_TABLE=1 WORKERS="$(( workers > 0 ? workers : 1 ))" bash results/probes_v5/protocol.sh "$game" "$at" \
-      --max-wall-minutes "$MINUTES" "${tiny[@]}" 2>&1 | tee "$OUT/probes.log"
-    (cd "$PROBES_DIR/$game" && tar --exclude='model.zip' --exclude='events.out.tfevents.*' --exclude='.lock' -czf "$OUT/probe_files.tar.gz" \
-       "at$((at / 1000))k")
+      --max-wall-minutes "$MINUTES" "${tiny[@]}" 2>&1 | log_to "$OUT/probes.log"
     ;;
   trunk_probe)
     # rl-gns probe of the pixel Beam Rider trunk (the trunk stage's run in $TRUNK_DIR) at its snapshot at or past STAGE
@@ -157,11 +175,14 @@ case "$stage" in
                  --workers 1 --threads-per-run 1)
     fi
     probe_dir="${TRUNK_PROBES_DIR:-/tmp/rl_gns_gpu/beamrider_probes}/at$((at / 1000))k"
+    pack_trunk_probe() {
+      (cd "$(dirname "$probe_dir")" && tar --exclude='model.zip' --exclude='events.out.tfevents.*' --exclude='.lock' \
+         --exclude='checkpoints' -czf "$OUT/trunk_probe_files.tar.gz" "$(basename "$probe_dir")")
+    }
+    pack_on_exit pack_trunk_probe
     python3 -m rl_gns probe "$TRUNK_DIR" ${point[@]+"${point[@]}"} "${settings[@]}" --steps midpoint --delta-noise 3 6 \
       --engine population --device "$DEVICE" --checkpoint-minutes 2 --max-wall-minutes "$MINUTES" --out "$probe_dir" \
-      2>&1 | tee "$OUT/trunk_probe.log"
-    (cd "$(dirname "$probe_dir")" && tar --exclude='model.zip' --exclude='events.out.tfevents.*' --exclude='.lock' \
-       --exclude='checkpoints' -czf "$OUT/trunk_probe_files.tar.gz" "$(basename "$probe_dir")")
+      2>&1 | log_to "$OUT/trunk_probe.log"
     ;;
   sweep)
     # n_envs 8-128 (16x) at n_steps 128, M = 4, 2 learning rates x 2 seeds, targets up to 1,000; 4 runs share the GPU
@@ -173,11 +194,13 @@ case "$stage" in
     fi
     committed="results/gpu/beamrider_pixels"
     if [ -d "$committed" ] && [ ! -d "$SWEEP_DIR" ]; then mkdir -p "$SWEEP_DIR" && cp -r "$committed"/. "$SWEEP_DIR"/; fi
+    pack_sweep() {  # the small files of every run (settings, logs, summaries; no models, events or checkpoints)
+      (cd "$SWEEP_DIR" && find . \( -name '*.json' -o -name '*.csv' -o -name 'log.txt' -o -name 'error.txt' \) \
+         -not -path '*/checkpoints/*' -print0 | tar --null -czf "$OUT/sweep_files.tar.gz" -T -)
+    }
+    pack_on_exit pack_sweep
     python3 -m rl_gns sweep --env BeamRider "${settings[@]}" --n-minibatches 4 --lr-ref 2.5e-4 --n-envs-ref 8 \
-      --device "$DEVICE" --checkpoint-minutes 2 --max-wall-minutes "$MINUTES" --out "$SWEEP_DIR" 2>&1 | tee "$OUT/sweep.log"
-    # the small files of every run (settings, logs, summaries; no models, events or checkpoints) in one tarball
-    (cd "$SWEEP_DIR" && find . \( -name '*.json' -o -name '*.csv' -o -name 'log.txt' -o -name 'error.txt' \) \
-       -not -path '*/checkpoints/*' -print0 | tar --null -czf "$OUT/sweep_files.tar.gz" -T -)
+      --device "$DEVICE" --checkpoint-minutes 2 --max-wall-minutes "$MINUTES" --out "$SWEEP_DIR" 2>&1 | log_to "$OUT/sweep.log"
     ;;
   ranks)
     # real D with more cores per rank than the project's 2-core VM: each rank gets n_envs / nproc envs and a share of

@@ -18,12 +18,22 @@ pytestmark = pytest.mark.gpu_dry_run
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def session_env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    return {**os.environ, "DEVICE": "cpu", "TINY": "1", "OUT": str(tmp_path / "out"), "SWEEP_DIR": str(tmp_path / "sweep"),
+            "TRUNK_DIR": str(tmp_path / "trunk"), "PROBES_DIR": str(tmp_path / "probes"), **settings,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+
+
 def session(stage: str, tmp_path: Path, **settings: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DEVICE": "cpu", "TINY": "1", "OUT": str(tmp_path / "out"), "SWEEP_DIR": str(tmp_path / "sweep"),
-           "TRUNK_DIR": str(tmp_path / "trunk"), "PROBES_DIR": str(tmp_path / "probes"), **settings,
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
-    return subprocess.run(["bash", "benchmarks/gpu/session.sh", stage], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return subprocess.run(["bash", "benchmarks/gpu/session.sh", stage], cwd=ROOT, env=session_env(tmp_path, **settings),
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def trunk_state_names(out: Path) -> list[str]:
+    """The files in the trunk stage's state, split into trunk_state.tar.part* under ``out``."""
+    parts = sorted(out.glob("trunk_state.tar.part*"))
+    with tarfile.open(fileobj=io.BytesIO(b"".join(part.read_bytes() for part in parts))) as tar:
+        return tar.getnames()
 
 
 def test_check_stage_compares_the_device_path_with_the_cpu_reference(tmp_path):
@@ -61,11 +71,7 @@ def test_concurrent_stage_times_processes_of_plain_sb3_and_rl_gns_at_once(tmp_pa
 def test_trunk_stage_trains_then_goes_on_and_brings_back_its_state(tmp_path):
     result = session("trunk", tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    parts = sorted((tmp_path / "out").glob("trunk_state.tar.part*"))
-    joined = tmp_path / "state.tar"
-    joined.write_bytes(b"".join(part.read_bytes() for part in parts))
-    with tarfile.open(joined) as tar:
-        names = tar.getnames()
+    names = trunk_state_names(tmp_path / "out")
     assert any(name.endswith("state.json") for name in names) and any(name.startswith("snapshots/") for name in names)
     with tarfile.open(tmp_path / "out" / "trunk_files.tar.gz") as tar:
         assert {"./config.json", "./progress.csv"} <= set(tar.getnames())
@@ -76,9 +82,8 @@ def test_trunk_stage_trains_then_goes_on_and_brings_back_its_state(tmp_path):
 
 def test_a_stage_stopped_by_a_timeout_still_brings_back_its_files(tmp_path):
     # `timeout` signals the whole process group: the training command stops with a checkpoint, then the script packs
-    env = {**os.environ, "DEVICE": "cpu", "TINY": "1", "OUT": str(tmp_path / "out"), "TRUNK_DIR": str(tmp_path / "trunk"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
-    script = subprocess.Popen(["bash", "benchmarks/gpu/session.sh", "trunk"], cwd=ROOT, env=env, start_new_session=True)
+    script = subprocess.Popen(["bash", "benchmarks/gpu/session.sh", "trunk"], cwd=ROOT, env=session_env(tmp_path),
+                              start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
     while not (tmp_path / "trunk" / "progress.csv").is_file() and script.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -87,10 +92,8 @@ def test_a_stage_stopped_by_a_timeout_still_brings_back_its_files(tmp_path):
     assert script.wait(timeout=120) == 143
     with tarfile.open(tmp_path / "out" / "trunk_files.tar.gz") as tar:
         assert {"./config.json", "./progress.csv"} <= set(tar.getnames())
-    parts = sorted((tmp_path / "out").glob("trunk_state.tar.part*"))
-    with tarfile.open(fileobj=io.BytesIO(b"".join(part.read_bytes() for part in parts))) as tar:
-        names = tar.getnames()
-        assert any(name.startswith("checkpoints/") and name.endswith("state.json") for name in names), names
+    names = trunk_state_names(tmp_path / "out")
+    assert any(name.startswith("checkpoints/") and name.endswith("state.json") for name in names), names
 
 
 def test_trunk_probe_stage_probes_the_trunk_at_its_latest_snapshot_and_brings_back_its_small_files(tmp_path):

@@ -30,6 +30,7 @@ from rl_gns.core.distributed import rank_and_size
 from rl_gns.core.ppo import TrainingDivergedError
 from rl_gns.experiments import bench, population_train, probe, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
+from rl_gns.experiments.console import console_may_close
 from rl_gns.experiments.launch import RankFailedError, die_with_parent, under_torchrun
 from rl_gns.experiments.plan import EVERY_SETTING, flag
 from rl_gns.experiments.runner import WORKER_OF, RayAddressError, RunsFailedError
@@ -483,6 +484,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as error:  # OSError: a path that cannot be looked at (too long, a loop, no access)
         print(f"rl-gns {name}: error: {one_line_text(path_error(error, config))}", file=sys.stderr)
         return 2
+    with console_may_close():  # a run's checkpoint, files and exit status never depend on who reads its console
+        return run_work(name, work)
+
+
+def run_work(name: str, work: Callable[[], Any]) -> int:
+    """Do a command's checked ``work``; returns the exit status, each error in one line."""
     try:
         written = work()
     except INPUT_ERRORS as error:

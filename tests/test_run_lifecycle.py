@@ -4,6 +4,7 @@ refuses logs that no longer reach the checkpoint, and bad settings are refused b
 
 import json
 import os
+import pty
 import shlex
 import shutil
 import signal
@@ -104,6 +105,61 @@ def test_sigint_stops_with_a_checkpoint_and_status_130(tmp_path):
     assert live.returncode == 130, stderr[-2000:]
     assert "Traceback" not in stderr and f"rl-gns train --resume {run}" in stderr
     assert latest_checkpoint(run).env_steps == logged_steps(run)[-1]
+
+
+def test_a_run_whose_console_reader_is_gone_trains_on_and_stops_on_sigterm_with_a_checkpoint(tmp_path):
+    # ``rl-gns train ... | tee log`` where the signal ends tee first: the console's pipes close, then SIGTERM arrives.
+    run = tmp_path / "run"
+    live = start("train", *TINY, "--total-steps", "1000000", "--out", str(run))
+    try:
+        wait_for(lambda: checkpointed(run) or live.poll() is not None)
+        live.stdout.close()
+        live.stderr.close()
+        closed_at = latest_checkpoint(run).env_steps
+        wait_for(lambda: latest_checkpoint(run).env_steps > closed_at + 64 or live.poll() is not None)
+        assert live.poll() is None  # two iterations later, each printed into the closed pipe, it still trains
+        live.send_signal(signal.SIGTERM)
+        live.wait(timeout=120)
+    finally:
+        live.kill()
+    assert live.returncode == 128 + signal.SIGTERM
+    assert latest_checkpoint(run).env_steps == logged_steps(run)[-1] > closed_at + 64
+    assert not (run / "summary.json").exists()
+
+
+def test_a_run_whose_terminal_hangs_up_stops_with_a_checkpoint_and_status_129(tmp_path):
+    # The terminal closes: writing to it fails (EIO), and SIGHUP arrives.
+    run = tmp_path / "run"
+    terminal, console = pty.openpty()
+    live = subprocess.Popen([*CLI, "train", *TINY, "--total-steps", "1000000", "--out", str(run)], stdout=console,
+                            stderr=console, stdin=subprocess.DEVNULL)  # fmt: skip
+    os.close(console)
+    try:
+        wait_for(lambda: checkpointed(run) or live.poll() is not None)
+        os.close(terminal)
+        live.send_signal(signal.SIGHUP)
+        live.wait(timeout=120)
+    finally:
+        live.kill()
+    assert live.returncode == 128 + signal.SIGHUP
+    assert latest_checkpoint(run).env_steps == logged_steps(run)[-1]
+    assert not (run / "summary.json").exists()
+
+
+def test_nohup_keeps_sighup_ignored(tmp_path):
+    run = tmp_path / "run"
+    live = subprocess.Popen(["nohup", *CLI, "train", *TINY, "--total-steps", "1000000", "--out", str(run)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_for(lambda: checkpointed(run) or live.poll() is not None)
+        live.send_signal(signal.SIGHUP)
+        time.sleep(2)
+        assert live.poll() is None  # it trains on
+        live.send_signal(signal.SIGTERM)
+        live.wait(timeout=120)
+    finally:
+        live.kill()
+    assert live.returncode == 128 + signal.SIGTERM
 
 
 def test_resume_refuses_logs_that_no_longer_reach_the_checkpoint(tmp_path):

@@ -68,7 +68,7 @@ def train_population(plans: Sequence[RunPlan]) -> list[Path]:
     with checkpoints for the members still training.
 
     :raises ValueError: if the runs cannot train together (:func:`check_population`).
-    :raises rl_gns.experiments.signals.Interrupted: after SIGINT or SIGTERM, with a checkpoint of every member still
+    :raises rl_gns.experiments.signals.Interrupted: after SIGINT, SIGTERM or SIGHUP, with a checkpoint of every member still
         training.
     :raises rl_gns.records.lock.RunLockedError: if another process holds one of the run directories.
     """

@@ -10,8 +10,8 @@ where they have none that this rl-gns can resume), and a failing run leaves ``er
 without stopping the others.
 
 The command owns its workers (local executor): each child runs in its own session, so a terminal's Ctrl-C reaches
-the command alone, and ends with it (Linux: ``PR_SET_PDEATHSIG``), so no worker outlives it. SIGINT or SIGTERM to
-the command sends SIGTERM to every run in flight, which stops with a checkpoint; runs not started wait, and
+the command alone, and ends with it (Linux: ``PR_SET_PDEATHSIG``), so no worker outlives it. SIGINT, SIGTERM or
+SIGHUP to the command sends SIGTERM to every run in flight, which stops with a checkpoint; runs not started wait, and
 rerunning the command goes on.
 """
 
@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from rl_gns.experiments.config import TrainConfig, population_settings, to_json, training_settings
 from rl_gns.experiments.plan import EVERY_SETTING, check_inert, plan_run
-from rl_gns.experiments.signals import Interrupted, StopOnSignal
+from rl_gns.experiments.signals import SIGNALS, Interrupted, StopOnSignal
 from rl_gns.records.checkpoint import CHECKPOINTS, CheckpointError, checkpoint_dirs
 from rl_gns.records.lock import RunLockedError, check_unlocked
 from rl_gns.records.logs import check_writable
@@ -298,8 +298,8 @@ def run_spec(
     return (workers or Workers()).run(command, log_path)
 
 
-#: Exit statuses of a run that stopped with a checkpoint: at its deadline (0), or on SIGINT or SIGTERM.
-PAUSED_STATUSES = (0, 128 + signal.SIGINT, 128 + signal.SIGTERM)
+#: Exit statuses of a run that stopped with a checkpoint: at its deadline (0), or on a signal (SIGINT, SIGTERM, SIGHUP).
+PAUSED_STATUSES = (0, *(128 + signum for signum in SIGNALS))
 
 
 def record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:

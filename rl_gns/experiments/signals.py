@@ -1,7 +1,8 @@
-"""SIGINT and SIGTERM during training: stop after the PPO iteration in progress, with a checkpoint.
+"""SIGINT, SIGTERM and SIGHUP during training: stop after the PPO iteration in progress, with a checkpoint.
 
 The first signal asks the run to stop (the :class:`~rl_gns.experiments.callbacks.Checkpointer` writes a checkpoint
 at the next iteration boundary and ends training); the same signal again ends the process at once, without one.
+SIGHUP is a closed terminal; a process started to ignore it (``nohup``) goes on ignoring it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupted(Exception):
@@ -33,8 +34,9 @@ class Interrupted(Exception):
 
 
 class StopOnSignal:
-    """A context in which SIGINT and SIGTERM set :attr:`signum` instead of ending the process (main thread only;
-    elsewhere it changes nothing). The previous handlers come back on exit.
+    """A context in which SIGINT, SIGTERM and SIGHUP set :attr:`signum` instead of ending the process (main thread
+    only; elsewhere it changes nothing). A SIGHUP ignored when the context starts (``nohup``) stays ignored. The
+    previous handlers come back on exit.
 
     :param what: names the work in the message printed when the first signal arrives.
     :param stopping: says what the work does then.
@@ -54,7 +56,11 @@ class StopOnSignal:
 
     def __enter__(self) -> StopOnSignal:
         if threading.current_thread() is threading.main_thread():
-            self._previous = {signum: signal.signal(signum, self._handle) for signum in SIGNALS}
+            self._previous = {
+                signum: signal.signal(signum, self._handle)
+                for signum in SIGNALS
+                if not (signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN)
+            }
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:

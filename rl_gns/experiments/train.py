@@ -6,8 +6,8 @@ directory follows :mod:`rl_gns.records.rundir`; ``summary.json`` is written last
 afterwards (a report: :mod:`rl_gns.reports.run_plot`).
 
 One process writes a run directory: it holds the directory's lock (:mod:`rl_gns.records.lock`) from before its first
-write until it exits, and a second ``train``, ``--resume`` or ``--overwrite`` on it is refused. SIGINT and SIGTERM
-stop training after the PPO iteration in progress, with a checkpoint (:mod:`rl_gns.experiments.signals`).
+write until it exits, and a second ``train``, ``--resume`` or ``--overwrite`` on it is refused. SIGINT, SIGTERM
+and SIGHUP stop training after the PPO iteration in progress, with a checkpoint (:mod:`rl_gns.experiments.signals`).
 
 Resuming (``--resume DIR``) goes on from the run's newest checkpoint (:mod:`rl_gns.records.checkpoint`) as if
 nothing had happened, except for the games in progress: the envs start new games (seeded ``seed +
@@ -115,7 +115,7 @@ def train(plan: RunPlan) -> Path:
     (:func:`rl_gns.experiments.launch.launch`) and waits for them.
 
     :raises rl_gns.experiments.launch.RankFailedError: if a rank dies or fails (the run can be resumed).
-    :raises rl_gns.experiments.signals.Interrupted: after SIGINT or SIGTERM, with a checkpoint written.
+    :raises rl_gns.experiments.signals.Interrupted: after SIGINT, SIGTERM or SIGHUP, with a checkpoint written.
     :raises rl_gns.records.lock.RunLockedError: if another process took the run directory since it was planned.
     :raises OSError: if the disk fails (full, read-only), with the command that goes on from the last checkpoint
         (:func:`how_to_go_on`).
@@ -281,7 +281,7 @@ def run_training(plan: RunPlan) -> Path:
             checkpoint = plan.checkpoint
             print(f"resuming {run.path} at {checkpoint.env_steps:,} agent steps ({checkpoint.path.name})", flush=True)
 
-    # --- train, with checkpoints; SIGINT or SIGTERM stop after the iteration in progress, with one
+    # --- train, with checkpoints; SIGINT, SIGTERM or SIGHUP stop after the iteration in progress, with one
     show_bar = rank == 0 and (sys.stderr.isatty() if config.progress_bar is None else config.progress_bar)
     start = time.perf_counter()
 

@@ -131,8 +131,10 @@ def test_a_run_whose_terminal_hangs_up_stops_with_a_checkpoint_and_status_129(tm
     # The terminal closes: writing to it fails (EIO), and SIGHUP arrives.
     run = tmp_path / "run"
     terminal, console = pty.openpty()
+    # SIGHUP as a terminal's process has it, even where these tests run under nohup (which rl-gns respects)
     live = subprocess.Popen([*CLI, "train", *TINY, "--total-steps", "1000000", "--out", str(run)], stdout=console,
-                            stderr=console, stdin=subprocess.DEVNULL)  # fmt: skip
+                            stderr=console, stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))  # fmt: skip
     os.close(console)
     try:
         wait_for(lambda: checkpointed(run) or live.poll() is not None)

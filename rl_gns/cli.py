@@ -30,11 +30,11 @@ from rl_gns.core.distributed import rank_and_size
 from rl_gns.core.ppo import TrainingDivergedError
 from rl_gns.experiments import bench, population_train, probe, scaling, sweep, train
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
-from rl_gns.experiments.console import console_may_close
 from rl_gns.experiments.launch import RankFailedError, die_with_parent, under_torchrun
 from rl_gns.experiments.plan import EVERY_SETTING, flag
 from rl_gns.experiments.runner import WORKER_OF, RayAddressError, RunsFailedError
 from rl_gns.experiments.signals import Interrupted
+from rl_gns.experiments.streams import console_may_close
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
 from rl_gns.records.logs import OutputError, check_outputs

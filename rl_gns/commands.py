@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import os
 import sys
+
+from rl_gns.experiments.streams import send_to_devnull
 
 #: Every command, in the order of a study, and what it does in one line.
 SUMMARIES = {
@@ -50,16 +51,16 @@ TRAINING = frozenset({"train", "sweep", "probe", "bench", "scaling", "run"})
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rl-gns`` console script; returns the exit status (2 for bad settings or input).
 
-    Output piped into a reader that closes early (``rl-gns probe --help | head``) ends the command quietly, as other
-    command-line tools do, with status 1 and no traceback. Ctrl-C where a command does not stop at a checkpoint of its
+    Output piped into a reader that closes before the work starts (``rl-gns probe --help | head``) ends the command
+    quietly, as other command-line tools do, with status 1 and no traceback; once the work has started, it finishes
+    without its reader (:mod:`rl_gns.experiments.streams`). Ctrl-C where a command does not stop at a checkpoint of its
     own (while it starts, or a second Ctrl-C) ends it in one line with status 130, as the shell reports SIGINT.
     """
     argv = sys.argv[1:] if argv is None else argv
     try:
         return answer(argv)
-    except BrokenPipeError:
-        # The reader is gone: point stdout at /dev/null so that the interpreter's final flush cannot raise again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # the reader is gone: the interpreter's final flush must not raise again
+        send_to_devnull(sys.stdout)
         return 1
     except KeyboardInterrupt:
         command = argv[0] if argv[:1] and argv[0] in SUMMARIES else None

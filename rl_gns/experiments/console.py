@@ -3,18 +3,14 @@
     [ 12,288/100,000 agent steps]  score 512.3 (last 100)  1,234 steps/s  ETA 1m11s  B_simple(env_value) 790 [512, inf]
 
 SB3's full table of every logged value (``HumanOutputFormat``) replaces it with ``--verbose``; ``progress.csv`` and
-TensorBoard hold every value either way, so a console whose reader goes away (a pipe into ``tee`` that a signal ended
-first) costs a command nothing: :func:`console_may_close`.
+TensorBoard hold every value either way (and a console whose reader is gone costs a run nothing:
+:mod:`rl_gns.experiments.streams`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import math
-import os
 import sys
-from collections.abc import Iterator
 from typing import Any, TextIO
 
 from stable_baselines3.common.logger import KVWriter
@@ -67,59 +63,3 @@ class ConsoleLine(KVWriter):
 
     def close(self) -> None:
         """Nothing to close: the stream belongs to the caller."""
-
-
-class ReaderMayLeave:
-    """A text stream whose reader may go away: the first write or flush that finds it gone (a closed pipe, or a
-    terminal that hung up) points the stream's file descriptor at ``/dev/null``, so that the interpreter's last flush
-    cannot fail either, and from then on what is written is dropped. Everything else is the wrapped stream's.
-
-    :param stream: the console stream (``sys.stdout`` or ``sys.stderr``).
-    """
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.gone = False
-
-    def write(self, text: str) -> int:
-        if not self.gone:
-            try:
-                return self.stream.write(text)
-            except OSError as error:
-                self.leave_if_gone(error)
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.gone:
-            try:
-                self.stream.flush()
-            except OSError as error:
-                self.leave_if_gone(error)
-
-    def leave_if_gone(self, error: OSError) -> None:
-        """Drop what is written from now on if ``error`` says the reader is gone (``EPIPE``, or ``EIO`` from a
-        hung-up terminal); raise it otherwise."""
-        if error.errno not in READER_GONE:
-            raise error
-        self.gone = True
-        with contextlib.suppress(OSError, ValueError):  # a stream without a file descriptor (captured by a test)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-
-#: ``errno`` of a write whose reader is gone: a closed pipe, a terminal that hung up.
-READER_GONE = frozenset({errno.EPIPE, errno.EIO})
-
-
-@contextlib.contextmanager
-def console_may_close() -> Iterator[None]:
-    """A context in which ``sys.stdout`` and ``sys.stderr`` outlive their readers (:class:`ReaderMayLeave`): work that
-    writes files (a run, its checkpoint on SIGTERM, a report) finishes, and ends with its own exit status, when the
-    reader of its console is gone."""
-    with (
-        contextlib.redirect_stdout(ReaderMayLeave(sys.stdout)),
-        contextlib.redirect_stderr(ReaderMayLeave(sys.stderr)),
-    ):
-        yield

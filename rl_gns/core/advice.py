@@ -29,8 +29,8 @@ DEFAULT_PREDICTOR = "env_value"
 PREDICTOR_ERROR = (0.41, 3.5)
 #: Where that error was measured: the regime outside which it says nothing.
 VALIDATED_REGIME = (
-    "Atari from RAM with an MLP, early-training targets, 4 games; a constant predicted as well there, and probes "
-    "have not shown it better"
+    "Atari from RAM with an MLP, early-training targets, 4 games, where a constant predicted as well; late in "
+    "training, probes of 2 games found it 0.045-11x off, further off than a constant"
 )
 #: Measurements below which the advice gives no number (its interval needs several batches of them).
 MIN_MEASUREMENTS = 8

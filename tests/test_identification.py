@@ -22,7 +22,9 @@ def runs_with_steps(steps_by_size: dict[int, list[float]]) -> list[RunRecord]:
 
 def analyze(steps_by_size: dict[int, list[float]]):
     rng = np.random.default_rng(0)
-    return analyze_target(runs_with_steps(steps_by_size), TARGET, 4, 200, rng, np.random.default_rng(1), 0.25)
+    return analyze_target(
+        runs_with_steps(steps_by_size), TARGET, 4, 200, rng, np.random.default_rng(1), 0.25, np.random.default_rng(2)
+    )
 
 
 def test_a_curve_through_two_sizes_is_not_a_fit():

@@ -484,3 +484,13 @@ def noise_sums(
     steps_T, g2_T, trace_sigma_T = columns
     rows = steps_T <= until_env_steps
     return NoiseSums.of(g2_T[rows], trace_sigma_T[rows])
+
+
+def first_measured(progress: dict[str, np.ndarray], config: RunConfig, scheme: str, loss: str) -> float:
+    """Agent steps of a run's first measurement of one scheme and loss (``inf`` if it never measured them)."""
+    columns = noise_columns(progress, config, scheme, loss)
+    if columns is None:
+        return math.inf
+    steps_T, g2_T, trace_sigma_T = columns
+    measured = np.flatnonzero(np.isfinite(g2_T) & np.isfinite(trace_sigma_T))
+    return float(steps_T[measured[0]]) if len(measured) else math.inf

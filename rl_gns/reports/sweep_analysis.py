@@ -17,6 +17,11 @@ Definitions:
   the target of every run of that size that reached it (+∞ where ``Σ |G|² ≤ 0``), then the median over
   sizes, times a units factor: ``M`` (``mb_xM_L``, ``env_xM_L``) or 1 (``mb_L``, ``env_L``). 95 % interval:
   percentile bootstrap of runs within each size.
+- Criterion v8's candidates (``path_candidates``): per scheme and loss, pooled over every measurement of every kept
+  run (the fastest rate per size and seed) from its start to the target: ``path_<tag>_<loss>``, the path average of
+  App. D; over the measurements in the first 10 % of each kept run's agent steps to the target (at least its first):
+  ``start_<tag>_<loss>``; for the minibatch scheme also times ``M`` (``_xM_``) and ``n_epochs · M`` (``_xEM_``).
+  95 % interval: percentile bootstrap of the kept runs.
 
 Shape glossary: ``K`` rollout sizes, ``R`` runs of one size.
 """
@@ -36,8 +41,21 @@ from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
 from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
-from rl_gns.records.rundir import PROBE, SWEEP, RunDir, noise_sums, read_record, runs_under, sweep_runs, write_json
+from rl_gns.records.rundir import (
+    PROBE,
+    SWEEP,
+    RunDir,
+    first_measured,
+    noise_sums,
+    read_record,
+    runs_under,
+    sweep_runs,
+    write_json,
+)
 from rl_gns.records.schema import SWEEP_FIELDS
+
+#: The start of a run's path to a target: this fraction of its agent steps to the target (criterion v8).
+START_FRACTION = 0.1
 
 
 @dataclass
@@ -72,6 +90,9 @@ class Reach:
     first_window: bool = False
     """The run's first full running score (its first ``window`` games) was already at the target: the run got there
     at or before then, so ``iterations`` is an upper bound, and the score measure cannot time it more finely."""
+    start_noise: dict[str, NoiseSums] = field(default_factory=dict)
+    """``"<scheme>/<loss>"`` -> pooled raw estimates of the first :data:`START_FRACTION` of ``env_steps`` (at least
+    the first measurement)."""
 
 
 @dataclass
@@ -129,6 +150,17 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
                 for scheme in schemes
                 for loss in LOSSES
             }
+            start_noise = {
+                f"{scheme}/{loss}": noise_sums(
+                    progress,
+                    config,
+                    scheme,
+                    loss,
+                    max(START_FRACTION * env_steps, first_measured(progress, config, scheme, loss)),
+                )
+                for scheme in schemes
+                for loss in LOSSES
+            }
             window_games = slice(game - window + 1, game + 1)
             midpoint = window_midpoint(episodes["env_steps"][window_games], lengths[window_games], config.n_envs)
             record.reached[target] = Reach(
@@ -138,6 +170,7 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
                 noise,
                 midpoint / record.rollout_size,
                 first_window=game == window - 1,
+                start_noise=start_noise,
             )
     return record
 
@@ -181,6 +214,8 @@ class TargetResult:
     ci_b_crit: tuple[float, float] | None = None
     candidates: dict[str, Candidate] = field(default_factory=dict)
     """Noise-scale predictions of the critical rollout size, by name (``mb_xM_policy``, ``env_total``, ...)."""
+    path_candidates: dict[str, Candidate] = field(default_factory=dict)
+    """Criterion v8's path averages and start values over the kept runs, by name (``path_env_value``, ...)."""
     flags: list[str] = field(default_factory=list)
     """Why the fit may be unreliable."""
     not_identified: str | None = None
@@ -318,6 +353,51 @@ def noise_candidates(
     return candidates
 
 
+def pooled_candidate(sums_R: list[NoiseSums], factor: float, reps: int, rng: np.random.Generator) -> Candidate:
+    """``factor × Σ tr(Σ) / Σ |G|²`` pooled over ``R`` runs (+∞ where not resolved), with a percentile bootstrap
+    interval over the runs (``None`` with fewer than 2 runs or no resamples).
+
+    :param sums_R: each run's pooled sums.
+    :param factor: units factor (``M``, ``n_epochs · M`` or 1).
+    :param reps: bootstrap resamples.
+    :param rng: the bootstrap's generator.
+    """
+    value = factor * resolved_or_inf(pool(sums_R))
+    ci = None
+    if reps > 0 and len(sums_R) > 1:
+        g2_R = np.array([s.g2 for s in sums_R])
+        trace_R = np.array([s.trace_sigma for s in sums_R])
+        pick = rng.integers(0, len(sums_R), (reps, len(sums_R)))
+        g2, trace = g2_R[pick].sum(axis=1), trace_R[pick].sum(axis=1)
+        draws = np.where(g2 > 0, trace / np.where(g2 > 0, g2, 1.0), math.inf)
+        low, high = np.quantile(factor * draws, [0.025, 0.975], method="nearest")
+        ci = (float(low), float(high))
+    return Candidate(value, ci, [value / factor], [pool(sums_R).count])
+
+
+def path_candidates(
+    runs: list[RunRecord], target: float, sizes: list[int], n_minibatches: int, reps: int, rng: np.random.Generator
+) -> dict[str, Candidate]:
+    """Criterion v8's candidates at ``target`` (see the module docstring), over the kept runs of every reached size."""
+    kept = [run for size in sizes for run in best_per_seed(runs, target, size).values()]
+    keys = sorted({key for run in kept for key in run.reached[target].noise})
+    candidates = {}
+    for key in keys:
+        scheme, loss = key.split("/")
+        tag = SCHEME_TAGS[scheme]
+        for kind in ("path", "start"):
+            sums_R = [getattr(run.reached[target], f"{kind}_noise" if kind == "start" else "noise")[key] for run in kept]
+            if all(s.count == 0 for s in sums_R):
+                continue
+            factors = {"": 1.0}
+            if scheme == "minibatch":
+                n_epochs = kept[0].n_epochs
+                factors |= {"_xM": float(n_minibatches), "_xEM": float(n_epochs * n_minibatches)}
+            for suffix, factor in factors.items():
+                candidates[f"{kind}_{tag}{suffix}_{loss}"] = pooled_candidate(sums_R, factor, reps, rng)
+    return candidates
+
+
 #: A fitted B_crit more than this factor beyond the rollout sizes that reached the target is not identified by them.
 IDENTIFIED_FACTOR = 10.0
 
@@ -361,9 +441,11 @@ def analyze_target(
     rng: np.random.Generator,
     noise_rng: np.random.Generator,
     max_rms: float,
+    path_rng: np.random.Generator,
 ) -> TargetResult:
     """Best run per size and seed, the tradeoff fit with bootstrap intervals (``rng``), and the noise-scale
-    candidates (their bootstrap draws from ``noise_rng``, so the fit's intervals do not depend on them)."""
+    candidates (their bootstrap draws from ``noise_rng`` and, criterion v8's, ``path_rng``, so the fit's intervals
+    and the older candidates do not depend on them)."""
     result = TargetResult(target)
     steps_by_size: list[np.ndarray] = []
     for size in sorted({run.rollout_size for run in runs}):
@@ -381,6 +463,7 @@ def analyze_target(
         result.best_lr_K.append([best[seed].learning_rate for seed in sorted(best)])
         result.seeds_reached_K.append(len(best))
     result.candidates = noise_candidates(runs, target, result.rollout_size_K, n_minibatches, bootstrap, noise_rng)
+    result.path_candidates = path_candidates(runs, target, result.rollout_size_K, n_minibatches, bootstrap, path_rng)
 
     if result.censored_sizes:
         result.flags.append(f"not reached at rollout sizes {result.censored_sizes}")
@@ -438,9 +521,17 @@ def analyze(config: AnalyzeConfig) -> tuple[dict, list[RunRecord], list[TargetRe
     """Analyse a sweep directory and write ``results.json`` there; return settings, runs and per-target results."""
     settings, runs = load_sweep(config.sweep_dir)
     fit_rng, noise_rng = np.random.default_rng(config.seed), np.random.default_rng(config.seed + 1)
+    path_rng = np.random.default_rng(config.seed + 2)
     results = [
         analyze_target(
-            runs, float(t), settings["n_minibatches"], config.bootstrap, fit_rng, noise_rng, config.max_rms_log_residual
+            runs,
+            float(t),
+            settings["n_minibatches"],
+            config.bootstrap,
+            fit_rng,
+            noise_rng,
+            config.max_rms_log_residual,
+            path_rng,
         )
         for t in settings["targets"]
     ]

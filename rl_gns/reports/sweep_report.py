@@ -242,6 +242,18 @@ def candidate_rows(results: list[TargetResult]) -> list[str]:
     return lines
 
 
+def path_candidate_rows(results: list[TargetResult]) -> list[str]:
+    """Markdown rows: criterion v8's path averages and start values per target, with intervals and ratios."""
+    if not any(r.path_candidates for r in results):
+        return ["None: no run reached a target, or none measured the noise scale."]
+    lines = ["| target | candidate | prediction (agent steps) [95 % CI] | / fitted B_crit |", "|---|---|---|---|"]
+    for r in results:
+        for name, c in sorted(r.path_candidates.items()):
+            ratio = c.value / r.fit.b_crit if r.fit else math.nan
+            lines.append(f"| {r.target:g} | `{name}` | {fmt(c.value)} {interval_cell(c.ci)} | {fmt(ratio)} |")
+    return lines
+
+
 #: The figures the report draws, by name (``<name>.png`` in the sweep directory).
 FIGURES = ("steps_vs_experience", "wall_vs_experience", "noise_scale_by_size", "bcrit_predicted_vs_fitted")
 #: Every file of the analysis in the sweep directory (``results.json`` from :mod:`~rl_gns.reports.sweep_analysis`).
@@ -268,7 +280,8 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
         f"agent steps), M = {m} minibatches per epoch, {n_epochs} epochs, backend `{settings['backend']}`, "
         f"{settings['seeds']} seeds, {settings['lr_points']} learning rates per size (rule `{settings['lr_rule']}`, "
         f"lr_ref {settings['lr_ref']} at {settings['n_envs_ref']} envs, factor {settings['lr_factor']}), "
-        f"budget {settings['budget_steps']:,} agent steps per run, noise-scale scheme(s) {settings['gns_scheme']}.",
+        f"budget {settings['budget_steps']:,} agent steps per run, noise-scale scheme(s) {settings['gns_scheme']}, "
+        f"regime `{settings.get('regime', 'ppo')}`.",
         "",
         f"Runs: {len(settings['runs'])} planned; {status.get('done', 0)} finished, {status.get('failed', 0)} failed, "
         f"{status.get('unfinished', 0)} unfinished, {len(settings['runs']) - len(runs)} not started.",
@@ -300,6 +313,16 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
             f"| {fmt(r.predicted_b_crit)} | {'; '.join(r.flags) or '–'} |"
         )
     lines += ["", "## Noise-scale candidates against the fitted B_crit", "", *candidate_rows(results)]
+    lines += [
+        "",
+        "## Path averages and start values (criterion v8)",
+        "",
+        "Pooled Σ raw tr(Σ) / Σ raw |G|² over the kept runs (the fastest learning rate per size and seed): `path_` over "
+        "every measurement from the run's start to the target, `start_` over the first 10 % of its agent steps to it "
+        "(at least its first measurement); `_xM_` × M, `_xEM_` × n_epochs · M. 95 % intervals: bootstrap of the kept runs.",
+        "",
+        *path_candidate_rows(results),
+    ]
     lines += ["", "## Steps and experience to each target", ""]
     for r in results:
         lines += [

@@ -29,7 +29,7 @@ from rl_gns import commands
 from rl_gns.core.distributed import rank_and_size
 from rl_gns.core.ppo import TrainingDivergedError
 from rl_gns.experiments import bench, population_train, probe, scaling, sweep, train
-from rl_gns.experiments.config import TrainConfig, train_config_from_json
+from rl_gns.experiments.config import TrainConfig, apply_regime, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, die_with_parent, under_torchrun
 from rl_gns.experiments.plan import EVERY_SETTING, flag
 from rl_gns.experiments.runner import WORKER_OF, RayAddressError, RunsFailedError
@@ -51,6 +51,7 @@ from rl_gns.reports import (
     scaling_report,
     sweep_analysis,
     sweep_report,
+    targets_report,
 )
 from rl_gns.reports.figures import FigureError
 
@@ -259,6 +260,7 @@ COMMANDS: dict[str, tuple[type, Prepare]] = {
     "scaling-report": (scaling_report.ScalingReportConfig, checked(scaling_report.check, scaling_report.report)),
     "compare-adaptive": (adaptive_report.CompareConfig, checked(adaptive_report.check, adaptive_report.compare)),
     "advise": (advise.AdviseConfig, checked(advise.check, advise.advise)),
+    "targets": (targets_report.TargetsConfig, checked(targets_report.check, targets_report.targets)),
     "validate-probes": (
         probe_validation.ProbeValidationConfig,
         checked(probe_validation.check, probe_validation.validate),
@@ -475,9 +477,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = [name, *split_number_lists(argv[1:], config_cls)]
         config = parse(config_cls, argv[1:], f"rl-gns {name}")
+        given = given_settings(argv[1:], type(config))
+        if hasattr(config, "regime"):
+            config = apply_regime(config, given)
         check_finite(config)
         check_resamples(config)
-        work = prepare(config, given_settings(argv[1:], type(config)))
+        work = prepare(config, given)
         check_counts(config)
     except BrokenPipeError:  # the reader of --help went away: rl_gns.commands.main ends quietly
         raise

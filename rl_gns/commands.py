@@ -17,6 +17,7 @@ SUMMARIES = {
     "analyze": "fit the steps-experience tradeoff of a sweep: report.md, results.json, figures",
     "probe": "measure the critical rollout size where a run is: branches from one of its agents",
     "probe-report": "fit the critical rollout size of a probe directory",
+    "targets": "target scores a run that learns nothing reaches with probability <= 1 %, from a null run and a pilot",
     "advise": "the critical rollout size a run's noise scale predicts, with its interval",
     "plot": "redraw a run's training.png from its progress.csv",
     "bench": "train every game of a benchmark tier for several seeds, then write the report",

@@ -8,6 +8,7 @@ import torch as th
 from stable_baselines3 import PPO
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.core.defaults import optimizer_policy_kwargs
 from rl_gns.core.measure import measure_rollout, measurement_indices
 from rl_gns.core.policies import ChannelsLastCnnPolicy
 from rl_gns.core.population import Population, PopulationPolicy, check_members, population_update
@@ -19,6 +20,10 @@ pytestmark = pytest.mark.atari
 SHARED = dict(n_steps=32, batch_size=16, n_epochs=3, clip_range=0.2, ent_coef=0.01, device="cpu")
 SEEDS = (3, 4, 5)
 LEARNING_RATES = (2.5e-4, 1e-3, 4e-3)
+#: The one-step regime (one epoch of one minibatch, the whole rollout; RMSprop; no advantage normalisation; GAE λ 1).
+ONE_STEP = dict(
+    n_epochs=1, batch_size=64, normalize_advantage=False, gae_lambda=1.0, policy_kwargs=optimizer_policy_kwargs("rmsprop")
+)
 
 
 def member_with_rollout(policy: str, backend: str, seed: int, learning_rate: float, **overrides) -> PPO:
@@ -54,13 +59,15 @@ def trained_apart_and_together(
 
 
 def max_difference(a: PPO, b: PPO) -> float:
-    """Largest absolute difference between two agents' parameters and Adam moments (their Adam step counts equal)."""
+    """Largest absolute difference between two agents' parameters and optimiser moments (Adam's ``exp_avg`` and
+    ``exp_avg_sq``, RMSprop's ``square_avg``); their step counts equal."""
     diffs = []
     for p, q in zip(a.policy.parameters(), b.policy.parameters(), strict=True):
         state_a, state_b = a.policy.optimizer.state[p], b.policy.optimizer.state[q]
         assert th.equal(state_a["step"], state_b["step"])
+        assert state_a.keys() == state_b.keys()
         diffs += [(p - q).abs().max().item()]
-        diffs += [(state_a[key] - state_b[key]).abs().max().item() for key in ("exp_avg", "exp_avg_sq")]
+        diffs += [(state_a[key] - state_b[key]).abs().max().item() for key in state_a if key != "step"]
     return max(diffs)
 
 
@@ -73,8 +80,9 @@ def max_difference(a: PPO, b: PPO) -> float:
         ({}, (1e-3, 1e-3, 1e-3)),
         ({"target_kl": 0.001}, (1e-3, 1e-3, 1e-3)),
         ({}, (1e-3, 4e-3, 1e-3)),
+        (ONE_STEP, (7e-4, 1.4e-3, 2.8e-3)),
     ],
-    ids=["default", "value-clip", "target-kl", "one-lr", "one-lr-target-kl", "two-lrs"],
+    ids=["default", "value-clip", "target-kl", "one-lr", "one-lr-target-kl", "two-lrs", "one-step"],
 )
 def test_one_population_update_equals_ppo_train_for_every_member(overrides, learning_rates):
     """Three members (seeds 3-5; three learning rates, one, or two with one shared by members 0 and 2), MLP on RAM:

@@ -1,5 +1,7 @@
 """Steps to target on hand-built score curves."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -7,8 +9,12 @@ from rl_gns.core.targets import (
     expected_games,
     first_reached,
     game_length,
+    null_crossing,
+    null_floor,
+    null_max_running_scores,
     resolvable_improvement,
     running_score,
+    spaced_targets,
     steps_and_experience,
     window_midpoint,
 )
@@ -89,3 +95,31 @@ def test_expected_games_of_one_length_counts_whole_games():
     # every env finishes floor(T / L), which the renewal count meets at half-integers
     assert expected_games(length=100.0, cv=0.0, agent_steps=8 * 250, n_envs=8) == pytest.approx(8 * 2)
     assert expected_games(length=100.0, cv=0.0, agent_steps=8 * 30, n_envs=8) == 0.0  # none finished
+
+
+def test_null_maxima_and_crossing_match_closed_forms():
+    """Window 1 over games scoring 1 with probability 1/10 (else 0): one run of G games reaches 1 with probability
+    1 − 0.9^G, and the best of L runs with 1 − 0.9^(G·L); the resampled estimate is within 4 standard errors."""
+    scores = np.array([1.0] + [0.0] * 9)
+    maxima = null_max_running_scores(scores, 10, 1, 20_000, np.random.default_rng(0))
+    for n_runs in (1, 3):
+        exact = 1 - 0.9 ** (10 * n_runs)
+        one = 1 - 0.9**10
+        se = n_runs * math.sqrt(one * (1 - one) / 20_000)  # delta method, d p_L / d p_1 <= L
+        assert abs(null_crossing(maxima, 1.0, n_runs) - exact) < 4 * se
+    assert null_crossing(maxima, 1.5, 3) == 0.0
+
+
+def test_null_floor_is_the_lowest_target_at_the_level():
+    """The floor's false-crossing probability is at most the level, and a target just below it exceeds the level."""
+    maxima = null_max_running_scores(np.arange(10.0), 50, 5, 4_000, np.random.default_rng(1))
+    for n_runs in (1, 3):
+        floor = null_floor(maxima, n_runs, 0.01)
+        assert null_crossing(maxima, floor, n_runs) <= 0.01
+        assert null_crossing(maxima, np.nextafter(floor, -math.inf), n_runs) > 0.01
+    assert null_floor(maxima, 3) > null_floor(maxima, 1)  # more rates tried, a higher floor
+
+
+def test_spaced_targets_lie_between_the_floor_and_the_pilot():
+    assert spaced_targets(2.0, 8.0) == (4.0, 6.0)
+    assert spaced_targets(2.0, 2.0) == ()

@@ -9,8 +9,9 @@ rl-zoo3 keeps for Atari.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+import torch as th
 from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import LinearSchedule
 
@@ -45,3 +46,18 @@ def atari_ppo_kwargs(anneal: bool = True) -> dict[str, Any]:
     kwargs["learning_rate"] = schedule(kwargs["learning_rate"], anneal)
     kwargs["clip_range"] = schedule(kwargs["clip_range"], anneal)
     return kwargs
+
+
+#: The optimisers a run may step with: ``adam``, SB3's PPO default (its policy sets Adam's ε to 1e-5); ``rmsprop``,
+#: SB3's A2C default (``use_rms_prop=True``: α 0.99, ε 1e-5, no weight decay).
+Optimizer = Literal["adam", "rmsprop"]
+
+
+def optimizer_policy_kwargs(optimizer: Optimizer) -> dict[str, Any]:
+    """The ``policy_kwargs`` of an SB3 agent that steps with ``optimizer``: none for Adam (SB3's own choice), SB3
+    A2C's for RMSprop."""
+    if optimizer == "adam":
+        return {}
+    if optimizer == "rmsprop":
+        return {"optimizer_class": th.optim.RMSprop, "optimizer_kwargs": {"alpha": 0.99, "eps": 1e-5, "weight_decay": 0}}
+    raise ValueError(f"unknown optimizer {optimizer!r}: use adam or rmsprop")

@@ -130,3 +130,65 @@ def steps_and_experience(env_steps: int, rollout_size: int) -> tuple[int, int]:
     ``S = ceil(env_steps / rollout_size)``, and ``E = S · rollout_size`` (the tradeoff model's ``E = B·S``)."""
     iterations = -(-env_steps // rollout_size)
     return iterations, iterations * rollout_size
+
+
+def null_max_running_scores(
+    null_scores_N: np.ndarray, n_games: int, window: int, draws: int, rng: np.random.Generator, chunk: int = 256
+) -> np.ndarray:
+    """``(draws,)`` the highest running score (:func:`running_score`) that a run which learns nothing reaches over
+    ``n_games`` games, each draw a run of games resampled with replacement from ``null_scores_N``, games at fixed
+    parameters being independent. Every look counts: the running score is looked at after each of its games.
+
+    :param null_scores_N: ``(N,)`` raw scores of games played at fixed parameters (a learning-rate-0 run).
+    :param n_games: games a run plays within its budget (at least ``window``).
+    :param window: games in the running score.
+    :param draws: resampled runs.
+    :param rng: the resampling's generator.
+    :param chunk: draws resampled at once (memory: ``chunk · n_games`` floats).
+    """
+    scores = np.asarray(null_scores_N, dtype=float)
+    if len(scores) < window or n_games < window or draws < 1:
+        raise ValueError(f"need at least window ({window}) null games and n_games, and draws >= 1")
+    out = np.empty(draws)
+    for start in range(0, draws, chunk):
+        block = scores[rng.integers(0, len(scores), size=(min(chunk, draws - start), n_games))]  # (d, G)
+        cumulative = np.concatenate([np.zeros((len(block), 1)), np.cumsum(block, axis=1)], axis=1)
+        out[start : start + len(block)] = ((cumulative[:, window:] - cumulative[:, :-window]) / window).max(axis=1)
+    return out
+
+
+def null_crossing(max_scores_D: np.ndarray, target: float, n_runs: int) -> float:
+    """``p_null(T) = 1 − (1 − P(M ≥ T))^L``: the chance that the best of ``L = n_runs`` independent runs that learn
+    nothing reaches ``target`` somewhere, ``P(M ≥ T)`` the fraction of the draws of one run's highest running score
+    ``M`` (:func:`null_max_running_scores`) at or above it.
+
+    :param max_scores_D: ``(D,)`` one null run's highest running score per draw.
+    :param target: the score to reach.
+    :param n_runs: runs tried for one kept run (the learning rates of a size and seed).
+    """
+    one_run = float(np.mean(np.asarray(max_scores_D) >= target))
+    return 1.0 - (1.0 - one_run) ** n_runs
+
+
+def null_floor(max_scores_D: np.ndarray, n_runs: int, level: float = 0.01) -> float:
+    """The null floor ``F``: the smallest target with ``p_null(F) <= level`` (:func:`null_crossing`). One run may
+    cross it with at most ``1 − (1 − level)^(1/L)``, so at most ``k = ⌊D · that⌋`` of the ``D`` draws may reach it: ``F``
+    is the next float above the ``(k+1)``-th highest draw.
+
+    :param max_scores_D: ``(D,)`` as for :func:`null_crossing`.
+    :param n_runs: ``L``.
+    :param level: the largest false-crossing probability allowed.
+    """
+    if not 0 < level < 1 or n_runs < 1:
+        raise ValueError(f"need 0 < level < 1 and n_runs >= 1, got {level}, {n_runs}")
+    descending = np.sort(np.asarray(max_scores_D, dtype=float))[::-1]
+    allowed = math.floor(len(descending) * (1.0 - (1.0 - level) ** (1.0 / n_runs)) + 1e-9)
+    return float(np.nextafter(descending[min(allowed, len(descending) - 1)], math.inf))
+
+
+def spaced_targets(floor: float, pilot_best: float, count: int = 2) -> tuple[float, ...]:
+    """Criterion v8's targets: ``T_i = F + i (P − F) / (count + 1)``, ``i = 1 … count``, between the null floor ``F``
+    and a pilot's best running score ``P``; none where the pilot did not pass the floor."""
+    if pilot_best <= floor:
+        return ()
+    return tuple(floor + i * (pilot_best - floor) / (count + 1) for i in range(1, count + 1))

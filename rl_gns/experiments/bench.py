@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rl_gns.core.atari import resolve_game
-from rl_gns.experiments.config import TrainConfig, base_train_config
+from rl_gns.experiments.config import REGIMES, Regime, TrainConfig, apply_regime, base_train_config
 from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_run_count, check_runs, connect, run_all
 from rl_gns.records.lock import RunLock
 from rl_gns.records.rundir import BENCH, write_json
@@ -70,6 +70,8 @@ class BenchConfig(ExecutionConfig):
     """The tiers, TOML; if unset, the table shipped with rl-gns, envs/suites.toml in the repository."""
     games_file: Path | None = None
     """The games, TOML: random, human and published PPO scores, target scores; if unset, the shipped table."""
+    regime: Regime = "ppo"
+    """ppo: the tier's PPO settings; one-step: one gradient step per rollout (n_steps 5, RMSprop) at the tier's n_envs."""
 
 
 def load_tier(config: BenchConfig) -> Tier:
@@ -101,9 +103,14 @@ def selected_games(config: BenchConfig, tier: Tier) -> list[str]:
 
 def runs(config: BenchConfig, tier: Tier) -> dict[str, TrainConfig]:
     """Every run to do, by run name ``<game>_s<seed>``."""
-    base = base_train_config(
-        config, **tier.train_overrides(), overwrite=True, torch_threads=config.threads_per_run, progress_bar=False
-    )
+    regime = REGIMES[config.regime]
+    overrides = {  # the regime's settings win over the tier's
+        key: value
+        for key, value in tier.train_overrides().items()
+        if key not in regime and not (key == "minibatch_size" and "n_minibatches" in regime)
+    }
+    base = base_train_config(config, **overrides, overwrite=True, torch_threads=config.threads_per_run, progress_bar=False)
+    base = apply_regime(base, given=overrides)
     specs = {}
     for game in selected_games(config, tier):
         for seed in range(config.seeds or tier.seeds):
@@ -118,6 +125,7 @@ def record(config: BenchConfig) -> dict:
     tier = load_tier(config)
     settings = {
         "suite": config.suite,
+        "regime": config.regime,
         "device": config.device,
         "tier": {key: getattr(TrainConfig, key) if value is None else value for key, value in asdict(tier).items()},
         "games_table": {game: games[game] for game in tier.games},

@@ -2,7 +2,7 @@
 
 - :class:`EnvSettings`: which game and how it is observed;
 - :class:`PPOSettings`: PPO hyperparameters every experiment shares (rl-zoo3's Atari values,
-  :data:`rl_gns.core.defaults.RL_ZOO3_ATARI_PPO`);
+  :data:`rl_gns.core.defaults.RL_ZOO3_ATARI_PPO`), and the named recipe (``--regime``, :data:`REGIMES`) that sets them;
 - :class:`MeasureSettings`: how the gradient noise scale is measured;
 - :class:`TrainConfig`: one run, all three plus what a sweep or benchmark varies per run.
 
@@ -12,9 +12,10 @@ on a base :class:`TrainConfig` (:func:`base_train_config`), so no setting is cop
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Collection
+from dataclasses import dataclass, fields, replace
 from pathlib import Path, PurePath
-from typing import Annotated, Any, Literal, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, get_type_hints
 
 import tyro
 
@@ -44,10 +45,43 @@ class EnvSettings:
     """Repeat-action probability (0: the DeepMind/NoFrameskip-v4 protocol of the published PPO scores; ALE v5: 0.25)."""
 
 
+#: A named training recipe (``--regime``): ``ppo``, rl-zoo3's PPO; ``one-step``, one gradient step per rollout on the
+#: whole rollout, the paper's A2C regime.
+Regime = Literal["ppo", "one-step"]
+
+#: What each regime sets, by field name, in every settings dataclass that has the field (a field the user gives
+#: still wins: :func:`apply_regime`). ``ppo`` is the fields' defaults. ``one-step`` is OpenAI baselines' A2C, which
+#: McCandlish et al. (2018) used for Atari, run as PPO: one epoch of one minibatch, so PPO's ratio is 1 where the
+#: gradient is taken and its clipped loss has A2C's gradient; 5-step rollouts, RMSprop (SB3 A2C's α 0.99, ε 1e-5),
+#: no advantage normalisation, GAE λ 1 (A2C's n-step returns), a constant learning rate of 7e-4 (at 16 envs in a
+#: sweep's rule). ``n_minibatches`` gives a sweep's M, and a run's ``minibatch_size`` = rollout size / M.
+REGIMES: dict[str, dict[str, Any]] = {
+    "ppo": {},
+    "one-step": {
+        "n_steps": 5,
+        "n_epochs": 1,
+        "n_minibatches": 1,
+        "optimizer": "rmsprop",
+        "normalize_advantage": False,
+        "gae_lambda": 1.0,
+        "gamma": 0.99,
+        "ent_coef": 0.01,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+        "learning_rate": 7e-4,
+        "anneal": False,
+        "lr_ref": 7e-4,
+        "n_envs_ref": 16,
+    },
+}
+
+
 @dataclass
 class PPOSettings:
-    """PPO hyperparameters shared by every run of an experiment (defaults: rl-zoo3 Atari)."""
+    """PPO hyperparameters shared by every run of an experiment (defaults: rl-zoo3 Atari; ``--regime`` sets them)."""
 
+    regime: Regime = "ppo"
+    """ppo: rl-zoo3's PPO recipe; one-step: one gradient step on each whole rollout (A2C: n_steps 5, RMSprop); flags win."""
     n_steps: int = _ZOO["n_steps"]
     """Agent steps per env per rollout; a rollout is n_envs * n_steps agent steps."""
     n_epochs: int = _ZOO["n_epochs"]
@@ -64,6 +98,10 @@ class PPOSettings:
     """GAE λ."""
     max_grad_norm: float = _ZOO["max_grad_norm"]
     """Gradient clipping norm (the noise scale is measured before clipping)."""
+    optimizer: Literal["adam", "rmsprop"] = "adam"
+    """adam: SB3 PPO's Adam (ε 1e-5); rmsprop: SB3 A2C's RMSprop (α 0.99, ε 1e-5)."""
+    normalize_advantage: bool = True
+    """Normalise the advantages per minibatch (PPO); A2C does not."""
 
 
 @dataclass
@@ -128,7 +166,7 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
     minibatch_size: int = _ZOO["batch_size"]
     """Samples per gradient step (SB3's batch_size); must divide the rollout size."""
     learning_rate: float = _ZOO["learning_rate"]
-    """Adam step size, decayed linearly to 0 unless --no-anneal; 0 holds the policy fixed (it plays and measures only)."""
+    """Optimiser step size, decayed linearly to 0 unless --no-anneal; 0 holds the policy fixed (it plays and measures only)."""
     anneal: bool = True
     """Decay learning rate and clip range linearly (rl-zoo3); it inflates the late noise scale: compare with --no-anneal."""
 
@@ -189,6 +227,27 @@ RUN_CONTROL = (
     "max_wall_minutes",
     "snapshot_steps",
 )
+
+
+Settings = TypeVar("Settings")
+
+
+def apply_regime(config: Settings, given: Collection[str]) -> Settings:
+    """``config`` with its regime's settings (:data:`REGIMES`) in every field it has that the user did not give; the one
+    place a regime is applied (the command line applies it to a command's settings once, as parsed).
+
+    A run's ``minibatch_size`` becomes its rollout size over the regime's ``n_minibatches`` (one-step: the rollout).
+
+    :param config: a settings dataclass with a ``regime`` field (``rl-gns train``'s, ``sweep``'s or ``bench``'s).
+    :param given: the settings the user named (field names): each keeps its value.
+    """
+    regime = REGIMES[config.regime]  # type: ignore[attr-defined]
+    names = {f.name for f in fields(config)}  # type: ignore[arg-type]
+    changes = {name: value for name, value in regime.items() if name in names and name not in given}
+    if "n_minibatches" in regime and "minibatch_size" in names and "minibatch_size" not in given:
+        n_steps = changes.get("n_steps", config.n_steps)  # type: ignore[attr-defined]
+        changes["minibatch_size"] = config.n_envs * n_steps // regime["n_minibatches"]  # type: ignore[attr-defined]
+    return replace(config, **changes)  # type: ignore[type-var]
 
 
 def training_settings(config: TrainConfig) -> dict[str, Any]:

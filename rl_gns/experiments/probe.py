@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal
 
@@ -44,7 +44,7 @@ import tyro
 from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
 from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, expected_games, game_length, resolvable_improvement
-from rl_gns.experiments.config import TrainConfig, to_json, train_config_from_json
+from rl_gns.experiments.config import EnvSettings, PPOSettings, TrainConfig, to_json, train_config_from_json
 from rl_gns.experiments.plan import check_inert, largest_seed
 from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_runs, connect, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
@@ -281,21 +281,9 @@ GRID = (
     "window",
     "gns_every",
 )
-#: Settings a branch takes from its source: the game and how it is observed, and PPO's.
-SHARED = (
-    "env",
-    "backend",
-    "sticky_actions",
-    "n_steps",
-    "n_epochs",
-    "clip_range",
-    "ent_coef",
-    "vf_coef",
-    "gamma",
-    "gae_lambda",
-    "max_grad_norm",
-    "gns_ema_beta",
-)
+#: Settings a branch takes from its source: the game and how it is observed, and PPO's (its regime included).
+SHARED = (*(f.name for f in fields(EnvSettings)), *(f.name for f in fields(PPOSettings)), "gns_ema_beta")
+
 #: What ``probe.json`` records of the settings; a probe directory refuses a rerun with others.
 RECORDED = ("source", "at", "anchor_steps", "delta", "delta_noise", "window", "first_seed", "steps")
 

@@ -48,7 +48,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
 from rl_gns.core.advice import DEFAULT_PREDICTOR, MIN_MEASUREMENTS, Advice, advise, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
-from rl_gns.core.defaults import schedule
+from rl_gns.core.defaults import optimizer_policy_kwargs, schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
 from rl_gns.core.names import tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
@@ -389,6 +389,8 @@ def ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
         "gamma": config.gamma,
         "gae_lambda": config.gae_lambda,
         "max_grad_norm": config.max_grad_norm,
+        "normalize_advantage": config.normalize_advantage,
+        "policy_kwargs": optimizer_policy_kwargs(config.optimizer),
         "seed": config.seed,
         "device": config.device,
     }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Criterion v8's protocol on one game (docs/prediction-criterion.md): null run -> pilot -> targets -> sweep -> analyze.
+# Usage: bash results/table1/protocol.sh <Game> [R0|R1|R2|R3|R4]   (R0, the one-step regime, by default)
+# Resumable: rerun the same command; finished runs are kept, unfinished ones go on from their checkpoints.
+set -euo pipefail
+game="$1"
+rung="${2:-R0}"
+cd "$(dirname "$0")/../.."
+dir="results/table1/$game/$rung"
+mkdir -p "$dir"
+
+# The ladder (v8): one factor at a time from the one-step regime to PPO's recipe.
+case "$rung" in
+  R0) ladder=() ;;
+  R1) ladder=(--optimizer adam) ;;
+  R2) ladder=(--optimizer adam --n-minibatches 4 --clip-range 1e9) ;;
+  R3) ladder=(--optimizer adam --n-minibatches 4 --n-epochs 4 --clip-range 1e9) ;;
+  R4) ladder=(--optimizer adam --n-minibatches 4 --n-epochs 4 --clip-range 0.1) ;;
+  *) echo "unknown rung $rung (R0..R4)" >&2; exit 2 ;;
+esac
+common=(--env "$game" --backend ram --regime one-step)
+# a single run's flags: the sweep's M becomes the minibatch size of the run's rollout (16 envs x 5 steps)
+run_ladder=("${ladder[@]/--n-minibatches/--minibatch-size}")
+for i in "${!run_ladder[@]}"; do
+  if [[ "${run_ladder[$i]}" == "--minibatch-size" ]]; then run_ladder[i+1]=$((16 * 5 / ladder[i+1])); fi
+done
+
+train_once() {  # train_once DIR FLAGS...: run to the end, resuming an unfinished run
+  local out="$1"; shift
+  if [[ -f "$out/summary.json" ]]; then return; fi
+  if [[ -f "$out/config.json" ]]; then rl-gns train --resume "$out" --torch-threads 1; else
+    rl-gns train "$@" --out "$out" --torch-threads 1; fi
+}
+
+# 1. null run: the policy fixed at its start (learning rate 0), 300,000 agent steps at 16 envs
+train_once "$dir/null" "${common[@]}" "${run_ladder[@]}" --n-envs 16 --learning-rate 0 --total-steps 300000 --no-gns &
+# 2. pilot: the regime's default learning rate at 16 envs, 1,000,000 agent steps
+train_once "$dir/pilot" "${common[@]}" "${run_ladder[@]}" --n-envs 16 --total-steps 1000000 &
+wait
+
+# 3. targets at a 1 % null-crossing rate, counting every look of a 500,000-step run and the 3 learning rates
+budget=500000
+rl-gns targets "$dir/null" "$dir/pilot" --budget-steps "$budget" --learning-rates 3 --out "$dir/targets.json"
+mapfile -t targets < <(python -c "import json, sys; print(*json.load(open(sys.argv[1]))['targets'], sep='\n')" "$dir/targets.json")
+if [[ ${#targets[@]} -eq 0 ]]; then echo "$game $rung: no target above the null floor; v8 replaces the game" >&2; exit 3; fi
+
+# 4. the sweep: n_envs 8..256 at n_steps 5, 3 learning rates around 7e-4 (rollout / 80)^0.5, 3 seeds, to the top target
+rl-gns sweep "${common[@]}" "${ladder[@]}" --n-envs 8 16 32 64 128 256 --seeds 3 --budget-steps "$budget" \
+  --targets "${targets[@]}" --engine population --workers 2 --threads-per-run 1 --out "$dir/sweep"
+
+# 5. the fit and the noise-scale candidates
+rl-gns analyze "$dir/sweep"

@@ -1,4 +1,4 @@
-"""What ``rl-gns train`` prints while it trains: one line per PPO iteration, an SB3 logger output.
+"""What ``rl-gns train`` prints while it trains: a line per PPO iteration, at most one a second, an SB3 logger output.
 
     [ 12,288/100,000 agent steps]  score 512.3 (last 100)  1,234 steps/s  ETA 1m11s  B_simple(env_value) 790 [512, inf]
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import sys
+import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from stable_baselines3.common.logger import KVWriter
@@ -34,29 +36,49 @@ def number(value: float) -> str:
 
 
 class ConsoleLine(KVWriter):
-    """One line per logged PPO iteration: agent steps of the budget, the running score, speed, time left, and the
-    noise scale of the default predictor with its 95 % interval once measured.
+    """A line per logged PPO iteration, at most one per ``min_interval_s`` (short rollouts log many iterations a
+    second) and always the last: agent steps of the budget, the running score, speed, time left, and the noise scale
+    of the default predictor with its 95 % interval once measured (the latest measurement, whichever line shows it).
 
     :param total_steps: the run's budget in agent steps (for the time left).
     :param score_games: games in the mean score SB3 logs (``rollout/ep_rew_mean``; SB3's ``stats_window_size``).
     :param stream: where the lines go.
+    :param min_interval_s: seconds between two lines at least (0: every iteration).
+    :param clock: seconds, monotonic.
     """
 
-    def __init__(self, total_steps: int, score_games: int = 100, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        total_steps: int,
+        score_games: int = 100,
+        stream: TextIO | None = None,
+        min_interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.total_steps, self.score_games = total_steps, score_games
         self.stream = sys.stdout if stream is None else stream
+        self.min_interval_s, self.clock = min_interval_s, clock
+        self._printed_at = -math.inf
+        self._b_simple: tuple[float, float, float] | None = None
         scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
         self.b_simple_keys = tuple(gns_key(scheme, "b_simple", loss, suffix) for suffix in ("avg", "avg_low", "avg_high"))
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         steps, fps = key_values.get("time/total_timesteps", step), key_values.get("time/fps", 0)
+        point, low, high = (float(key_values.get(key, math.nan)) for key in self.b_simple_keys)
+        if math.isfinite(point):
+            self._b_simple = (point, low, high)
+        now = self.clock()
+        if now - self._printed_at < self.min_interval_s and steps < self.total_steps:
+            return
+        self._printed_at = now
         parts = [f"[{steps:>{len(f'{self.total_steps:,}')},}/{self.total_steps:,} agent steps]"]
         if "rollout/ep_rew_mean" in key_values:
             parts.append(f"score {key_values['rollout/ep_rew_mean']:.1f} (last {self.score_games})")
         if fps:
             parts += [f"{fps:,} steps/s", f"ETA {duration((self.total_steps - steps) / fps)}"]
-        point, low, high = (float(key_values.get(key, math.nan)) for key in self.b_simple_keys)
-        if math.isfinite(point):
+        if self._b_simple is not None:
+            point, low, high = self._b_simple
             parts.append(f"B_simple({DEFAULT_PREDICTOR}) {number(point)} [{number(low)}, {number(high)}]")
         self.stream.write("  ".join(parts) + "\n")
         self.stream.flush()

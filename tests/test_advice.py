@@ -61,3 +61,15 @@ def test_advise_scales_by_m_and_states_where_the_run_stands():
         "critical rollout size (env_value): not enough data: 3 noise-scale measurements, 8 needed "
         "(train longer, or measure more often with --gns-every)"
     ]
+
+
+def test_one_step_runs_get_the_measurement_without_the_ppo_validation():
+    """The predictor's checked error comes from PPO: in the one-step regime the advice states the measured noise scale
+    and says that no predictor is validated there, with no error band and no verdict on more envs."""
+    signs = np.tile([1.0, -1.0], 20)  # sums exactly 40 and 16,000: B_simple 400
+    g2, trace = 1.0 + 0.1 * signs, 400.0 + 10.0 * signs[::-1]
+    lines = advise("env_value", g2, trace, 16, 5, 1, regime="one-step").lines()
+    assert lines[0].startswith("noise scale (env_value): 400 agent steps") and "= 80 envs at n_steps 5" in lines[0]
+    assert "no noise scale is validated" in lines[1] and "one-step regime" in lines[1]
+    assert not any("predictor's error" in line or "more envs" in line for line in lines)
+    assert any("predictor's error" in line for line in advise("env_value", g2, trace, 16, 5, 1).lines())

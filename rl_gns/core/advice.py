@@ -74,6 +74,8 @@ class Advice:
     n_steps: int
     n_measurements: int
     """Measurements the prediction pools."""
+    regime: str = "ppo"
+    """The run's training regime (``--regime``); the predictor's error was checked in ``ppo`` only."""
 
     @property
     def rollout_size(self) -> int:
@@ -105,6 +107,14 @@ class Advice:
                 "with --gns-every)"
             ]
         envs, envs_low, envs_high = self.n_envs_critical
+        if self.regime != "ppo":
+            high = f"{b.high:,.0f}" if b.resolved else "inf"
+            return [
+                f"noise scale ({self.predictor}): {b.point:,.0f} agent steps [95 % interval {b.low:,.0f}, {high}] "
+                f"= {envs:,.0f} envs at n_steps {self.n_steps}; this run: {self.n_envs} envs",
+                f"  no noise scale is validated as a predictor of the critical rollout size in the {self.regime} regime "
+                "yet (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it directly",
+            ]
         error_low, error_high = self.with_predictor_error()
         checked = f"the predictor's error where it was checked ({PREDICTOR_ERROR[0]}-{PREDICTOR_ERROR[1]}x)"
         regime = f"({VALIDATED_REGIME}; rl-gns probe measures it directly)"
@@ -149,7 +159,13 @@ class Advice:
 
 
 def advise(
-    predictor: str, g2_T: np.ndarray, trace_sigma_T: np.ndarray, n_envs: int, n_steps: int, n_minibatches: int
+    predictor: str,
+    g2_T: np.ndarray,
+    trace_sigma_T: np.ndarray,
+    n_envs: int,
+    n_steps: int,
+    n_minibatches: int,
+    regime: str = "ppo",
 ) -> Advice:
     """Advice from one run's raw measurements of the predictor's scheme and loss.
 
@@ -159,6 +175,7 @@ def advise(
     :param n_envs: the run's env count.
     :param n_steps: agent steps per env per rollout.
     :param n_minibatches: M, minibatches per epoch (the factor of ``_xM_`` predictors).
+    :param regime: the run's training regime (``--regime``).
     """
     _, times_m, _ = parse_predictor(predictor)
     b = b_simple_interval(g2_T, trace_sigma_T)
@@ -167,4 +184,4 @@ def advise(
         np.sum(np.isfinite(np.asarray(g2_T, dtype=float)) & np.isfinite(np.asarray(trace_sigma_T, dtype=float)))
     )
     interval = RatioInterval(factor * b.point, factor * b.low, factor * b.high, b.level)
-    return Advice(predictor, interval, n_envs, n_steps, n_measurements)
+    return Advice(predictor, interval, n_envs, n_steps, n_measurements, regime)

@@ -455,7 +455,8 @@ def final_advice(model: NoiseScalePPO, plan: RunPlan) -> Advice | None:
         return None
     n_envs = model.n_envs * plan.batching.nproc
     g2_T, trace_sigma_T = np.asarray(tracker.g2_T), np.asarray(tracker.trace_sigma_T)
-    return advise(DEFAULT_PREDICTOR, g2_T, trace_sigma_T, n_envs, plan.batching.n_steps, plan.batching.n_minibatches)
+    batching = plan.batching
+    return advise(DEFAULT_PREDICTOR, g2_T, trace_sigma_T, n_envs, batching.n_steps, batching.n_minibatches, plan.config.regime)
 
 
 def advice_record(advice: Advice | None, lines: list[str]) -> dict:

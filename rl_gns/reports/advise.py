@@ -52,7 +52,8 @@ def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: st
     if columns is None:
         return None
     n_envs = int(progress[N_ENVS_KEY][-1]) if N_ENVS_KEY in progress else config.n_envs
-    return predict(predictor, columns[1], columns[2], n_envs, config.n_steps, config.n_minibatches)
+    regime = config.settings.get("regime", "ppo")
+    return predict(predictor, columns[1], columns[2], n_envs, config.n_steps, config.n_minibatches, regime)
 
 
 def advise(config: AdviseConfig) -> Advice:

@@ -51,6 +51,7 @@ from rl_gns.reports import (
     scaling_report,
     sweep_analysis,
     sweep_report,
+    table1,
     targets_report,
 )
 from rl_gns.reports.figures import FigureError
@@ -261,6 +262,7 @@ COMMANDS: dict[str, tuple[type, Prepare]] = {
     "compare-adaptive": (adaptive_report.CompareConfig, checked(adaptive_report.check, adaptive_report.compare)),
     "advise": (advise.AdviseConfig, checked(advise.check, advise.advise)),
     "targets": (targets_report.TargetsConfig, checked(targets_report.check, targets_report.targets)),
+    "table": (table1.TableConfig, checked(table1.check, table1.table)),
     "validate-probes": (
         probe_validation.ProbeValidationConfig,
         checked(probe_validation.check, probe_validation.validate),

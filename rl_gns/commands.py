@@ -18,6 +18,7 @@ SUMMARIES = {
     "probe": "measure the critical rollout size where a run is: branches from one of its agents",
     "probe-report": "fit the critical rollout size of a probe directory",
     "targets": "target scores a run that learns nothing reaches with probability <= 1 %, from a null run and a pilot",
+    "table": "the paper's Table 1 from analysed one-step sweeps, and criterion v8's table per regime",
     "advise": "the critical rollout size a run's noise scale predicts, with its interval",
     "plot": "redraw a run's training.png from its progress.csv",
     "bench": "train every game of a benchmark tier for several seeds, then write the report",

@@ -1,0 +1,64 @@
+"""Criterion v8's metrics of a predictor of the critical rollout size (``docs/prediction-criterion.md``).
+
+Shape glossary: ``P`` pairs (a game's fitted ``B_crit`` at one target, and each predictor's value there).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import spearmanr
+
+#: A primary metric lower than both baselines' by no more than this is a tie, and a tie does not win.
+TIE = 0.05
+#: Games with a counted pair that a ranking needs, per regime.
+GAMES_TO_RANK = 3
+#: The constant baselines fixed in advance, agent steps per rollout, by regime.
+CONSTANT_BASELINE = {"one-step": 450.0, "ppo": 746.0}
+
+
+def log_errors(predicted_P: np.ndarray, fitted_P: np.ndarray) -> np.ndarray:
+    """``(P,)`` ``|log10(predicted / fitted)|``; +∞ where a prediction is not a finite positive number (v8 counts a
+    pair without a finite prediction as infinitely wrong)."""
+    predicted_P, fitted_P = np.asarray(predicted_P, dtype=float), np.asarray(fitted_P, dtype=float)
+    finite = np.isfinite(predicted_P) & (predicted_P > 0)
+    safe = np.where(finite, predicted_P, 1.0)
+    return np.where(finite, np.abs(np.log10(safe / fitted_P)), math.inf)
+
+
+def median_log_error(predicted_P: np.ndarray, fitted_P: np.ndarray) -> float:
+    """The primary metric: ``median_P |log10(predicted / fitted)|`` (:func:`log_errors`)."""
+    return float(np.median(log_errors(predicted_P, fitted_P)))
+
+
+def within(predicted_P: np.ndarray, fitted_P: np.ndarray, factor: float = 2.0) -> float:
+    """The tertiary metric: the fraction of pairs whose prediction lies within ``factor`` of the fitted value."""
+    return float(np.mean(log_errors(predicted_P, fitted_P) <= math.log10(factor)))
+
+
+def rank_correlation(predicted_P: np.ndarray, fitted_P: np.ndarray) -> float:
+    """The secondary metric: Spearman's rank correlation; NaN for a constant prediction or fewer than 3 pairs."""
+    predicted_P = np.asarray(predicted_P, dtype=float)
+    if len(predicted_P) < 3 or len(set(predicted_P.tolist())) < 2:
+        return math.nan
+    return float(spearmanr(predicted_P, fitted_P).statistic)
+
+
+def leave_one_game_out(games_P: list[str], fitted_P: np.ndarray) -> np.ndarray:
+    """``(P,)`` the leave-one-game-out constant: for each pair, the geometric mean of the fitted values of every pair
+    of the other games (NaN where there is none)."""
+    fitted_P = np.asarray(fitted_P, dtype=float)
+    out = np.full(len(games_P), math.nan)
+    for p, game in enumerate(games_P):
+        others = [math.log10(b) for g, b in zip(games_P, fitted_P, strict=True) if g != game]
+        if others:
+            out[p] = 10 ** float(np.mean(others))
+    return out
+
+
+def winners(primary: dict[str, float], baselines: dict[str, float]) -> list[str]:
+    """Candidates whose primary metric beats every baseline's by more than :data:`TIE`, best first."""
+    bar = min(baselines.values(), default=math.inf)
+    won = [name for name, value in primary.items() if value < bar - TIE]
+    return sorted(won, key=lambda name: primary[name])

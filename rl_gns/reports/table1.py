@@ -1,0 +1,229 @@
+"""``rl-gns table DIR ...``: the paper's Table 1 from analysed sweeps, and criterion v8's table per regime.
+
+Each ``DIR`` is one game at one rung of the ladder (``results/table1/<Game>/<rung>``, what
+``results/table1/protocol.sh`` writes): ``targets.json`` (``rl-gns targets``) and ``sweep/results.json``
+(``rl-gns analyze``). Reads only those files. Per target: its false-crossing probability, the fitted ``B_crit`` with its
+95 % interval in agent steps and frames, and ``B_simple`` at the start and averaged along the path per loss
+(``envs`` scheme, agent steps); per game the rate at which the kept learning rate sits at an edge of its grid. Then,
+per regime, every candidate's metrics over the counted pairs against both baselines
+(:mod:`rl_gns.core.criterion`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from rl_gns.core.atari import FRAME_SKIP
+from rl_gns.core.criterion import (
+    CONSTANT_BASELINE,
+    GAMES_TO_RANK,
+    leave_one_game_out,
+    median_log_error,
+    rank_correlation,
+    winners,
+    within,
+)
+from rl_gns.core.names import LOSSES
+from rl_gns.records.rundir import read_json
+from rl_gns.reports.figures import fmt
+
+#: Sizes that must reach a target, with at least :data:`MIN_SEEDS` seeds each, for its pair to count (v8).
+MIN_SIZES, MIN_SEEDS = 4, 2
+#: The current default predictor, as analyze reports it.
+DEFAULT = "env_value"
+
+
+@dataclass
+class TableConfig:
+    """Print the Table-1-shaped table of analysed one-step (or ladder) sweeps and criterion v8's table per regime."""
+
+    dirs: tyro.conf.Positional[tuple[Path, ...]]
+    """Game-and-rung directories, each with targets.json and sweep/results.json (results/table1/<Game>/<rung>)."""
+    out: Path | None = None
+    """Also write the tables here (Markdown); if unset, print only."""
+
+
+@dataclass
+class Row:
+    """One game's target."""
+
+    game: str
+    rung: str
+    regime: str
+    target: float
+    p_null: float
+    sizes: int
+    b_crit: float
+    ci: tuple[float, float] | None
+    counted: bool
+    why_not: str
+    candidates: dict[str, float]
+
+
+def judged_regime(settings: dict) -> str:
+    """Which of v8's regimes a sweep's settings belong to: ``one-step`` (RMSprop, one epoch of one minibatch),
+    ``ppo`` (Adam, 4 epochs of 4 minibatches, clip range 0.1), or ``ladder`` (a rung in between, reported only)."""
+    optimizer, epochs, m = settings.get("optimizer", "adam"), settings["n_epochs"], settings["n_minibatches"]
+    if optimizer == "rmsprop" and epochs == 1 and m == 1:
+        return "one-step"
+    if optimizer == "adam" and epochs == 4 and m == 4 and settings.get("clip_range") == 0.1:
+        return "ppo"
+    return "ladder"
+
+
+def kept_runs(runs: list[dict], target: float) -> dict[tuple[int, int], dict]:
+    """Per (rollout size, seed), the run that reached ``target`` in fewest iterations."""
+    kept: dict[tuple[int, int], dict] = {}
+    for run in runs:
+        reach = run["reached"].get(str(target)) or run["reached"].get(repr(target))
+        if reach is None:
+            continue
+        key = (run["rollout_size"], run["seed"])
+        if key not in kept or reach["iterations"] < kept[key]["_reach"]["iterations"]:
+            kept[key] = {**run, "_reach": reach}
+    return kept
+
+
+def edge_rate(runs: list[dict], targets: list[float]) -> tuple[int, int]:
+    """``(at an edge, kept)`` over (size, seed, target): kept rates that are the lowest or highest of their size's grid."""
+    grids = {}
+    for run in runs:
+        grids.setdefault(run["rollout_size"], set()).add(run["learning_rate"])
+    at_edge = total = 0
+    for target in targets:
+        for (size, _), run in kept_runs(runs, target).items():
+            grid = sorted(grids[size])
+            total += 1
+            at_edge += len(grid) >= 3 and run["learning_rate"] in (grid[0], grid[-1])
+    return at_edge, total
+
+
+def counted(entry: dict, kept: dict[tuple[int, int], dict]) -> str:
+    """Why a target's pair does not count (v8), or ``""`` where it does."""
+    reached = sum(seeds >= MIN_SEEDS for seeds in entry["seeds_reached_K"])
+    ci = entry.get("ci_b_crit")
+    if entry.get("b_crit") is None:
+        return "B_crit not identified"
+    if reached < MIN_SIZES:
+        return f"{reached} sizes reached it with {MIN_SEEDS} seeds (needs {MIN_SIZES})"
+    if ci is None or not all(math.isfinite(x) and x > 0 for x in ci):
+        return "interval not finite at both ends"
+    first = sum(run["_reach"]["first_window"] for run in kept.values())
+    if 2 * first >= len(kept):
+        return f"{first} of {len(kept)} kept runs reached it with their first window"
+    return ""
+
+
+def load_rows(directory: Path) -> tuple[list[Row], tuple[int, int]]:
+    """The rows of one game-and-rung directory, and its edge count."""
+    targets = read_json(directory / "targets.json")
+    results = read_json(directory / "sweep" / "results.json")
+    settings = results["settings"]
+    p_null = dict(zip(targets["targets"], targets["false_crossing"], strict=True))
+    rows = []
+    for entry in results["targets"]:
+        target = entry["target"]
+        kept = kept_runs(results["runs"], target)
+        candidates = {name: c["value"] for name, c in entry["path_candidates"].items()}
+        if DEFAULT in entry["candidates"]:
+            candidates[f"default_{DEFAULT}"] = entry["candidates"][DEFAULT]["value"]
+        ci = entry.get("ci_b_crit")
+        rows.append(
+            Row(
+                game=settings["env"],
+                rung=directory.name,
+                regime=judged_regime(settings),
+                target=target,
+                p_null=p_null.get(target, math.nan),
+                sizes=len(entry["rollout_size_K"]),
+                b_crit=entry["b_crit"] if entry.get("b_crit") is not None else math.nan,
+                ci=tuple(ci) if ci else None,
+                counted=not counted(entry, kept),
+                why_not=counted(entry, kept),
+                candidates=candidates,
+            )
+        )
+    return rows, edge_rate(results["runs"], [entry["target"] for entry in results["targets"]])
+
+
+def interval(ci: tuple[float, float] | None, scale: float = 1.0) -> str:
+    return f"[{fmt(ci[0] * scale)}, {fmt(ci[1] * scale)}]" if ci else "–"
+
+
+def table1(rows: list[Row], edges: dict[str, tuple[int, int]]) -> list[str]:
+    """The paper's Table 1 shape: per game and target, ``B_crit`` and ``B_simple`` at the start and along the path."""
+    head = " | ".join(f"{kind} {loss}" for kind in ("start", "path") for loss in LOSSES)
+    lines = [
+        f"| game | rung | target | p_null | sizes | B_crit (agent steps) [95 %] | B_crit (frames) | {head} | counted |",
+        "|---|---|---|---|---|---|---|" + "---|" * (2 * len(LOSSES)) + "---|",
+    ]
+    for r in rows:
+        noise = " | ".join(
+            fmt(r.candidates.get(f"{kind}_env_{loss}", math.nan)) for kind in ("start", "path") for loss in LOSSES
+        )
+        lines.append(
+            f"| {r.game} | {r.rung} | {r.target:g} | {r.p_null:.2g} | {r.sizes} | {fmt(r.b_crit)} {interval(r.ci)} "
+            f"| {fmt(r.b_crit * FRAME_SKIP)} {interval(r.ci, FRAME_SKIP)} | {noise} | {'yes' if r.counted else r.why_not} |"
+        )
+    lines += ["", "Kept learning rate at an edge of its grid (size, seed, target): "]
+    lines += [f"- {game}: {at} of {total}" for game, (at, total) in edges.items()]
+    return lines
+
+
+def criterion_table(rows: list[Row], regime: str) -> list[str]:
+    """v8's metrics over the counted pairs of one regime, both baselines beside the candidates, and the decision."""
+    pairs = [r for r in rows if r.counted and r.regime == regime]
+    games = sorted({r.game for r in pairs})
+    head = [f"### Regime `{regime}`: {len(pairs)} counted pairs from {len(games)} game(s)", ""]
+    if not pairs:
+        return [*head, "No counted pair."]
+    fitted = np.array([r.b_crit for r in pairs])
+    predictions = {name: np.array([r.candidates.get(name, math.nan) for r in pairs]) for name in sorted(pairs[0].candidates)}
+    baselines = {
+        f"constant {CONSTANT_BASELINE[regime]:g}": np.full(len(pairs), CONSTANT_BASELINE[regime]),
+        "leave-one-game-out constant": leave_one_game_out([r.game for r in pairs], fitted),
+    }
+    lines = [*head, "| predictor | median \\|log10\\| | Spearman | within 2× |", "|---|---|---|---|"]
+    for name, predicted in {**baselines, **predictions}.items():
+        lines.append(
+            f"| {name} | {median_log_error(predicted, fitted):.3f} | {rank_correlation(predicted, fitted):.2f} "
+            f"| {within(predicted, fitted):.2f} |"
+        )
+    if len(games) < GAMES_TO_RANK:
+        return [*lines, "", f"Not ranked: the criterion needs counted pairs from {GAMES_TO_RANK} games."]
+    won = winners(
+        {name: median_log_error(p, fitted) for name, p in predictions.items()},
+        {name: median_log_error(p, fitted) for name, p in baselines.items()},
+    )
+    decision = f"Winner: `{won[0]}`." if won else "No candidate beats both baselines by more than the tie margin."
+    return [*lines, "", decision]
+
+
+def check(config: TableConfig) -> None:
+    """Refuse a directory without its targets or its analysis (one line)."""
+    for directory in config.dirs:
+        for name in ("targets.json", "sweep/results.json"):
+            if not (directory / name).is_file():
+                raise ValueError(f"{directory}: no {name} (run results/table1/protocol.sh, or rl-gns targets and analyze)")
+
+
+def table(config: TableConfig) -> list[str]:
+    """Print (and write ``--out``) the tables; return their lines."""
+    rows, edges = [], {}
+    for directory in config.dirs:
+        game_rows, edge = load_rows(directory)
+        rows += game_rows
+        edges[f"{game_rows[0].game if game_rows else directory.parent.name} {directory.name}"] = edge
+    lines = ["## Table 1 in the one-step regime and the ladder", "", *table1(rows, edges), "", "## Criterion v8", ""]
+    for regime in ("one-step", "ppo"):
+        lines += [*criterion_table(rows, regime), ""]
+    text = "\n".join(lines)
+    print(text)
+    if config.out is not None:
+        config.out.write_text(text + "\n")
+    return lines

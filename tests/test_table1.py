@@ -1,0 +1,48 @@
+"""``rl-gns table`` on a committed sweep re-analysed: the Table-1 row carries the fit's B_crit in agent steps and
+frames, the path averages, and criterion v8's table names the regime, both baselines, and that one game ranks nothing."""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rl_gns.reports.table1 import judged_regime
+from tests.conftest import rl_gns
+
+SWEEP = Path("results/sweeps/beamrider_ram")
+
+
+def test_table_of_a_committed_ppo_sweep(tmp_path, capsys):
+    rung = tmp_path / "BeamRider" / "R4"
+    shutil.copytree(SWEEP, rung / "sweep")
+    (rung / "targets.json").write_text(json.dumps({"targets": [425.0, 475.0, 525.0], "false_crossing": [0.001, 0.002, 0.004]}))
+    assert rl_gns(capsys, "analyze", rung / "sweep", "--bootstrap", 200)[0] == 0
+    status, err = rl_gns(capsys, "table", rung, "--out", tmp_path / "table.md")
+    assert status == 0, err
+    text = (tmp_path / "table.md").read_text()
+    results = json.loads((rung / "sweep" / "results.json").read_text())
+    first = results["targets"][0]
+    row = next(line for line in text.splitlines() if line.startswith("| BeamRider | R4 | 425 |"))
+    cells = [cell.strip() for cell in row.split("|")[1:-1]]
+    assert cells[3] == "0.001" and cells[4] == "6"
+    assert float(cells[5].split()[0]) == pytest.approx(first["b_crit"], rel=5e-3)
+    assert float(cells[6].split()[0]) == pytest.approx(4 * first["b_crit"], rel=5e-3)
+    assert float(cells[11]) == pytest.approx(first["path_candidates"]["path_env_value"]["value"], rel=5e-3)
+    assert "### Regime `ppo`: 3 counted pairs from 1 game(s)" in text and "| constant 746 |" in text
+    assert "Not ranked: the criterion needs counted pairs from 3 games." in text
+    assert math.isfinite(first["b_crit"])
+
+
+def test_regimes_of_the_ladder():
+    one_step = {"optimizer": "rmsprop", "n_epochs": 1, "n_minibatches": 1, "clip_range": 0.1}
+    assert judged_regime(one_step) == "one-step"
+    assert judged_regime({**one_step, "optimizer": "adam"}) == "ladder"
+    assert judged_regime({"n_epochs": 4, "n_minibatches": 4, "clip_range": 0.1}) == "ppo"  # sweeps before the regime
+    assert judged_regime({"optimizer": "adam", "n_epochs": 4, "n_minibatches": 4, "clip_range": 1e9}) == "ladder"
+
+
+def test_a_directory_without_its_analysis_is_refused(tmp_path, capsys):
+    status, err = rl_gns(capsys, "table", tmp_path)
+    assert status == 2 and "no targets.json" in err

@@ -26,7 +26,7 @@ SUMMARIES = {
     "scaling": "measure PPO throughput against n_envs on this machine, then fit and predict",
     "scaling-report": "fit the throughput model to a scaling directory",
     "compare-adaptive": "compare adaptive-rollout runs with a fixed-size sweep",
-    "validate-probes": "rank the noise-scale predictors against probes (docs/prediction-criterion-v2.md)",
+    "validate-probes": "rank the noise-scale predictors against probes (docs/prediction-criterion.md)",
     "validate-predictors": "rank the noise-scale predictors on analysed sweeps (docs/prediction-criterion.md)",
     "run": "run one training run from a spec file of a sweep or benchmark (what their workers do)",
 }

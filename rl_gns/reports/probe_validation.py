@@ -1,5 +1,5 @@
 """``rl-gns validate-probes``: does a noise scale predict the critical rollout size that probes measure, better than
-a constant? The criterion of ``docs/prediction-criterion-v2.md``, written before the probes' results were seen.
+a constant? The criterion of ``docs/prediction-criterion.md (version 2)``, written before the probes' results were seen.
 
 Reads probe directories (``probe_results.json`` of ``rl-gns probe-report``, ``sweep.json`` and the branches):
 
@@ -52,7 +52,7 @@ from rl_gns.reports.sweep_analysis import load_sweep
 FIGURE, RESULTS, REPORT = "b_crit_by_stage.png", "probes.json", "probes.md"
 OUTPUTS = (FIGURE, RESULTS, REPORT)
 
-#: The constant fixed in advance (docs/prediction-criterion-v2.md): the median of the 10 identified fitted B_crit of
+#: The constant fixed in advance (docs/prediction-criterion.md (version 2)): the median of the 10 identified fitted B_crit of
 #: the first validation, agent steps.
 FIXED_CONSTANT = 746.0
 #: Primary errors within this (log10) tie: no winner is claimed from a smaller difference.
@@ -71,7 +71,7 @@ STAGE_OFFSET = 1.06
 
 @dataclass
 class ProbeValidationConfig:
-    """Rank the noise-scale predictors against probes' critical rollout sizes (docs/prediction-criterion-v2.md)."""
+    """Rank the noise-scale predictors against probes' critical rollout sizes (docs/prediction-criterion.md (version 2))."""
 
     probe_dirs: tyro.conf.Positional[tuple[Path, ...]]
     """Probe directories (each after rl-gns probe-report), or directories holding them (one per game)."""
@@ -433,7 +433,7 @@ def validate(config: ProbeValidationConfig) -> Path:
         for p in every
     ]
     text = "\n".join([
-        "# Probes against the noise scale (docs/prediction-criterion-v2.md and its later versions)",
+        "# Probes against the noise scale (docs/prediction-criterion.md, versions 2 and later)",
         "",
         f"{line} {len(pairs)} of {len(every)} finished probes identified B_crit"
         + (f"; not finished, left out: {', '.join(map(str, unfinished))}." if unfinished else "."),

@@ -91,7 +91,7 @@ def kept_runs(runs: list[dict], target: float) -> dict[tuple[int, int], dict]:
 
 def edge_rate(runs: list[dict], targets: list[float]) -> tuple[int, int]:
     """``(at an edge, kept)`` over (size, seed, target): kept rates that are the lowest or highest of their size's grid."""
-    grids = {}
+    grids: dict[int, set[float]] = {}
     for run in runs:
         grids.setdefault(run["rollout_size"], set()).add(run["learning_rate"])
     at_edge = total = 0

@@ -35,6 +35,7 @@ from rl_gns.experiments.plan import EVERY_SETTING, flag
 from rl_gns.experiments.runner import WORKER_OF, RayAddressError, RunsFailedError
 from rl_gns.experiments.signals import Interrupted
 from rl_gns.experiments.streams import console_may_close
+from rl_gns.records import compact
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
 from rl_gns.records.logs import OutputError, check_outputs
@@ -271,6 +272,7 @@ COMMANDS: dict[str, tuple[type, Prepare]] = {
         predictor_validation.ValidationConfig,
         checked(predictor_validation.check, predictor_validation.validate),
     ),
+    "compact": (compact.CompactConfig, checked(compact.check, compact.compact)),
     "run": (RunSpecConfig, prepare_spec),
 }
 

@@ -28,6 +28,7 @@ SUMMARIES = {
     "compare-adaptive": "compare adaptive-rollout runs with a fixed-size sweep",
     "validate-probes": "rank the noise-scale predictors against probes (docs/prediction-criterion.md)",
     "validate-predictors": "rank the noise-scale predictors on analysed sweeps (docs/prediction-criterion.md)",
+    "compact": "keep the logs of finished runs compact: progress.csv.gz with the columns read, episodes.csv.gz",
     "run": "run one training run from a spec file of a sweep or benchmark (what their workers do)",
 }
 

@@ -6,7 +6,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
 from rl_gns.cli import main
@@ -54,3 +56,11 @@ def rl_gns(capsys: pytest.CaptureFixture, *args: object) -> tuple[int, str]:
     """Run ``rl-gns ARGS`` in this process: ``(exit status, stderr)``."""
     status = main([str(arg) for arg in args])
     return status, capsys.readouterr().err
+
+
+def logged_scalars(run_dir: Path) -> dict[str, np.ndarray]:
+    """Every value a run logged, by key, one per logged row in order, from its TensorBoard events: they hold the columns
+    that a finished run's compact ``progress.csv.gz`` leaves out (float32, as TensorBoard stores them)."""
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: np.array([event.value for event in events.Scalars(tag)]) for tag in events.Tags()["scalars"]}

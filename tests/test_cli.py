@@ -12,10 +12,12 @@ import docstring_parser
 import numpy as np
 import pytest
 import torch
+from conftest import logged_scalars
 
 from rl_gns import commands
 from rl_gns.cli import main
-from rl_gns.records.rundir import read_csv as read_progress
+from rl_gns.records.compact import is_kept
+from rl_gns.records.rundir import RunDir
 
 pytestmark = pytest.mark.atari
 
@@ -34,15 +36,22 @@ def test_train_end_to_end(tmp_path):
     result = run_cli("train", "--env", "ALE/BeamRider-v5", "--total-steps", "128", "--out", str(out), *tiny)
     assert result.returncode == 0, result.stderr
     files = {p.name for p in out.iterdir()}
-    assert {"config.json", "progress.csv", "model.zip", "summary.json", "training.png"} <= files
+    assert {"config.json", "progress.csv.gz", "episodes.csv.gz", "model.zip", "summary.json", "training.png"} <= files
+    assert not {"progress.csv", "episodes.csv"} & files  # a finished run keeps its logs compact
     assert any(name.startswith("events.out.tfevents") for name in files)
 
     config = json.loads((out / "config.json").read_text())
     assert config["game"] == "beam_rider" and config["rollout_size"] == 64
     assert config["gns_sizes"] == {"envs": {"b_small": 32, "b_big": 64}}  # default: two groups of one trajectory
 
-    progress = read_progress(out / "progress.csv")
+    progress = RunDir(out).progress()
     np.testing.assert_array_equal(progress["time/total_timesteps"], [64, 128])
+    logged = logged_scalars(out)  # every logged value: the compact progress.csv.gz keeps those some reader reads
+    off_tensorboard = {"time/iterations", "time/total_timesteps"}  # SB3 leaves these out of TensorBoard
+    assert set(progress) - off_tensorboard == {key for key in logged if is_kept(key)} and off_tensorboard <= set(progress)
+    for key in set(progress) - off_tensorboard:
+        np.testing.assert_allclose(progress[key], logged[key], rtol=1e-6)
+    progress = logged
     for loss in ("policy", "value", "total"):
         # B_simple itself is NaN while the averaged |G|² is not yet positive (b_big = 64 here)
         assert f"gns/envs/b_simple_{loss}" in progress
@@ -73,7 +82,7 @@ def test_train_without_the_noise_scale_says_so(tmp_path):
     result = run_cli("train", "--env", "BeamRider", "--total-steps", "64", "--out", str(out), *tiny)
     assert result.returncode == 0, result.stderr
     assert "critical rollout size: no noise scale measured (--no-gns); `rl-gns probe` measures it directly" in result.stdout
-    assert not any(key.startswith("gns/") for key in read_progress(out / "progress.csv"))
+    assert not any(key.startswith("gns/") for key in [*RunDir(out).progress(), *logged_scalars(out)])
 
     again = run_cli("train", "--total-steps", "128", "--out", str(out), *tiny)
     assert again.returncode == 2 and "already holds a run" in again.stderr

@@ -25,7 +25,7 @@ from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.launch import join, launch
 from rl_gns.experiments.train import plan_on_rank_0
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
-from rl_gns.records.rundir import read_csv
+from rl_gns.records.rundir import RunDir
 from rl_gns.testing.exact import ChainEnv, ChainMDP, exact
 
 #: PPO on the RAM of real Beam Rider: 4 envs x 16 steps = 64-sample rollouts, 4 minibatches of 16, 2 epochs.
@@ -208,7 +208,7 @@ def test_cli_trains_on_two_ranks_and_a_killed_rank_is_reported_and_resumable(tmp
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["env_steps"] == total and summary["resumes"] == 1 and summary["nproc"] == 2
-    progress = read_csv(run / "progress.csv")
+    progress = RunDir(run).progress()  # the finished run's compact progress.csv.gz
     np.testing.assert_array_equal(progress["time/total_timesteps"], 128 * np.arange(1, 25))  # no gap, no duplicate
     for scheme in ("envs", "ranks", "ranks_all"):  # every iteration measured, on both sides of the kill
         assert np.isfinite(progress[f"gns/{scheme}/g2_total_raw"]).all(), scheme

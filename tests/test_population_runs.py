@@ -17,7 +17,7 @@ from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.experiments.runner import as_resume, balance, makespan, population_jobs
 from rl_gns.experiments.sweep import SweepConfig
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint, load_rng_states
-from rl_gns.records.rundir import read_csv, write_json
+from rl_gns.records.rundir import RunDir, write_json
 
 pytestmark = pytest.mark.atari
 
@@ -110,7 +110,7 @@ def test_population_sweep_writes_ordinary_run_directories_that_analyze_reads(tmp
         summary = json.loads((run / "summary.json").read_text())
         assert summary["population_size"] == 2
         rollout = json.loads((run / "config.json").read_text())["rollout_size"]
-        steps = read_csv(run / "progress.csv")["time/total_timesteps"]
+        steps = RunDir(run).progress()["time/total_timesteps"]
         np.testing.assert_array_equal(steps, rollout * np.arange(1, len(steps) + 1))
         assert steps[-1] <= summary["env_steps"] < steps[-1] + rollout  # a target stops a run mid-rollout, as SB3
     analyze = run_cli("analyze", str(out), "--bootstrap", "100")
@@ -151,4 +151,4 @@ def test_population_checkpoints_hold_the_uninterrupted_population_and_resume_to_
         summary = json.loads((member.out / "summary.json").read_text())
         assert summary["env_steps"] == 4 * 64 and summary["resumes"] == 3
         assert not (member.out / CHECKPOINTS).exists()
-        np.testing.assert_array_equal(read_csv(member.out / "progress.csv")["time/iterations"], np.arange(1, 5))
+        np.testing.assert_array_equal(RunDir(member.out).progress()["time/iterations"], np.arange(1, 5))

@@ -4,6 +4,7 @@ reached or says why it cannot."""
 
 import csv
 import hashlib
+import io
 import json
 import math
 import shutil
@@ -33,7 +34,8 @@ from rl_gns.experiments.probe import (
     warn_short_anchor,
 )
 from rl_gns.experiments.train import new_model, plan_run
-from rl_gns.records.rundir import RunDir, snapshots
+from rl_gns.records.logs import whole_lines
+from rl_gns.records.rundir import EPISODES, RunDir, snapshots
 from rl_gns.reports.probe_report import edge_note, first_window_note, resolution_note, single_rate_note
 from rl_gns.reports.sweep_analysis import KeptRates, Reach, RunRecord, kept_rates
 
@@ -260,8 +262,7 @@ def test_probe_report_shows_how_close_each_branch_came(tmp_path):
     assert len(table) == len(branches) == 18
     for branch in branches:
         config = json.loads((branch / "config.json").read_text())
-        with (branch / "episodes.csv").open() as file:
-            scores = np.array([float(row["score"]) for row in csv.DictReader(file)])
+        scores = RunDir(branch).episodes()["score"]
         best = np.convolve(scores, np.ones(20) / 20, mode="valid").max()
         reached = "yes" if best >= target else "no"
         assert any(row[0] == f"{config['rollout_size']:,}" and row[2] == str(config["seed"]) and float(row[3]) ==
@@ -331,8 +332,7 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
         if game is not None:
             floors.append(int(game["env_steps"]) - config.n_envs * float(game["length_frames"]) / 4 / 2)
         assert config.n_envs == 2 and config.n_steps in (16, 32) and config.minibatch_size == config.rollout_size // 2
-        with (branch / "episodes.csv").open() as file:
-            games = [row for row in csv.DictReader(file) if float(row["score"]) >= results["target"]]
+        games = [row for row in episode_rows(branch) if float(row["score"]) >= results["target"]]
         if games:  # window 1: the first game at the target is the running score that reached it
             end, length = int(games[0]["env_steps"]), float(games[0]["length_frames"]) / 4
             s = (end - config.n_envs * length / 2) / config.rollout_size
@@ -347,9 +347,13 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
     assert results["first_window_midpoint"] == pytest.approx(np.median(floors))
 
 
+def episode_rows(branch: Path) -> list[dict[str, str]]:
+    """The games of a run as ``episodes.csv`` rows of text, from either form of the log (a finished run's is compact)."""
+    return list(csv.DictReader(io.StringIO(whole_lines(RunDir(branch).log(EPISODES)))))
+
+
 def first_game(branch: Path) -> dict[str, str] | None:
-    with (branch / "episodes.csv").open() as file:
-        return next(csv.DictReader(file), None)
+    return next(iter(episode_rows(branch)), None)
 
 
 def test_kept_branches_at_their_first_window_are_counted_as_upper_bounds():

@@ -33,7 +33,7 @@ from rl_gns.records.logs import (
     run_logger,
     truncate_after,
 )
-from rl_gns.records.rundir import read_csv
+from rl_gns.records.rundir import RunDir, read_csv
 
 pytestmark = pytest.mark.atari
 
@@ -72,11 +72,11 @@ def newest_step(run: Path) -> int:
 
 def assert_contiguous(run: Path, total_steps: int) -> None:
     """One progress row per iteration, in order, none missing or repeated; games logged in step order."""
-    progress = read_csv(run / "progress.csv")
+    progress = RunDir(run).progress()
     n = total_steps // ROLLOUT
     np.testing.assert_array_equal(progress["time/total_timesteps"], ROLLOUT * np.arange(1, n + 1))
     np.testing.assert_array_equal(progress["time/iterations"], np.arange(1, n + 1))
-    steps = read_csv(run / "episodes.csv").get("env_steps", np.array([]))
+    steps = RunDir(run).episodes()["env_steps"]
     assert np.all(np.diff(steps) >= 0) and np.all(steps <= total_steps)
 
 
@@ -115,7 +115,7 @@ def test_killed_at_random_points_resumes_to_the_same_end(tmp_path):
     tracker = model.gns_trackers["envs/value"]
     assert model.gns_n_skipped == 0 and tracker.ema.n_updates == tracker.n_measurements == 100
     g2_history = tracker.g2_T
-    np.testing.assert_array_equal(g2_history, read_csv(run / "progress.csv")["gns/envs/g2_value_raw"])
+    np.testing.assert_array_equal(g2_history, RunDir(run).progress()["gns/envs/g2_value_raw"])
 
 
 @pytest.mark.slow
@@ -308,7 +308,7 @@ def test_sweep_resumes_runs_in_flight_from_their_checkpoints(tmp_path):
         summary = json.loads((run / "summary.json").read_text())
         assert summary["env_steps"] == 6144 and summary["resumes"] == 1
         rollout = json.loads((run / "config.json").read_text())["rollout_size"]
-        steps = read_csv(run / "progress.csv")["time/total_timesteps"]
+        steps = RunDir(run).progress()["time/total_timesteps"]
         np.testing.assert_array_equal(steps, rollout * np.arange(1, 6144 // rollout + 1))
 
 
@@ -447,7 +447,7 @@ def test_adaptive_run_resumes_at_its_grown_size(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["resumes"] == 1 and summary["env_steps"] >= 6000 and summary["n_envs_final"] == 8
-    progress = read_csv(run / "progress.csv")
+    progress = RunDir(run).progress()
     n_envs = progress["gns/n_envs"]
     assert np.all(np.diff(n_envs) >= 0)  # never shrank, not even across the resume
     np.testing.assert_array_equal(np.diff(progress["time/total_timesteps"]), 32 * n_envs[1:])  # no gap, no duplicate
@@ -476,7 +476,7 @@ def test_resumed_run_stops_at_its_target_with_the_score_window_of_the_games_befo
     resumed = run_cli("train", "--resume", str(run))
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     summary = json.loads((run / "summary.json").read_text())
-    games = read_csv(run / "episodes.csv")
+    games = RunDir(run).episodes()
     first = first_reached(games["env_steps"], games["score"], 1.5, window=4)
     assert summary["resumes"] == 1 and first is not None
     assert summary["stop_score_reached_at"] == games["env_steps"][first] == summary["env_steps"]

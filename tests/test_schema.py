@@ -8,7 +8,7 @@ from typing import Literal
 
 import pytest
 
-from rl_gns.records.rundir import RunDir, read_sweep_results
+from rl_gns.records.rundir import PROGRESS, RunDir, read_sweep_results
 from rl_gns.records.schema import (
     PROBE_FIELDS,
     PROBE_RESULTS_FIELDS,
@@ -28,7 +28,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def test_every_committed_run_reads_as_typed_records():
-    runs = [RunDir(path.parent) for path in RESULTS.rglob("config.json") if (path.parent / "progress.csv").exists()]
+    runs = [RunDir(path.parent) for path in RESULTS.rglob("config.json") if RunDir(path.parent).log(PROGRESS).exists()]
     assert len(runs) > 100  # the sweeps, benchmarks and single runs of results/, written by every version since 2026-11-20
     for run in runs:
         config = run.config()

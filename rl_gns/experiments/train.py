@@ -67,6 +67,7 @@ from rl_gns.records.checkpoint import (
     set_global_rng_state,
     write_checkpoint,
 )
+from rl_gns.records.compact import compact_run
 from rl_gns.records.lock import RunLock
 from rl_gns.records.logs import read_rows, run_logger, truncate_after
 from rl_gns.records.rundir import (
@@ -253,6 +254,7 @@ def close_run(opened: OpenRun, wall_s: float, lifecycle: dict[str, Any]) -> Path
     reached_at = opened.episodes.reached_at
     run.write_summary(summary(plan, model, wall_s, reached_at, lifecycle, advice_record(advice, lines)))
     remove_checkpoints(run.path)
+    compact_run(run.path)  # the finished run's logs in their compact form (rl_gns.records.compact)
     return run.path
 
 

@@ -11,9 +11,11 @@ run logs again.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import os
 import tempfile
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -118,18 +120,18 @@ def check_outputs(directory: Path, names: Iterable[str]) -> None:
         check_output(directory / name)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text``: written to a temporary file beside it, flushed to disk, given the mode ``open``
-    would give a new file (the user's umask), then renamed over it, so a kill at any instant leaves the old file or
-    the new one, never a torn one.
+def write_atomically(path: Path, text: str | bytes) -> None:
+    """Replace ``path`` by ``text`` (or bytes): written to a temporary file beside it, flushed to disk, given the mode
+    ``open`` would give a new file (the user's umask), then renamed over it, so a kill at any instant leaves the old
+    file or the new one, never a torn one.
 
     :raises OutputError: if something other than a file is at ``path``.
     """
     check_output(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", newline="") as f:
+            f.write(text)  # type: ignore[arg-type]  # bytes to the binary file, text to the text one
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~user_umask())
@@ -177,20 +179,30 @@ def check_regular(path: Path, kind: str) -> None:
         raise RunFileError(f"{path} is {'a directory' if path.is_dir() else 'a FIFO or device'}, not {kind}")
 
 
+#: The ending of a file stored gzip-compressed (a finished run's compact logs, :mod:`rl_gns.records.compact`).
+GZIP_SUFFIX = ".gz"
+
+
 def read_text(path: Path, kind: str) -> str:
-    """The text of a file that a command reads as its input.
+    """The text of a file that a command reads as its input; one whose name ends in ``.gz`` is read decompressed,
+    with the same newline handling as a plain one.
 
     :param path: the file.
     :param kind: what it should be, for the message ("a JSON file").
     :raises RunFileError: naming the path, if it is not a regular file (a FIFO would block the read for ever) or
-        cannot be read (no permission).
+        cannot be read (no permission), or, for a ``.gz`` file, is not gzip data or is cut short.
     :raises UnicodeDecodeError: if it is not text.
     """
     check_regular(path, kind)
     try:
+        if path.name.endswith(GZIP_SUFFIX):
+            with gzip.open(path, "rt") as f:
+                return f.read()
         return path.read_text()
     except (FileNotFoundError, IsADirectoryError):
         raise
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise RunFileError(f"{path}: not whole gzip data ({error or 'cut short'})") from error
     except OSError as error:
         raise RunFileError(f"{path} cannot be read: {error.strerror or error}") from error
 

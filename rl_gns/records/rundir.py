@@ -13,6 +13,10 @@ A run directory (``rl-gns train --out DIR``, or one run of a sweep or benchmark 
 ``error.txt``      why a run of a sweep or benchmark failed (absent otherwise)
 =================  ============================================================================
 
+A finished run's logs are kept compact (:mod:`rl_gns.records.compact`: at the end of the run, or ``rl-gns compact``):
+``progress.csv.gz`` holds the columns some reader reads, ``episodes.csv.gz`` the whole of ``episodes.csv``.
+:meth:`RunDir.log` names the file that holds a log, and every reader here reads either form.
+
 Noise-scale columns are ``gns/<scheme>/<quantity>_<loss>`` (``gns/minibatch/g2_policy_raw``). Runs
 written before 2026-11-22 measured one scheme, named in ``config.json`` (``gns_scheme``), and logged
 ``gns/<quantity>_<loss>``; :func:`noise_columns` reads both.
@@ -37,7 +41,15 @@ import numpy as np
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.checkpoint import CHECKPOINTS
-from rl_gns.records.logs import RunFileError, check_exists, check_regular, read_rows, read_text, write_atomically
+from rl_gns.records.logs import (
+    GZIP_SUFFIX,
+    RunFileError,
+    check_exists,
+    check_regular,
+    read_rows,
+    read_text,
+    write_atomically,
+)
 from rl_gns.records.schema import (
     CANDIDATE_FIELDS,
     RESULTS_FIELDS,
@@ -72,8 +84,16 @@ ANCHOR = "anchor"
 #: A run's kept agents (``rl-gns train --snapshot-steps``), ``<agent steps, 12 digits>.zip``.
 SNAPSHOTS = "snapshots"
 
+
+def compact_name(name: str) -> str:
+    """The name of a log's compact form (``progress.csv.gz``), which a finished run keeps in its place."""
+    return name + GZIP_SUFFIX
+
+
+#: The logs a finished run keeps in their compact form (:mod:`rl_gns.records.compact`).
+LOGS = (PROGRESS, EPISODES)
 #: The files a run writes in its directory (besides TensorBoard's event files).
-RUN_FILES = (CONFIG, PROGRESS, EPISODES, SUMMARY, ERROR, LOG, PLOT, MODEL)
+RUN_FILES = (CONFIG, PROGRESS, EPISODES, SUMMARY, ERROR, LOG, PLOT, MODEL, *map(compact_name, LOGS))
 
 #: The env-step x-axis of ``progress.csv`` (SB3's key), agent steps.
 STEP_KEY = "time/total_timesteps"
@@ -154,7 +174,8 @@ def row_values(path: Path, header: list[str], rows: list[list[str]]) -> list[lis
 
 
 def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
-    """Columns of a CSV of numbers with a header (SB3's ``progress.csv``, ``episodes.csv``) as float arrays.
+    """Columns of a CSV of numbers with a header (SB3's ``progress.csv``, ``episodes.csv``, or their compact forms, read
+    decompressed: a name ending in ``.gz``) as float arrays.
 
     Empty cells (a key not recorded in that row) become NaN. A last line that a kill cut short (no newline at
     its end) is left out (:func:`rl_gns.records.logs.read_rows`), as are blank lines.
@@ -163,8 +184,9 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
     :param columns: the columns a file with rows must have.
     :return: ``{key: (R,) array}`` for the ``R`` rows; ``{}`` for a file with no rows (empty, header only, or
         not written yet).
-    :raises RunFileError: naming the file, for a file that is not text or CSV, a header (with rows or without)
-        that lacks one of ``columns``, a row longer than the header, or a cell that is not a number.
+    :raises RunFileError: naming the file, for a file that is not text or CSV (or not whole gzip data), a header
+        (with rows or without) that lacks one of ``columns``, a row longer than the header, or a cell that is not a
+        number.
     """
     path = Path(path)
     check_regular(path, "a CSV file")
@@ -377,7 +399,10 @@ class RunDir:
         return RunSummary.from_json(read_json(self.file(SUMMARY)), self.file(SUMMARY))
 
     def write_config(self, config: dict) -> None:
-        """Write ``config.json`` (every setting, the resolved sizes, versions and machine; read as a :class:`RunConfig`)."""
+        """Write ``config.json`` (every setting, the resolved sizes, versions and machine; read as a :class:`RunConfig`)
+        for a new run; the compact logs of an earlier, finished run in the directory (``--overwrite``) go first."""
+        for name in LOGS:
+            self.file(compact_name(name)).unlink(missing_ok=True)
         write_json(self.file(CONFIG), config)
 
     def write_summary(self, summary: RunSummary) -> None:
@@ -387,20 +412,30 @@ class RunDir:
     def write_error(self, text: str) -> None:
         self.file(ERROR).write_text(text)
 
+    def log(self, name: str) -> Path:
+        """The file that holds the log ``name`` (:data:`PROGRESS` or :data:`EPISODES`): the CSV the run appends to,
+        or, once the run is finished (``summary.json``) and its logs compacted, their compact form
+        (:func:`compact_name`). The CSV wins where both are there (a compaction cut short by a kill), and a compact
+        form is never read for an unfinished run (it is an earlier run's, which a new one in the directory replaces).
+        """
+        plain, packed = self.file(name), self.file(compact_name(name))
+        if plain.exists() or plain.is_symlink() or not packed.exists() or not self.file(SUMMARY).exists():
+            return plain
+        return packed
+
     def progress(self) -> dict[str, np.ndarray]:
-        """``progress.csv`` columns (:func:`read_csv`); ``{}`` before the first row.
+        """``progress.csv`` columns (:func:`read_csv`, of either form: :meth:`log`); ``{}`` before the first row.
 
         :raises RunFileError: if the rows' agent steps are not finite, non-negative and increasing (one row per PPO
             iteration: an edited or foreign file).
         """
-        progress = read_csv(self.file(PROGRESS), (STEP_KEY,))
+        path = self.log(PROGRESS)
+        progress = read_csv(path, (STEP_KEY,))
         if not in_step_order(progress.get(STEP_KEY, np.array([])), strictly=True):
-            raise RunFileError(
-                f"{self.file(PROGRESS)}: its rows' agent steps are not non-negative numbers in increasing order"
-            )
+            raise RunFileError(f"{path}: its rows' agent steps are not non-negative numbers in increasing order")
         for key, column in progress.items():
             if key.startswith("gns/") and key.endswith("_raw"):
-                check_estimates(column, f"{self.file(PROGRESS)}: column {key}")
+                check_estimates(column, f"{path}: column {key}")
         return progress
 
     def logged_progress(self) -> dict[str, np.ndarray]:
@@ -408,45 +443,45 @@ class RunDir:
 
         :raises RunFileError: naming the directory without ``progress.csv``, or the file without a complete row.
         """
-        if not self.file(PROGRESS).exists():
+        path = self.log(PROGRESS)
+        if not path.exists():
             raise RunFileError(f"{self.path} holds no {PROGRESS}")
         progress = self.progress()
         if not progress:
-            raise RunFileError(f"{self.file(PROGRESS)}: no logged rows yet")
+            raise RunFileError(f"{path}: no logged rows yet")
         return progress
 
     def episodes(self) -> dict[str, np.ndarray]:
-        """``episodes.csv`` columns, each ``(N,)`` for the ``N`` finished games (empty arrays before the first; NaN
-        in a column the file does not have).
+        """``episodes.csv`` columns (of either form: :meth:`log`), each ``(N,)`` for the ``N`` finished games (empty
+        arrays before the first; NaN in a column the file does not have).
 
         :raises RunFileError: if the games' agent steps are not finite, non-negative and in the order the games
             finished, or pass the run's budget, or a score is not a finite number, or a game's length not one above 0
             (an edited or foreign file).
         """
-        games = read_csv(self.file(EPISODES), EPISODE_FIELDS[:2])
+        path = self.log(EPISODES)
+        games = read_csv(path, EPISODE_FIELDS[:2])
         steps = games.get("env_steps", np.array([]))
         if not in_step_order(steps, strictly=False):
-            raise RunFileError(
-                f"{self.file(EPISODES)}: its games' agent steps are not non-negative numbers in the order they finished"
-            )
+            raise RunFileError(f"{path}: its games' agent steps are not non-negative numbers in the order they finished")
         if len(steps) and self.is_started():
             config = self.config()
             # the last PPO iteration may pass the budget by less than one rollout (of the largest size, adaptive)
             last = config.total_steps + config.n_steps * max(config.n_envs, config.settings.get("max_n_envs") or 0)
             if config.total_steps and steps[-1] > last:
                 raise RunFileError(
-                    f"{self.file(EPISODES)}: its last game ends at agent step {int(steps[-1]):,}, past the run's budget "
+                    f"{path}: its last game ends at agent step {int(steps[-1]):,}, past the run's budget "
                     f"of {config.total_steps:,} (an edited or foreign file)"
                 )
         scores = games.get("score", np.array([]))
         if not np.all(np.isfinite(scores)):
             row = int(np.flatnonzero(~np.isfinite(scores))[0]) + 1
-            raise RunFileError(f"{self.file(EPISODES)}: game {row}'s score is {scores[row - 1]}, not a finite number")
+            raise RunFileError(f"{path}: game {row}'s score is {scores[row - 1]}, not a finite number")
         lengths = games.get("length_frames", np.array([]))
         unplayable = np.flatnonzero(~(np.isfinite(lengths) & (lengths > 0)))
         if len(unplayable):
             row = int(unplayable[0]) + 1
-            raise RunFileError(f"{self.file(EPISODES)}: game {row} lasted {lengths[row - 1]} frames, not a number above 0")
+            raise RunFileError(f"{path}: game {row} lasted {lengths[row - 1]} frames, not a number above 0")
         return {key: games.get(key, np.full(len(steps), np.nan)) for key in EPISODE_FIELDS}  # NaN: not recorded
 
     def env_steps(self, progress: dict[str, np.ndarray] | None = None) -> int:

@@ -30,6 +30,7 @@ from rl_gns.experiments.probe import (
     branch_point,
     check,
     held_snapshots,
+    probe_cost,
     start_score,
     warn_short_anchor,
 )
@@ -415,3 +416,18 @@ def test_the_snapshots_a_refusal_names_fit_one_line():
     assert held_snapshots([]) == "none (train with --snapshot-steps to keep some)"
     assert held_snapshots([1_536, 3_008]) == "1,536, 3,008"
     assert held_snapshots(list(range(1_000, 100_001, 1_000))) == "100 snapshots, from 1,000 to 100,000 agent steps"
+
+
+def test_a_probe_states_its_cost_and_max_cost_caps_it(source, tmp_path):
+    """Before it trains: the cost is every branch's budget plus the anchor, as a multiple of the run's agent steps at
+    the branch point; a probe over --max-cost is refused before anything is written."""
+    point = check(ProbeConfig(source=source, at=1500, n_envs=(2, 4), seeds=2, out=tmp_path / "p"))
+    cost = probe_cost(ProbeConfig(source=source, n_envs=(2, 4), seeds=2, budget_steps=10_000, anchor_steps=1_000), point, 2)
+    assert cost.agent_steps == 1_000 + 2 * 2 * 10_000 and cost.branches == 4
+    assert cost.multiple == pytest.approx(cost.agent_steps / point.env_steps) and cost.steps_per_s > 0
+    assert f"{cost.multiple:,.1f}x the run's {point.env_steps:,} agent steps" in cost.line()
+    settings = dict(source=source, at=1500, n_envs=(2, 4), seeds=2, budget_steps=10_000, anchor_steps=1_000)
+    with pytest.raises(ValueError, match=r"--max-cost 5: this probe may spend 41,000 agent steps"):
+        check(ProbeConfig(**settings, max_cost=5.0, out=tmp_path / "q"))
+    check(ProbeConfig(**settings, max_cost=cost.multiple + 1, out=tmp_path / "q"))
+    assert not (tmp_path / "q").exists()

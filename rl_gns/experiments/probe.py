@@ -45,6 +45,7 @@ from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
 from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, expected_games, game_length, resolvable_improvement
 from rl_gns.experiments.config import EnvSettings, PPOSettings, TrainConfig, to_json, train_config_from_json
+from rl_gns.experiments.console import duration
 from rl_gns.experiments.plan import check_inert, largest_seed
 from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_runs, connect, run_all
 from rl_gns.experiments.sweep import SweepConfig, sweep
@@ -193,6 +194,8 @@ class ProbeConfig(ExecutionConfig):
     """The branches measure the noise scale (both schemes, every loss) every this many PPO iterations."""
     out: Path | None = None
     """Probe directory; if unset, probes/<source name>_at<agent steps>."""
+    max_cost: float | None = None
+    """Refuse a probe whose agent steps could pass this multiple of the run's agent steps at the branch point."""
 
     def directory(self, point: BranchPoint) -> Path:
         """The probe directory."""
@@ -302,6 +305,56 @@ def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
     return replace(config, source=Path(recorded))
 
 
+@dataclass(frozen=True)
+class ProbeCost:
+    """What a probe may spend, before it trains: every branch taken to its whole budget (branches stop at their
+    target, so this is an upper bound).
+
+    :param agent_steps: the anchor's agent steps plus every branch's budget.
+    :param branches: sizes × learning rates × seeds.
+    :param run_steps: the run's agent steps at the branch point.
+    :param steps_per_s: the run's own speed (agent steps per second over its training), NaN if not known.
+    """
+
+    agent_steps: int
+    branches: int
+    run_steps: int
+    steps_per_s: float
+
+    @property
+    def multiple(self) -> float:
+        """The cost as a multiple of the run's agent steps at the branch point (inf at step 0)."""
+        return self.agent_steps / self.run_steps if self.run_steps else math.inf
+
+    def line(self) -> str:
+        speed = ""
+        if self.steps_per_s > 0:
+            seconds = self.agent_steps / self.steps_per_s
+            speed = f"; about {duration(seconds)} at the run's {self.steps_per_s:,.0f} agent steps/s"
+        return (
+            f"probe cost: at most {self.agent_steps:,} agent steps ({self.branches} branches to their budget, and the "
+            f"anchor), {self.multiple:,.1f}x the run's {self.run_steps:,} agent steps at the branch point"
+            + speed
+            + " (a branch stops at its target)"
+        )
+
+
+def probe_cost(config: ProbeConfig, point: BranchPoint, sizes: int) -> ProbeCost:
+    """The probe's :class:`ProbeCost`, its speed from the source's summary or its last logged row."""
+    run = RunDir(config.source)
+    speed = math.nan
+    try:
+        if run.status() == "done":
+            summary = run.summary()
+            speed = summary.env_steps / summary.wall_s if summary.wall_s > 0 else math.nan
+        else:
+            speed = float(run.progress().get("time/fps", [math.nan])[-1])
+    except (RunFileError, IndexError, ValueError):
+        pass  # the speed is an estimate: without it the cost is given in agent steps only
+    branches = sizes * config.lr_points * config.seeds
+    return ProbeCost(config.anchor_steps + branches * config.budget_steps, branches, point.env_steps, speed)
+
+
 def check(config: ProbeConfig) -> BranchPoint:
     """Check the probe without writing anything; return its branch point.
 
@@ -343,7 +396,16 @@ def check(config: ProbeConfig) -> BranchPoint:
     if record.get("model_sha256", point.sha256) != point.sha256:  # probes before 2026-11-24 recorded no digest
         raise ValueError(f"{point.model} is not the agent this probe started from (its SHA-256 differs); use another --out")
     recorded = record.get("targets", [record["target"]] if "target" in record else None)
-    check_sweep(config.sweep_config(point, tuple(recorded) if recorded else (0.0,)))
+    branches = config.sweep_config(point, tuple(recorded) if recorded else (0.0,))
+    check_sweep(branches)
+    if config.max_cost is not None:
+        cost = probe_cost(config, point, len(branches.sizes()))
+        if not config.max_cost > 0 or cost.multiple > config.max_cost:
+            raise ValueError(
+                f"--max-cost {config.max_cost:g}: this probe may spend {cost.agent_steps:,} agent steps, "
+                f"{cost.multiple:,.1f}x the run's {cost.run_steps:,}; lower --budget-steps, --seeds, --lr-points or the "
+                "sizes"
+            )
     return point
 
 
@@ -383,6 +445,7 @@ def probe(config: ProbeConfig) -> Path:
     point = check(config)
     connect(config)  # a cluster that does not answer leaves nothing written
     directory = config.directory(point)
+    print(probe_cost(config, point, len(config.sweep_config(point, (0.0,)).sizes())).line(), flush=True)
     with RunLock(directory).acquire():
         # again, under the lock, what another command may have written since check(): the directory, not every run
         check_directory(directory, "probe", config.recorded(), shares=("sweep",))

@@ -144,9 +144,9 @@ def is_default_predictor(scheme: str, loss: str) -> bool:
 
 
 def noise_label(scheme: str, loss: str) -> str:
-    """A legend's words for one noise scale: ``value loss, whole trajectories (env_value: predicts B_crit)``."""
+    """A legend's words for one noise scale, what it is and no claim: ``value loss, whole trajectories (env_value)``."""
     label = f"{loss} loss, {SCHEME_LABELS.get(scheme, scheme)}"
-    return label + (f" ({DEFAULT_PREDICTOR}: predicts B_crit)" if is_default_predictor(scheme, loss) else "")
+    return label + (f" ({DEFAULT_PREDICTOR})" if is_default_predictor(scheme, loss) else "")
 
 
 def predictor_label(name: str) -> str:
@@ -234,6 +234,30 @@ def log_limits(ax: Axes, margin: float = 10.0) -> tuple[float, float]:
         bottom, top = ax.get_ylim()
         return (float(bottom), float(top)) if bottom > 0 else (1.0, 10.0)
     return float(values.min() / margin), float(values.max() * margin)
+
+
+def interval_band(
+    ax: Axes, x: Any, low: Any, high: Any, color: Any, limits: tuple[float, float], alpha: tuple[float, float] = (0.3, 0.12)
+) -> None:
+    """95 % intervals along a curve as a band: filled between its bounds where bounded, and fainter up to the top of
+    the panel where open above (``|G|²`` not resolved); clipped to the panel's y limits.
+
+    :param x: ``(P,)`` positions along the curve, ascending.
+    :param low: ``(P,)`` lower bounds, in the panel's unit.
+    :param high: ``(P,)`` upper bounds (∞: open above).
+    :param color: the band's colour.
+    :param limits: the panel's y limits ``(bottom, top)``.
+    :param alpha: opacity where bounded and where open above.
+    """
+    x, low, high = (np.asarray(v, dtype=float) for v in (x, low, high))
+    bottom, top = limits
+    bounded, open_above = np.isfinite(high), ~np.isfinite(high) & (low > 0)
+    low_clipped, high_clipped = np.clip(low, bottom, top), np.clip(np.where(bounded, high, top), bottom, top)
+    if bounded.any():
+        ax.fill_between(x, low_clipped, high_clipped, where=bounded, color=color, alpha=alpha[0], lw=0, label="95 % interval")
+    if open_above.any():
+        ax.fill_between(x, low_clipped, top, where=open_above, color=color, alpha=alpha[1], lw=0,
+                        label="95 % interval, no upper end (|G|² not resolved)")  # fmt: skip
 
 
 def interval_bars(

@@ -14,7 +14,7 @@ from rl_gns.records.schema import RunConfig
 from rl_gns.reports.figures import (
     LOSS_COLORS,
     Axes,
-    interval_bars,
+    interval_band,
     intervals_so_far,
     is_default_predictor,
     legend,
@@ -41,10 +41,10 @@ def plot_noise_scale(
     progress: dict[str, np.ndarray], config: RunConfig, ax: Axes, schemes: tuple[str, ...] | None = None
 ) -> Axes:
     """``B_simple`` per loss and scheme against agent steps, log scale, averaged over training so far
-    (:func:`cumulative_b_simple`): the default predictor of the critical rollout size bold with its 95 % interval
-    (bars, :func:`intervals_so_far`; up to the top of the panel where ``|G|²`` is not resolved), the other losses
-    and schemes thin, and a line at the run's own rollout size; plain-number ticks. Points where the pooled ``|G|²``
-    is not yet positive are left out of the lines.
+    (:func:`cumulative_b_simple`): the default candidate (``env_value``) bold with its 95 % interval as a band
+    (:func:`intervals_so_far`; up to the top of the panel where ``|G|²`` is not resolved), the other losses and schemes
+    thin, and a line at the run's own rollout size; plain-number ticks. A line breaks where the pooled ``|G|²`` is not
+    yet positive.
 
     :param schemes: the schemes drawn, one line style each (at most 3); if unset, those the run measured.
     """
@@ -57,9 +57,9 @@ def plot_noise_scale(
             steps, g2, trace_sigma, average = run_average(columns)
             ok = np.isfinite(average) & (average > 0)
             default = is_default_predictor(scheme, loss)
-            ax.plot(
-                steps[ok],
-                average[ok],
+            ax.plot(  # NaN where the pooled |G|² is not yet positive: the line breaks there, bridging nothing
+                steps,
+                np.where(ok, average, np.nan),
                 color=color,
                 ls=style,
                 lw=2.4 if default else 1.0,
@@ -72,7 +72,7 @@ def plot_noise_scale(
     ax.axhline(config.rollout_size, color="gray", ls="--", lw=1, label=f"this run's rollout size ({config.rollout_size:,})")
     bottom, top = log_limits(ax)
     if band is not None:
-        interval_bars(ax, *band, limits=(bottom, top))
+        interval_band(ax, *band, limits=(bottom, top))
     ax.set_ylim(bottom, top)
     ax.set_yscale("log")
     plain_log_ticks(ax.yaxis, (bottom, top))

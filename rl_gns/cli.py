@@ -25,7 +25,6 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import numpy as np
 import tyro
 
-from rl_gns import commands
 from rl_gns.core.distributed import rank_and_size
 from rl_gns.core.ppo import TrainingDivergedError
 from rl_gns.experiments import bench, population_train, probe, scaling, sweep, train
@@ -469,12 +468,16 @@ def one_line_warning(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse and run one command; anything else (no command, ``--help``, ``--version``, an unknown name) is answered by
-    :func:`rl_gns.commands.main`. Returns the exit status (2 for bad settings or input)."""
+    """Parse and run one of :data:`COMMANDS`, ``argv`` its name and flags; the console script's front
+    (:func:`rl_gns.commands.main`) answers anything else (no command, ``--help``, ``--version``, an unknown name) and
+    hands a command here. Returns the exit status (2 for bad settings or input).
+
+    :raises KeyError: for a name that is not one of :data:`COMMANDS`.
+    """
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in COMMANDS:
-        return commands.main(argv)
-    name = argv[0]
+    name = argv[0] if argv else ""
+    if name not in COMMANDS:
+        raise KeyError(f"{name!r} is not a command of rl-gns (rl_gns.commands.main answers the console)")
     config_cls, prepare = COMMANDS[name]
     warnings.formatwarning = one_line_warning
     config = None

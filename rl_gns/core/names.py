@@ -14,8 +14,7 @@ Runs logged before 2026-11-22 measured one scheme and wrote ``gns/<quantity>_<lo
 
 from __future__ import annotations
 
-import re
-from typing import Literal, NamedTuple
+from typing import Literal
 
 Scheme = Literal["minibatch", "envs"]
 #: How the big and small batches of a fixed-parameter measurement are drawn from a rollout.
@@ -28,24 +27,6 @@ Loss = Literal["policy", "value", "total"]
 LOSSES: tuple[Loss, ...] = ("policy", "value", "total")
 #: Per-iteration keys of the whole measurement.
 N_ENVS_KEY = "gns/n_envs"
-
-_KEY = re.compile(
-    r"gns/(?:(?P<scheme>[a-z_]+)/)?(?P<quantity>g2|trace_sigma|b_simple)_(?P<loss>policy|value|total)(?:_(?P<suffix>.+))?"
-)
-
-
-class GnsKey(NamedTuple):
-    """One parsed noise-scale key."""
-
-    scheme: str | None
-    """The scheme; ``None`` for a run logged before schemes had prefixes."""
-    quantity: str
-    """``g2``, ``trace_sigma`` or ``b_simple``."""
-    loss: str
-    """``policy``, ``value`` or ``total``."""
-    suffix: str
-    """``raw``, ``avg``, ``avg_low``, ``avg_high`` or ``""`` (the moving average)."""
-
 
 def gns_key(scheme: str, quantity: str, loss: str, suffix: str = "") -> str:
     """``gns/<scheme>/<quantity>_<loss>[_<suffix>]``: ``gns_key("envs", "g2", "value", "raw")`` is
@@ -66,11 +47,3 @@ def tracker_key(scheme: str, loss: str) -> str:
 def size_key(scheme: str, which: Literal["b_small", "b_big"]) -> str:
     """``gns/<scheme>/b_small`` or ``gns/<scheme>/b_big``."""
     return f"gns/{scheme}/{which}"
-
-
-def parse_gns_key(key: str) -> GnsKey | None:
-    """The parts of a noise-scale key (:func:`gns_key` or :func:`legacy_key`); ``None`` for any other key."""
-    match = _KEY.fullmatch(key)
-    if match is None:
-        return None
-    return GnsKey(match["scheme"], match["quantity"], match["loss"], match["suffix"] or "")

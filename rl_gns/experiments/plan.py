@@ -95,10 +95,6 @@ class RunPlan:
     checkpoint: Checkpoint | None
 
     @property
-    def is_resume(self) -> bool:
-        return self.checkpoint is not None
-
-    @property
     def n_envs_per_rank(self) -> int:
         """Envs each rank steps: the batching's, or as many as the checkpoint's agent had (an adaptive run grows)."""
         if self.checkpoint is None:

@@ -31,8 +31,9 @@ class NoiseScaleConfig:
     schemes: tuple[Scheme, ...] = ("envs",)
     """One or more of: ``envs`` (default): the big batch is ``b_big / n_steps`` whole env trajectories, the small
     batches groups of ``b_small / n_steps`` envs, as data-parallel workers would hold them; unbiased on RL data
-    (the steps of one trajectory are correlated), and its value-loss B_simple is the validated predictor of the
-    critical rollout size (``docs/prediction-criterion.md``). ``minibatch``: a big batch of ``b_big`` samples
+    (the steps of one trajectory are correlated); its value-loss B_simple is the default candidate predictor of
+    the critical rollout size (``env_value``), which no criterion has yet shown to beat a constant
+    (``docs/prediction-criterion.md``). ``minibatch``: a big batch of ``b_big`` samples
     drawn at random from the rollout (a PPO minibatch), split into small batches of ``b_small``; B_simple per
     gradient step, in samples; its |G|² is biased upwards on RL data by ``(tr Σ_traj - tr Σ_step) / (N - 1)``
     (``results/validation/ground_truth.md``). Each scheme is logged under ``gns/<scheme>/``."""
@@ -141,16 +142,14 @@ class NoiseScalePPO(PPO):
     with measurement on or off.
 
     Each (scheme, loss) keeps a :class:`~rl_gns.core.noise_scale.NoiseScaleTracker` in :attr:`gns_trackers`. The SB3
-    logger receives (keys formatted by :mod:`rl_gns.core.names`), per scheme and per loss ``L`` in
-    ``noise_scale.losses``: ``gns/b_simple_L`` (ratio
-    of the moving averages, in samples), ``gns/g2_L`` and ``gns/trace_sigma_L`` (moving averages),
-    ``gns/g2_L_raw`` and ``gns/trace_sigma_L_raw`` (this iteration's estimates); and
-    ``gns/b_simple_L_avg`` with ``_avg_low`` and ``_avg_high`` (the average over training so far,
-    ``Σ raw trace_sigma / Σ raw g2``, and its 95 % interval: :func:`~rl_gns.core.noise_scale.b_simple_interval`;
-    the high end is ``inf`` while ``|G|²`` is not resolved);
-    ``gns/grad_norm_preclip`` (mean norm of the training gradients before clipping),
-    ``gns/n_skipped`` (non-finite measurements dropped), ``gns/time_s``; and per scheme ``S`` the loss keys
-    above as ``gns/S/<key>`` (``gns/minibatch/b_simple_policy``) with ``gns/S/b_small``, ``gns/S/b_big``.
+    logger receives (keys formatted by :mod:`rl_gns.core.names`), per scheme ``S`` and per loss ``L`` in
+    ``noise_scale.losses``: ``gns/S/g2_L_raw`` and ``gns/S/trace_sigma_L_raw`` (this iteration's unbiased estimates),
+    ``gns/S/g2_L`` and ``gns/S/trace_sigma_L`` (their moving averages), ``gns/S/b_simple_L`` (the ratio of the moving
+    averages, in samples), ``gns/S/b_simple_L_avg`` with ``_avg_low`` and ``_avg_high`` (the average over training so
+    far, ``Σ raw trace_sigma / Σ raw g2``, and its 95 % interval: :func:`~rl_gns.core.noise_scale.b_simple_interval`;
+    the high end is ``inf`` while ``|G|²`` is not resolved), and ``gns/S/b_small``, ``gns/S/b_big``; and once per
+    iteration ``gns/grad_norm_preclip`` (mean norm of the training gradients before clipping), ``gns/n_skipped``
+    (non-finite measurements dropped) and ``gns/time_s``.
 
     Unlike plain PPO, each iteration's log row is written **after** its update, so ``train/`` and
     ``gns/`` values share the row (and env-step x-axis) of the rollout they were computed on.

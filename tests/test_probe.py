@@ -120,7 +120,11 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     scores = anchor.episodes()["score"]
     assert record["anchor_games"] == len(scores) >= 2 and record["start_score"] == pytest.approx(scores.mean())
     delta = 3.0 * scores.std(ddof=1) / 2**0.5  # 3 standard errors of a 2-game running score
-    assert record["target"] == pytest.approx(record["start_score"] + delta)
+    assert record["target"] == pytest.approx(max(record["start_score"] + delta, record["null_floor"]))
+    # the null rule: no target below the floor, each one's false-crossing probability at most 1 %, said before training
+    assert record["target"] >= record["null_floor"] and max(record["false_crossing"]) <= 0.01
+    assert record["null_looks"] >= 2 and "a branch that learns nothing reaches" in result.stdout
+    assert "probe cost: at most" in result.stdout
 
     branches = sorted((out / "runs").iterdir())
     assert len(branches) == 4
@@ -308,7 +312,8 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
     out = tmp_path / "probe"
     command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "1", "--n-envs", "2",
                "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "4096", "--delta-noise", "0.01", "0.5",
-               "--steps", "midpoint", "--engine", "population", "--workers", "2", "--out", str(out)]  # fmt: skip
+               "--steps", "midpoint", "--engine", "population", "--workers", "2", "--null-level", "None",
+               "--out", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     record = json.loads((out / "probe.json").read_text())

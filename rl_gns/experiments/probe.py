@@ -43,7 +43,16 @@ import tyro
 
 from rl_gns.core.batching import Batching
 from rl_gns.core.names import LOSSES
-from rl_gns.core.targets import DEFAULT_WINDOW, StepsMeasure, expected_games, game_length, resolvable_improvement
+from rl_gns.core.targets import (
+    DEFAULT_WINDOW,
+    StepsMeasure,
+    expected_games,
+    game_length,
+    null_crossing,
+    null_floor,
+    null_max_running_scores,
+    resolvable_improvement,
+)
 from rl_gns.experiments.config import EnvSettings, PPOSettings, TrainConfig, to_json, train_config_from_json
 from rl_gns.experiments.console import duration
 from rl_gns.experiments.plan import check_inert, largest_seed
@@ -194,6 +203,9 @@ class ProbeConfig(ExecutionConfig):
     """The branches measure the noise scale (both schemes, every loss) every this many PPO iterations."""
     out: Path | None = None
     """Probe directory; if unset, probes/<source name>_at<agent steps>."""
+    null_level: float | None = 0.01
+    """Raise each target to the lowest score a branch that learns nothing reaches with at most this probability (the
+    anchor's games resampled; every look within --budget-steps, the best of --lr-points rates); None: keep them."""
     max_cost: float | None = None
     """Refuse a probe whose agent steps could pass this multiple of the run's agent steps at the branch point."""
 
@@ -288,7 +300,42 @@ GRID = (
 SHARED = (*(f.name for f in fields(EnvSettings)), *(f.name for f in fields(PPOSettings)), "gns_ema_beta")
 
 #: What ``probe.json`` records of the settings; a probe directory refuses a rerun with others.
-RECORDED = ("source", "at", "anchor_steps", "delta", "delta_noise", "window", "first_seed", "steps")
+RECORDED = ("source", "at", "anchor_steps", "delta", "delta_noise", "window", "first_seed", "steps", "null_level")
+
+
+#: Null branches resampled from the anchor's games to set the null floor.
+NULL_DRAWS = 20_000
+
+
+@dataclass(frozen=True)
+class NullFloor:
+    """Criterion v8's rule at a probe: the anchor's games are those of a branch that learns nothing.
+
+    :param floor: the lowest target such a branch reaches with at most the probe's ``null_level``.
+    :param looks: games a branch plays within its budget (each a look at its running score).
+    :param targets: the probe's targets, each raised to ``floor`` (ascending, without repeats).
+    :param false_crossing: each target's probability of being reached by the best of ``lr_points`` null branches.
+    """
+
+    floor: float
+    looks: int
+    targets: tuple[float, ...]
+    false_crossing: tuple[float, ...]
+
+
+def null_floor_of(config: ProbeConfig, anchor: Path, targets: tuple[float, ...]) -> NullFloor:
+    """The :class:`NullFloor` of the anchor's games (:func:`rl_gns.core.targets.null_floor`), its targets raised to it."""
+    assert config.null_level is not None
+    games = RunDir(anchor).episodes()
+    ends = games["env_steps"]
+    length = game_length(ends, games["length_frames"], at=int(ends[-1]), games=len(ends))
+    per_game = length[0] if length else float(ends[-1]) / len(ends)
+    looks = max(config.window, math.ceil(config.budget_steps / per_game))
+    rng = np.random.default_rng(config.first_seed)
+    maxima = null_max_running_scores(games["score"], looks, config.window, NULL_DRAWS, rng)
+    floor = null_floor(maxima, config.lr_points, config.null_level)
+    raised = tuple(sorted({max(target, floor) for target in targets}))
+    return NullFloor(floor, looks, raised, tuple(null_crossing(maxima, t, config.lr_points) for t in raised))
 
 
 def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
@@ -372,6 +419,8 @@ def check(config: ProbeConfig) -> BranchPoint:
         raise ValueError("--n-steps-grid needs one --n-envs and at least 2 distinct n_steps to fit S(B)")
     if not config.n_steps_grid and len(set(config.n_envs)) < 2:
         raise ValueError("a probe needs at least 2 distinct --n-envs (or --n-steps-grid) to fit S(B)")
+    if config.null_level is not None and not 0 < config.null_level < 1:
+        raise ValueError(f"--null-level must be a probability in (0, 1), got {config.null_level}")
     for name in ("window", "anchor_steps", "gns_every"):
         if getattr(config, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
@@ -464,6 +513,17 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         return directory  # stopped before --max-wall-minutes: rerun to go on
     start = start_score(directory / ANCHOR, config.window, spread_needed=config.delta is None)
     targets = config.targets(start)
+    null: dict[str, object] = {}
+    if config.null_level is not None:
+        floor = null_floor_of(config, directory / ANCHOR, targets)
+        targets = floor.targets
+        null = {"null_floor": floor.floor, "null_looks": floor.looks, "false_crossing": list(floor.false_crossing)}
+        print(
+            f"probe {directory}: a branch that learns nothing reaches {floor.floor:.4g} with probability at most "
+            f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.lr_points} rates): targets raised to it "
+            "where below",
+            flush=True,
+        )
     branches = config.sweep_config(point, targets)
     write_json(
         directory / PROBE,
@@ -478,6 +538,7 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
             "improvements": [target - start.mean for target in targets],
             "targets": list(targets),
             "rollout_sizes": sorted({n_envs * n_steps for n_envs, n_steps in branches.sizes()}),
+            **null,
         },
     )
     print(

@@ -237,6 +237,20 @@ def headline(rungs: list[Rung], floor: float) -> Rung:
     return next((r for r in rungs if r.resolved(floor)), rungs[0])
 
 
+def null_lines(probe: dict) -> list[str]:
+    """The null rule's line where the probe applied it (``probe.json``'s ``null_floor``): the floor, and each target's
+    chance of being reached by a branch that learns nothing."""
+    if probe.get("null_floor") is None:
+        return []
+    chances = ", ".join(f"{t:.4g}: {p:.2g}" for t, p in zip(probe["targets"], probe.get("false_crossing", []), strict=False))
+    return [
+        f"Null rule: a branch that learns nothing (the anchor's games resampled, {probe.get('null_looks', 0):,} looks, "
+        f"the best of the learning rates) reaches {probe['null_floor']:.4g} with probability at most the probe's "
+        f"level; each target's false-crossing probability: {chances}.",
+        "",
+    ]
+
+
 def ladder_lines(rungs: list[Rung], chosen: Rung, floor: float, start: float) -> list[str]:
     """The report's table of every target of a ladder and its fit, the reported one marked; none for one target."""
     if len(rungs) < 2:
@@ -348,6 +362,7 @@ def report(config: ProbeReportConfig) -> Path:
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "
         f"of the agent at fixed parameters); target {target:.1f} (improvement {target - probe['start_score']:.1f}).",
         "",
+        *null_lines(probe),
         *ladder_lines(rungs, chosen, earliest, probe["start_score"]),
         "Steps S of a branch: "
         + (

@@ -556,3 +556,14 @@ def test_train_refuses_a_run_directory_its_study_does_not_make(tmp_path, capsys)
     assert f"--out {sweep / 'runs' / 'x'} lies inside the sweep" in capsys.readouterr().err
     assert sorted(path.name for path in (sweep / "runs").iterdir()) == []
     check_out(sweep / "runs" / "a", overwrite=True)  # the sweep's own run
+
+
+def test_a_finished_run_keeps_no_lock_file_and_its_next_writer_still_holds_one(tmp_path):
+    run = tmp_path / "run"
+    result = run_cli("train", *TINY, "--total-steps", "64", "--out", str(run))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (run / "summary.json").exists() and not (run / LOCK).exists()
+    with RunLock(run).acquire():  # the next writer of the directory (an --overwrite) takes the lock anew
+        probe = [sys.executable, "-c", "import sys; from pathlib import Path; from rl_gns.records.lock import "
+                 "check_unlocked; check_unlocked(Path(sys.argv[1]))", str(run)]  # fmt: skip
+        assert subprocess.run(probe, capture_output=True, text=True).returncode != 0

@@ -164,8 +164,13 @@ def train_rank(plan: RunPlan) -> Path:
     holds the run directory's lock throughout."""
     if rank_and_size()[0] != 0:
         return run_training(plan)
-    with claim(plan):
-        return run_training(plan)
+    lock, finished = claim(plan), False
+    try:
+        out = run_training(plan)
+        finished = RunDir(out).status() == "done"
+        return out
+    finally:
+        lock.release(unlink=finished)  # a finished run's directory keeps no lock file
 
 
 @dataclass

@@ -116,13 +116,19 @@ class RunLock:
     def __exit__(self, *exc_info: object) -> None:
         self.release()
 
-    def release(self) -> None:
-        """Let the lock go; the last holder in this process closes the file, which releases it."""
+    def release(self, unlink: bool = False) -> None:
+        """Let the lock go; the last holder in this process closes the file, which releases it.
+
+        :param unlink: the last holder also removes the lock file, while it still holds it (a finished run keeps none):
+            a process that opened the file meanwhile fails to take it, every lock being taken without waiting.
+        """
         if self._key is None:
             return
         held = _HELD[self._key]
         held[1] -= 1
         if held[1] == 0:
+            if unlink:
+                (self.run_path / LOCK).unlink(missing_ok=True)
             os.close(held[0])
             del _HELD[self._key]
         self._key = None

@@ -204,8 +204,7 @@ class ProbeConfig(ExecutionConfig):
     out: Path | None = None
     """Probe directory; if unset, probes/<source name>_at<agent steps>."""
     null_level: float | None = 0.01
-    """Raise each target to the lowest score a branch that learns nothing reaches with at most this probability (the
-    anchor's games resampled; every look within --budget-steps, the best of --lr-points rates); None: keep them."""
+    """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
     max_cost: float | None = None
     """Refuse a probe whose agent steps could pass this multiple of the run's agent steps at the branch point."""
 

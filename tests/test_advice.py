@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.advice import Advice, advise, experience_factor, iterations_factor, parse_predictor
+from rl_gns.core.advice import Advice, advise, env_count, experience_factor, iterations_factor, parse_predictor
 from rl_gns.core.noise_scale import RatioInterval
 from rl_gns.core.tradeoff import TradeoffFit
 
@@ -73,3 +73,12 @@ def test_one_step_runs_get_the_measurement_without_the_ppo_validation():
     assert "no noise scale is validated" in lines[1] and "one-step regime" in lines[1]
     assert not any("predictor's error" in line or "more envs" in line for line in lines)
     assert any("predictor's error" in line for line in advise("env_value", g2, trace, 16, 5, 1).lines())
+
+
+def test_env_counts_read_as_english():
+    assert (env_count(1), env_count(1.3), env_count(63.0), env_count(0.2)) == (
+        "1 env",
+        "1 env",
+        "63 envs",
+        "less than one env's rollout",
+    )

@@ -52,6 +52,13 @@ def parse_predictor(name: str) -> tuple[str, bool, str]:
     return schemes[parts[0]], len(parts) == 3, parts[-1]
 
 
+def env_count(n_envs: float) -> str:
+    """An env count as a sentence says it: ``1 env``, ``63 envs``, or ``less than one env's rollout`` below 0.5."""
+    if n_envs < 0.5:
+        return "less than one env's rollout"
+    return f"{n_envs:,.0f} env" + ("" if round(n_envs) == 1 else "s")
+
+
 def iterations_factor(rollout_size: float, b_crit: float, factor: float = 2.0) -> float:
     """``S(f·B) / S(B) = (1 + B*/(f·B)) / (1 + B*/B)``: iterations to a target after multiplying the rollout by ``f``."""
     return (1.0 + b_crit / (factor * rollout_size)) / (1.0 + b_crit / rollout_size)
@@ -111,7 +118,7 @@ class Advice:
             high = f"{b.high:,.0f}" if b.resolved else "inf"
             return [
                 f"noise scale ({self.predictor}): {b.point:,.0f} agent steps [95 % interval {b.low:,.0f}, {high}] "
-                f"= {envs:,.0f} envs at n_steps {self.n_steps}; this run: {self.n_envs} envs",
+                f"= {env_count(envs)} at n_steps {self.n_steps}; this run: {env_count(self.n_envs)}",
                 f"  no noise scale is validated as a predictor of the critical rollout size in the {self.regime} regime "
                 "yet (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it directly",
             ]
@@ -124,7 +131,7 @@ class Advice:
                 f"critical rollout size ({self.predictor}): {b.point:,.0f} agent steps [95 % interval {b.low:,.0f}, "
                 f"{b.high:,.0f}]",
                 f"  = {envs:,.0f} envs [{envs_low:,.0f}, {envs_high:,.0f}] at n_steps {self.n_steps}; "
-                f"this run: {self.n_envs} envs ({size:,} agent steps per rollout)",
+                f"this run: {env_count(self.n_envs)} ({size:,} agent steps per rollout)",
                 f"  with {checked}: B_crit in [{error_low:,.0f}, {error_high:,.0f}] agent steps {regime}",
                 f"  if B_crit = {b.point:,.0f}: doubling the envs cuts the PPO iterations to a target by about {cut:.0%} "
                 f"for {extra:.0%} more experience (S = S_min(1 + B*/B), E = E_min(1 + B/B*))",
@@ -134,8 +141,8 @@ class Advice:
             lines = [
                 f"critical rollout size ({self.predictor}): at least {b.low:,.0f} agent steps at 95 % (|G|² not "
                 "resolved: no upper bound and no point estimate)",
-                f"  = at least {envs_low:,.0f} envs at n_steps {self.n_steps}; "
-                f"this run: {self.n_envs} envs ({size:,} agent steps per rollout)",
+                f"  = at least {env_count(envs_low)} at n_steps {self.n_steps}; "
+                f"this run: {env_count(self.n_envs)} ({size:,} agent steps per rollout)",
                 f"  with {checked}: B_crit at least {error_low:,.0f} agent steps {regime}",
                 f"  if B_crit is at least {b.low:,.0f}: doubling the envs cuts the PPO iterations to a target by at "
                 f"least {cut:.0%} for at most {extra:.0%} more experience (S = S_min(1 + B*/B), E = E_min(1 + B/B*))",

@@ -447,8 +447,10 @@ def check(config: ProbeConfig) -> BranchPoint:
     branches = config.sweep_config(point, tuple(recorded) if recorded else (0.0,))
     check_sweep(branches)
     if config.max_cost is not None:
+        if not config.max_cost > 0:
+            raise ValueError(f"--max-cost must be a multiple of the run's agent steps > 0, got {config.max_cost:g}")
         cost = probe_cost(config, point, len(branches.sizes()))
-        if not config.max_cost > 0 or cost.multiple > config.max_cost:
+        if cost.multiple > config.max_cost:
             raise ValueError(
                 f"--max-cost {config.max_cost:g}: this probe may spend {cost.agent_steps:,} agent steps, "
                 f"{cost.multiple:,.1f}x the run's {cost.run_steps:,}; lower --budget-steps, --seeds, --lr-points or the "

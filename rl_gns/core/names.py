@@ -28,6 +28,7 @@ LOSSES: tuple[Loss, ...] = ("policy", "value", "total")
 #: Per-iteration keys of the whole measurement.
 N_ENVS_KEY = "gns/n_envs"
 
+
 def gns_key(scheme: str, quantity: str, loss: str, suffix: str = "") -> str:
     """``gns/<scheme>/<quantity>_<loss>[_<suffix>]``: ``gns_key("envs", "g2", "value", "raw")`` is
     ``gns/envs/g2_value_raw``."""

@@ -500,6 +500,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_work(name, work)
 
 
+#: Commands that go on where they stopped when run again (they keep their finished runs and resume the others): what
+#: they say after a disk error (full, read-only) of their own.
+GO_ON_BY_RERUNNING = frozenset({"sweep", "probe", "bench"})
+
+
 def run_work(name: str, work: Callable[[], Any]) -> int:
     """Do a command's checked ``work``; returns the exit status, each error in one line."""
     try:
@@ -511,7 +516,9 @@ def run_work(name: str, work: Callable[[], Any]) -> int:
         print(f"rl-gns {name}: {one_line_text(stop)}", file=sys.stderr)
         return stop.exit_status
     except (RankFailedError, RunsFailedError, TrainingDivergedError, OSError) as error:
-        print(f"rl-gns {name}: error: {one_line_text(error)}", file=sys.stderr)
+        go_on = isinstance(error, OSError) and name in GO_ON_BY_RERUNNING
+        hint = "; once that is fixed, rerun the same command to go on" if go_on else ""
+        print(f"rl-gns {name}: error: {one_line_text(error)}{hint}", file=sys.stderr)
         return 1
     if isinstance(written, Path):
         print(f"rl-gns {name}: wrote {written}", flush=True)

@@ -80,6 +80,21 @@ class ExecutionConfig:
         check_inert(self, {"ray_address": "with --executor local"} if local else {"workers": "with --executor ray"})
         if self.ray_address is not None and self.ray_address != "auto":
             ray_host_port(self.ray_address)
+        if not local:
+            check_ray_installed()
+
+
+def check_ray_installed() -> None:
+    """Refuse ``--executor ray`` where Ray cannot be imported (an optional dependency: the ``ray`` extra).
+
+    :raises ValueError: naming the command that installs it.
+    """
+    try:
+        import ray  # noqa: F401
+    except ImportError as error:
+        raise ValueError(
+            f"--executor ray needs Ray, which cannot be imported here ({error}): pip install 'rl-gns[ray]'"
+        ) from None
 
 
 class RayAddressError(RuntimeError):
@@ -309,6 +324,7 @@ def record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
 
     :param returncode: the process's exit status; ``None`` if it was not started.
     :param log_path: the file its output went to.
+    :raises OSError: for a failed run whose ``error.txt`` cannot be written (a full disk): none is left.
     """
     if returncode is None:
         return "waiting"
@@ -320,7 +336,7 @@ def record_outcome(run: RunDir, returncode: int | None, log_path: Path) -> str:
         check_unlocked(run.path)
     except RunLockedError:
         return "failed"  # another process took the run after the check: it is that process's to write
-    tail = log_path.read_text().splitlines()[-30:] if log_path.exists() else []
+    tail = log_path.read_text(errors="replace").splitlines()[-30:] if log_path.exists() else []
     run.write_error(f"exit status {returncode}\n" + "\n".join(tail) + "\n")
     return "failed"
 
@@ -415,6 +431,33 @@ def spec_json(spec: TrainConfig) -> dict[str, object]:
     return to_json(replace(spec, out=absolute(spec.out), resume=absolute(spec.resume)))
 
 
+def say_outcome(
+    collection: str, outcome: dict[str, str], run_dirs: dict[str, RunDir], unwritten: dict[str, str], signum: int | None
+) -> None:
+    """Print how a collection of runs ended: how many finished, how many to go on with, and why each failed run
+    failed.
+
+    :param collection: what the lines call it (``sweep runs/sweep``).
+    :param outcome: every run's outcome (:func:`record_outcome`), by name.
+    :param run_dirs: the runs, by name.
+    :param unwritten: why a failed run's ``error.txt`` could not be written (a full disk), by name.
+    :param signum: the signal that stopped the collection, if one did.
+    """
+    finished = sum(status in ("done", "skipped") for status in outcome.values())
+    print(f"{collection}: {finished}/{len(outcome)} finished", flush=True)
+    later = [status for status in outcome.values() if status in ("paused", "waiting")]
+    if later:
+        why = "before --max-wall-minutes" if signum is None else f"by {signal.Signals(signum).name}"
+        print(
+            f"  {later.count('paused')} paused {why}, {later.count('waiting')} not started: rerun the same command to go on",
+            flush=True,
+        )
+    for name in sorted(name for name, status in outcome.items() if status == "failed"):
+        error = run_dirs[name].file(ERROR)
+        why = unwritten.get(name) or (f"see {error}" if error.exists() else "another process writes it")
+        print(f"  failed: {name} ({why})", flush=True)
+
+
 def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:
     """Run every unfinished run of ``specs``, each in its own process; return ``{run name: outcome}``: ``done``,
     ``skipped`` (finished before), ``failed``, and with ``execution.max_wall_minutes`` ``paused`` (stopped with a
@@ -462,9 +505,16 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
 
     deadline = None if execution.max_wall_minutes is None else time.time() + 60 * execution.max_wall_minutes
 
+    unwritten: dict[str, str] = {}  # failed runs whose error.txt could not be written: why, and where their output is
+
     def finish(job: list[str], returncode: int | None) -> None:
+        log = paths(job)[1]
         for name in job:
-            outcome[name] = record_outcome(run_dirs[name], returncode, paths(job)[1])
+            try:
+                outcome[name] = record_outcome(run_dirs[name], returncode, log)
+            except OSError as error:  # a full disk: the run failed, and its error.txt could not say why
+                outcome[name] = "failed"
+                unwritten[name] = f"its {ERROR} could not be written ({error.strerror or error}); its output is in {log}"
             bar.set_postfix_str(f"{name}: {outcome[name]}")
             bar.update()
 
@@ -492,21 +542,15 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
             finish(jobs[refs[ready[0]]], ray.get(ready[0]))
         ray.shutdown()  # disconnect now (and stop a local instance) rather than in an exit hook
     bar.close()
+    say_outcome(f"{label} {out}", outcome, run_dirs, unwritten, signum)
     failed = sorted(name for name, status in outcome.items() if status == "failed")
-    print(f"{label} {out}: {sum(s in ('done', 'skipped') for s in outcome.values())}/{len(specs)} finished", flush=True)
-    later = [status for status in outcome.values() if status in ("paused", "waiting")]
-    if later:
-        why = "before --max-wall-minutes" if signum is None else f"by {signal.Signals(signum).name}"
-        print(
-            f"  {later.count('paused')} paused {why}, {later.count('waiting')} not started: rerun the same command to go on",
-            flush=True,
-        )
-    for name in failed:
-        error = run_dirs[name].file(ERROR)
-        print(f"  failed: {name} ({f'see {error}' if error.exists() else 'another process writes it'})", flush=True)
     if signum is not None:
         name = signal.Signals(signum).name
         raise Interrupted(signum, f"stopped by {name}: the runs in flight stopped with checkpoints; rerun to go on")
     if failed:
-        raise RunsFailedError(f"{len(failed)} of {len(specs)} runs failed (see the lines above)")
+        raise RunsFailedError(
+            f"{len(failed)} of {len(specs)} runs failed (see the lines above); once that is fixed, rerun the same "
+            "command to go on: it keeps the finished runs and runs the others again, from their checkpoints where "
+            "they have one"
+        )
     return outcome

@@ -164,6 +164,8 @@ def test_every_flag_help_is_one_line():
         (["train", "--device", "cuda"], "no CUDA device"),
         (["sweep", "--budget-steps", "-10"], "--budget-steps must be >= 1"),
         (["sweep", "--n-envs", "0,4"], "--n-envs must be >= 1"),
+        (["sweep", "--n-envs=-2,4"], "--n-envs must be >= 1, got [-2, 4]"),
+        (["probe", str(SPACE_INVADERS.parents[1]), "--at", "50000", "--n-envs=-2,4"], "--n-envs must be >= 1, got [-2, 4]"),
         (["train", "--checkpoint-minutes", "-1"], "--checkpoint-minutes must be >= 0"),
         (["train", "--checkpoint-steps", "0"], "--checkpoint-steps must be >= 1"),
         (["train", "--max-wall-minutes", "0"], "--max-wall-minutes must be > 0"),
@@ -210,6 +212,19 @@ def test_bad_input_exits_2_with_one_line_before_writing_anything(tmp_path, args,
     assert result.returncode == 2, result.stderr[-500:]
     assert result.stderr.strip().count("\n") == 0 and message in result.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["sweep", "probe"])
+def test_the_ray_executor_without_ray_says_how_to_install_it_before_anything_is_written(
+    tmp_path, monkeypatch, capsys, command
+):
+    monkeypatch.setitem(sys.modules, "ray", None)  # what importing Ray does where the ray extra is not installed
+    monkeypatch.chdir(tmp_path)
+    what = ["--env", "Pong", "--targets", "1"] if command == "sweep" else [str(SPACE_INVADERS.parents[1]), "--at", "50000"]
+    assert main([command, *what, "--lr-points", "1", "--executor", "ray", "--out", "study"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"rl-gns {command}: error: --executor ray needs Ray"), err
+    assert "pip install 'rl-gns[ray]'" in err and list(tmp_path.iterdir()) == []
 
 
 def test_out_naming_a_file_is_refused(tmp_path):

@@ -2,11 +2,13 @@
 parameters, branches start from that agent and aim at the anchor's score plus delta, and the report fits what they
 reached or says why it cannot."""
 
+import contextlib
 import csv
 import hashlib
 import io
 import json
 import math
+import resource
 import shutil
 import subprocess
 import sys
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch as th
-from conftest import lock_held_elsewhere
+from conftest import lock_held_elsewhere, rl_gns
 
 from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
@@ -436,3 +438,82 @@ def test_a_probe_states_its_cost_and_max_cost_caps_it(source, tmp_path):
         check(ProbeConfig(**settings, max_cost=5.0, out=tmp_path / "q"))
     check(ProbeConfig(**settings, max_cost=cost.multiple + 1, out=tmp_path / "q"))
     assert not (tmp_path / "q").exists()
+
+
+#: A committed run of Space Invaders from RAM (8 envs x 32 steps) with a snapshot at 50,176 agent steps.
+SPACE_INVADERS = Path(__file__).resolve().parents[1] / "results" / "probes" / "trunks" / "SpaceInvaders"
+
+
+def test_a_spec_of_a_probe_started_from_a_relative_source_runs_from_any_working_directory(tmp_path, monkeypatch, capsys):
+    """A probe's specs are run by its workers (``rl-gns run <spec>``), whose working directory may be another (a Ray
+    worker's): the agent a branch starts from is named by its full path, as the run directory is."""
+    monkeypatch.chdir(tmp_path)
+    source = Path("source")
+    (source / "snapshots").mkdir(parents=True)
+    shutil.copy(SPACE_INVADERS / "config.json", source)
+    shutil.copy(SPACE_INVADERS / "snapshots" / "000000050176.zip", source / "snapshots")
+    # --max-wall-minutes 1 leaves no slice to start a run in: the command writes the specs and stops
+    args = ["probe", source, "--at", "50000", "--anchor-steps", "256", "--n-envs", "2,4", "--seeds", "1"]
+    status, stderr = rl_gns(capsys, *args, "--budget-steps", "256", "--max-wall-minutes", "1", "--out", "probe")
+    assert status == 0, stderr
+    spec = tmp_path / "probe" / "specs" / "anchor.json"
+    model = tmp_path / "source" / "snapshots" / "000000050176.zip"
+    assert json.loads(spec.read_text())["init_from"] == str(model)
+    assert json.loads((tmp_path / "probe" / "probe.json").read_text())["model"] == str(model)
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    status, stderr = rl_gns(capsys, "run", spec)
+    assert status == 0, stderr
+    anchor = RunDir(tmp_path / "probe" / "anchor")
+    assert anchor.status() == "done" and anchor.config().settings["init_from"] == str(model)
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_full_disk_during_a_probe_leaves_no_empty_error_file_and_says_how_to_go_on(tmp_path, monkeypatch, capsys):
+    """Files may grow to 100 kB only (``RLIMIT_FSIZE``, which this process and its workers share): the anchor fails
+    saving its agent, and while the probe records that failure nothing may grow at all. The run's error.txt is
+    whole or absent, never empty, the console says why it is absent and where the run's output is, and the error
+    says how to go on."""
+    from rl_gns.cli import main
+    from rl_gns.experiments import runner
+
+    source = tmp_path / "source"
+    (source / "snapshots").mkdir(parents=True)
+    shutil.copy(SPACE_INVADERS / "config.json", source)
+    shutil.copy(SPACE_INVADERS / "snapshots" / "000000050176.zip", source / "snapshots")  # 344 kB
+    record = runner.record_outcome
+
+    def limited(size: int) -> contextlib.AbstractContextManager:
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+
+        @contextlib.contextmanager
+        def limit():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+            try:
+                yield
+            finally:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+        return limit()
+
+    def on_a_full_disk(*args):
+        with limited(0):
+            return record(*args)
+
+    monkeypatch.setattr(runner, "record_outcome", on_a_full_disk)
+    out = tmp_path / "probe"
+    args = ["probe", str(source), "--at", "50000", "--anchor-steps", "256", "--n-envs", "2,4", "--seeds", "1"]
+    with limited(100_000):
+        status = main([*args, "--budget-steps", "256", "--out", str(out)])
+    said = capsys.readouterr()
+    anchor = out / "anchor"
+    assert status == 1 and not (anchor / "error.txt").exists(), said.err
+    assert f"failed: anchor (its error.txt could not be written (File too large); its output is in {anchor / 'log.txt'})" in (
+        said.out
+    )
+    assert "File too large" in (anchor / "log.txt").read_text()  # what the run said as it failed
+    last = said.err.strip().splitlines()[-1]
+    assert last.startswith("rl-gns probe: error: 1 of 1 runs failed") and "rerun the same command to go on" in last

@@ -5,6 +5,7 @@ a torn JSON file, a cell that is not a number, files with a header only, a sweep
 reader either uses what is whole or refuses with one line naming the file (exit status 2), never a traceback.
 """
 
+import gzip
 import json
 import os
 import re
@@ -91,9 +92,11 @@ def test_read_csv_leaves_out_a_last_row_cut_short(tmp_path):
 
 
 def test_analyze_and_advise_use_the_whole_rows_of_torn_files(tmp_path, capsys):
+    """A run killed in training (no summary.json) while it appended a row: the rows before it count."""
     sweep = copy(SWEEP, tmp_path)
     run = sweep / "runs" / SMALLEST
     steps = read_csv(run / "progress.csv")["time/total_timesteps"]
+    (run / "summary.json").unlink()
     cut_last_line(run / "progress.csv")
     cut_last_line(run / "episodes.csv", keep=3)
     status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
@@ -103,6 +106,34 @@ def test_analyze_and_advise_use_the_whole_rows_of_torn_files(tmp_path, capsys):
 
     status, stderr = rl_gns(capsys, "advise", run)
     assert status == 0, stderr
+
+
+@pytest.mark.parametrize(
+    ("log", "counted"),
+    [("progress.csv", "1,563 PPO iterations, one row each (iterations)"), ("episodes.csv", "43 games scored")],
+)
+def test_a_finished_runs_log_cut_short_is_refused(tmp_path, capsys, log, counted):
+    """A finished run wrote every row before its summary.json: fewer rows than it counted is a damaged log, whose
+    numbers would be wrong, not a row a kill cut off."""
+    sweep = copy(SWEEP, tmp_path)
+    run = sweep / "runs" / SMALLEST
+    path = run / log
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:9]))  # the header and 8 rows
+    assert_refused(*rl_gns(capsys, "analyze", sweep), f"{path}: 8 rows, but {run / 'summary.json'} records {counted}")
+    assert (
+        not (sweep / "results.json").exists() or (sweep / "results.json").read_bytes() == (SWEEP / "results.json").read_bytes()
+    )
+
+
+def test_a_finished_runs_compact_log_cut_short_is_refused(tmp_path, capsys):
+    probe = copy(PROBE, tmp_path)
+    run = sorted((probe / "runs").iterdir())[0]
+    packed = run / "progress.csv.gz"
+    lines = gzip.decompress(packed.read_bytes()).decode().splitlines(keepends=True)
+    packed.write_bytes(gzip.compress("".join(lines[:-1]).encode()))  # the last row left out
+    recorded = json.loads((run / "summary.json").read_text())["iterations"]
+    status, stderr = rl_gns(capsys, "probe-report", probe)
+    assert_refused(status, stderr, f"{packed}: {recorded - 1:,} rows, but {run / 'summary.json'} records {recorded:,}")
 
 
 # 2. a torn JSON file
@@ -543,13 +574,65 @@ def test_a_path_no_file_can_have_is_one_line_before_anything_is_written(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+#: The study commands, each on a budget that a refusal never spends (the settings of the runs they would start).
+STUDIES = {
+    "train": ["train", "--env", "Pong", "--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32",
+              "--total-steps", "64"],
+    "sweep": ["sweep", "--env", "Pong", "--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--n-minibatches", "2",
+              "--targets", "100", "--seeds", "1", "--lr-points", "1", "--budget-steps", "64"],
+    "probe": ["probe", str(RESULTS / "probes" / "trunks" / "SpaceInvaders"), "--at", "50000", "--anchor-steps", "256",
+              "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "256"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", STUDIES)
+def test_an_out_whose_full_path_is_not_utf8_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys, command):
+    """A relative --out in a directory whose name is not UTF-8: the specs and records name the runs by their full
+    paths, which JSON cannot hold, so the runs would fail once started."""
+    odd = tmp_path / os.fsdecode(b"bad\xffdir")
+    odd.mkdir()
+    monkeypatch.chdir(odd)
+    assert_refused(*rl_gns(capsys, *STUDIES[command], "--out", "study"), "its full path", "bad\\udcffdir", "not a UTF-8")
+    assert list(odd.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", STUDIES)
+def test_an_out_too_long_for_the_files_a_run_writes_inside_is_one_line_before_anything_is_written(
+    tmp_path, monkeypatch, capsys, command
+):
+    """An --out whose path fits, but not with the longest path a run writes inside its directory (a checkpoint
+    being written, TensorBoard's events): the run would fail once started."""
+    most = os.pathconf(tmp_path, "PC_PATH_MAX") - 1
+    out = str(tmp_path)
+    while len(out) < most - 30:  # room for the directory itself, none for what a run writes inside it
+        out += "/" + "d" * min(200, most - 30 - len(out) - 1)
+    monkeypatch.chdir(tmp_path)
+    assert_refused(*rl_gns(capsys, *STUDIES[command], "--out", out), f"longer than the {most:,} this system allows")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", STUDIES)
+@pytest.mark.parametrize("out", ["loop", "loop/run", "a/run"])
+def test_an_out_in_a_loop_of_links_is_one_line_naming_the_loop(tmp_path, monkeypatch, capsys, command, out):
+    monkeypatch.chdir(tmp_path)
+    Path("loop").symlink_to("loop")
+    Path("a").symlink_to("b")
+    Path("b").symlink_to("a")
+    link = out.split("/")[0]
+    assert_refused(*rl_gns(capsys, *STUDIES[command], "--out", out), f"--out {out}: {link} is a loop of symbolic links")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a", "b", "loop"]
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda sweep: edit_json(sweep / "sweep.json", lambda d: d.update(env="Pong")), "its env differ"),
+        (
+            lambda sweep: edit_json(sweep / "sweep.json", lambda d: d.update(env="Pong")),
+            "sweep.json: its env 'Pong' is not what its runs trained ('BeamRider' in the config.json of every one",
+        ),
         (
             lambda sweep: edit_json(sweep / "sweep.json", lambda d: d.update(budget_steps=50_000)),
-            "its total_steps (the sweep's budget_steps)",
+            "sweep.json: its budget_steps 50000 is not what its runs trained (",
         ),
         (
             lambda sweep: edit_json(sweep / "runs" / SMALLEST / "config.json", lambda d: d.update(gamma=0.9)),
@@ -894,7 +977,10 @@ def test_scaling_report_refuses_a_sweep_without_a_fit_in_one_line(tmp_path, caps
 
 @pytest.mark.parametrize("keep", ["", "header", "torn row"])
 def test_plot_refuses_a_run_without_rows_and_keeps_its_figure(tmp_path, capsys, keep):
+    """A run in training before its first whole row (a finished run without rows is a damaged one: see
+    test_a_finished_runs_log_cut_short_is_refused)."""
     run = copy(RUN, tmp_path)
+    (run / "summary.json").unlink()
     figure = (run / "training.png").read_bytes()
     lines = (RUN / "progress.csv").read_text().split("\n")
     (run / "progress.csv").write_text({"": "", "header": lines[0] + "\n", "torn row": lines[0] + "\n" + lines[1][:30]}[keep])
@@ -904,6 +990,7 @@ def test_plot_refuses_a_run_without_rows_and_keeps_its_figure(tmp_path, capsys, 
 
 def test_advise_and_scaling_report_refuse_a_run_without_rows(tmp_path, capsys):
     run = copy(RUN, tmp_path)
+    (run / "summary.json").unlink()  # a run in training, before its first row
     header_only(run / "progress.csv")
     assert_refused(*rl_gns(capsys, "advise", run), "no logged rows yet")
     scaling = copy(SCALING, tmp_path)
@@ -915,6 +1002,7 @@ def test_advise_and_scaling_report_refuse_a_run_without_rows(tmp_path, capsys):
 
 def test_plot_a_run_before_its_noise_scale_is_resolved(tmp_path, capsys):
     run = copy(RUN, tmp_path)
+    (run / "summary.json").unlink()  # a run in training, after its first row
     header, first = (RUN / "progress.csv").read_text().split("\n")[:2]
     cells = first.split(",")
     for i, key in enumerate(header.split(",")):
@@ -942,6 +1030,7 @@ def test_plot_a_run_that_measured_no_noise_scale_draws_its_score_alone(tmp_path,
 def test_g2_resolution_needs_two_measurements(tmp_path):
     sweep = copy(SWEEP, tmp_path)
     for run in (sweep / "runs").iterdir():
+        (run / "summary.json").unlink()  # runs in training
         progress = run / "progress.csv"
         progress.write_text("\n".join(progress.read_text().split("\n")[:2]) + "\n")  # one row each
     assert g2_resolution(sweep, "value") is None

@@ -43,6 +43,7 @@ from rl_gns.records.rundir import (
     RunDir,
     RunFileError,
     check_own_directories,
+    longest_run_path,
     row_values,
 )
 from rl_gns.records.schema import changed_settings, same_setting
@@ -440,7 +441,7 @@ def check_out(out: Path, overwrite: bool) -> None:
     """Refuse a run directory that cannot be written, or that holds a run (unless ``overwrite``) or a live one."""
     if out == Path("."):
         raise ValueError("--out must name a run directory, not the current one")
-    check_writable(out)
+    check_writable(out, longest_run_path())
     check_kind(out, "run")
     check_not_inside(out, "run")
     if out.is_dir():

@@ -33,6 +33,7 @@ target.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -94,10 +95,17 @@ def held_snapshots(steps: list[int]) -> str:
 
 def branch_point(source: Path, at: int | None = None) -> BranchPoint:
     """The agent of a run directory: its first snapshot at or past ``at`` agent steps; with ``at=None`` its
-    ``model.zip`` if finished, else its newest checkpoint.
+    ``model.zip`` if finished, else its newest checkpoint. Its path is a full one, as ``probe.json`` and every spec
+    and run of the probe name it: ``rl-gns run <spec>`` finds it from any working directory (a Ray worker's).
 
     :raises ValueError: if the run holds no such agent.
     """
+    point = _branch_point(source, at)
+    return replace(point, model=Path(os.path.abspath(point.model)))
+
+
+def _branch_point(source: Path, at: int | None) -> BranchPoint:
+    """:func:`branch_point`, with the agent's path as found under ``source``."""
     run = RunDir(source)
     if not run.is_started():
         raise ValueError(f"{source}: not a run directory (no config.json)")

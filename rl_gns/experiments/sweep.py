@@ -15,7 +15,8 @@ range are constant, so that a run does not depend on its budget.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -96,10 +97,15 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
         offsets = [k - (self.lr_points - 1) / 2 for k in range(self.lr_points)]
         return [float(f"{centre * self.lr_factor**k:.3g}") for k in offsets]
 
+    def init_agent(self) -> Path | None:
+        """The agent every run starts from (``init_from``) as a full path, as ``sweep.json``, the specs and the runs'
+        ``config.json`` name it: ``rl-gns run <spec>`` then finds it from any working directory (a Ray worker's)."""
+        return None if self.init_from is None else Path(os.path.abspath(self.init_from))
+
     def record(self) -> dict:
         """What ``sweep.json`` records: the settings, and the SHA-256 of the ``init_from`` agent (where it is a file),
         so that a rerun refuses an agent replaced since: the sweep's later runs would start from another point."""
-        settings = to_json(self)
+        settings = to_json(replace(self, init_from=self.init_agent()))
         if self.init_from is not None and self.init_from.is_file():
             settings["init_from_sha256"] = sha256(self.init_from)
         return settings
@@ -116,6 +122,7 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
             score_window=self.window,
             torch_threads=self.threads_per_run,
             progress_bar=False,
+            init_from=self.init_agent(),
         )
         specs = {}
         for n_envs, n_steps in self.sizes():
@@ -171,13 +178,16 @@ def check_lr_grid(config: SweepConfig) -> None:
 
 
 def check_nonempty(config: SweepConfig) -> None:
-    """Refuse a sweep of no runs: no target, no env count, or fewer than one seed, learning rate or minibatch."""
+    """Refuse a sweep of no runs: no target, no env count, an env count below 1, or fewer than one seed, learning rate
+    or minibatch."""
     for name in ("targets", "n_envs"):
         if not getattr(config, name):
             raise ValueError(f"{flag(name)} must name at least one value")
     for name in ("seeds", "lr_points", "n_minibatches"):
         if getattr(config, name) < 1:
             raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")
+    if min(config.n_envs) < 1:  # before a size's learning rate is computed: a negative one has no square root
+        raise ValueError(f"--n-envs must be >= 1, got {list(config.n_envs)}")
 
 
 def check(config: SweepConfig) -> None:

@@ -11,6 +11,7 @@ run logs again.
 from __future__ import annotations
 
 import csv
+import errno
 import gzip
 import io
 import os
@@ -75,26 +76,67 @@ def check_output(path: Path) -> None:
         raise OutputError(f"cannot write {path}: its directory is not writable (permissions, or a read-only file system)")
 
 
-def check_path_name(path: Path) -> None:
-    """Refuse a path that no file can have here: a name that is not UTF-8 text (the records name their paths in
-    JSON) or a part longer than the file system allows.
+def printable(path: Path | str) -> str:
+    """A path as a message shows it: a byte that is not UTF-8 (a surrogate escape) written as ``\\udcff``."""
+    return str(path).encode("utf-8", "backslashreplace").decode()
 
+
+def check_path_name(path: Path, inside: str = "") -> None:
+    """Refuse a path that no file can have here: a name that is not UTF-8 text, or whose full path is not (the
+    records name their paths in JSON, and a sweep's specs name its runs by their full paths), a part longer than the
+    file system allows, or a full path that, with the longest path written inside it, is longer than the system
+    allows (``PATH_MAX``).
+
+    :param path: the directory (or file) to write.
+    :param inside: the longest path, relative to ``path``, that the command writes inside it ("" for none).
     :raises OutputError: naming the path.
     """
-    try:
-        str(path).encode("utf-8")
-    except UnicodeEncodeError:
-        raise OutputError(f"{str(path).encode('utf-8', 'backslashreplace').decode()}: not a UTF-8 name") from None
+    full = os.path.abspath(path)
+    for name in (str(path), full):
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            where = printable(path) if name == str(path) else f"{printable(path)}: its full path {printable(full)}"
+            raise OutputError(f"{where}: not a UTF-8 name") from None
     longest = os.pathconf(".", "PC_NAME_MAX")  # the working directory's file system: a stat of a longer name fails
     too_long = [len(os.fsencode(part)) for part in path.parts if len(os.fsencode(part)) > longest]
     if too_long:
         raise OutputError(f"{path}: a name of {too_long[0]:,} bytes, longer than this file system's {longest}")
+    most = os.pathconf(".", "PC_PATH_MAX") - 1  # PATH_MAX counts the closing NUL
+    written = len(os.fsencode(os.path.join(full, inside) if inside else full))
+    if written > most:
+        what = f"with the files written inside it (up to {inside}) its paths reach" if inside else "its full path is"
+        raise OutputError(f"{path}: {what} {written:,} bytes, longer than the {most:,} this system allows")
 
 
-def check_writable(out: Path) -> None:
+def check_symlinks(out: Path) -> None:
+    """Refuse an output directory that a link on its path makes unreachable: a loop of links, or a link to nothing
+    (making the directory would fail there, or the path be looked up for ever).
+
+    :raises OutputError: naming the link.
+    """
+    for path in (out, *out.parents):
+        if not path.is_symlink():
+            continue
+        try:
+            path.stat()
+        except FileNotFoundError:
+            raise OutputError(f"--out {out}: {path} is a link to {os.readlink(path)}, which does not exist") from None
+        except OSError as error:
+            if error.errno != errno.ELOOP:
+                raise
+            raise OutputError(f"--out {out}: {path} is a loop of symbolic links (it leads back to itself)") from None
+
+
+def check_writable(out: Path, inside: str = "") -> None:
     """Refuse an output directory that cannot be made or written: a name that is not text or is longer than the file
-    system allows, a file at ``out`` or on its path, or a directory without write permission."""
-    check_path_name(out)
+    system allows, a loop of links or a link to nothing on its path, a file at ``out`` or on its path, or a directory
+    without write permission.
+
+    :param inside: the longest path, relative to ``out``, that the command writes inside it (:func:`check_path_name`).
+    """
+    check_path_name(out, inside)
+    check_symlinks(out)
     existing = next(parent for parent in (out, *out.parents) if parent.exists() or parent == Path("."))
     if not existing.is_dir():
         where = f"--out {out}" if existing == out else f"--out {out}: {existing}"

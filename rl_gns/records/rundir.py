@@ -31,6 +31,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +42,7 @@ import numpy as np
 
 from rl_gns.core.names import gns_key, legacy_key
 from rl_gns.core.noise_scale import NoiseSums
-from rl_gns.records.checkpoint import CHECKPOINTS
+from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST
 from rl_gns.records.logs import (
     GZIP_SUFFIX,
     RunFileError,
@@ -101,6 +103,20 @@ STEP_KEY = "time/total_timesteps"
 EPISODE_FIELDS = ("env_steps", "score", "length_frames", "wall_s")
 
 Status = Literal["done", "failed", "unfinished"]
+
+
+def longest_run_path() -> str:
+    """The longest path, relative to its run directory, that a run writes here: a checkpoint being written
+    (``checkpoints/.tmp-<8 characters>/manifest.json``), a snapshot being written, a file replaced whole
+    (``.<name>.<8 characters>``), or TensorBoard's events (``events.out.tfevents.<time>.<host>.<pid>.<n>``), so that
+    a run directory whose full path leaves no room for it is refused before the run starts."""
+    paths = [
+        f"{CHECKPOINTS}/.tmp-{'x' * 8}/{MANIFEST}",
+        f"{SNAPSHOTS}/.tmp-{0:012d}.zip",
+        *(f".{name}.{'x' * 8}" for name in RUN_FILES),
+        f"events.out.tfevents.{0:010d}.{socket.gethostname()}.{0:07d}.{0:03d}",
+    ]
+    return max(paths, key=lambda path: len(os.fsencode(path)))
 
 
 def snapshot_path(run_path: Path, env_steps: int) -> Path:
@@ -248,13 +264,16 @@ SWEEP_RUN_SETTINGS = frozenset({"out", "n_envs", "n_steps", "device", "checkpoin
 
 def sweep_runs(sweep_dir: Path, settings: dict[str, Any]) -> list[RunDir]:
     """The started runs of a sweep (or a probe's branches), each checked to be one the sweep made: a run copied in
-    from elsewhere, or one whose settings were edited, would be counted as the sweep's.
+    from elsewhere, or one whose settings were edited, would be counted as the sweep's. Where every started run
+    trained otherwise than ``sweep.json`` says in a setting, it is ``sweep.json`` that was edited (or belongs to
+    other runs), and the error names it.
 
     :param sweep_dir: the sweep directory.
     :param settings: its ``sweep.json``, read with :data:`~rl_gns.records.schema.SWEEP_FIELDS`.
-    :raises RecordError: naming the run and what the sweep did not make of it.
+    :raises RecordError: naming the run and what the sweep did not make of it, or ``sweep.json`` and its setting.
     """
-    runs = []
+    runs: list[RunDir] = []
+    differing: list[tuple[RunDir, dict[str, tuple[str, Any, Any]]]] = []
     for path in runs_under(sweep_dir):
         run = RunDir(path)
         if not run.is_started():
@@ -263,22 +282,39 @@ def sweep_runs(sweep_dir: Path, settings: dict[str, Any]) -> list[RunDir]:
             raise RecordError(f"{path}: not a run of the sweep ({sweep_dir / SWEEP} names {len(settings['runs'])} others)")
         config = run.config()
         held = config.settings
-        differ = [
-            k for k in sorted(settings.keys() & held.keys() - SWEEP_RUN_SETTINGS) if not same_setting(k, settings[k], held[k])
-        ]
+        # what differs, as the run's config.json names it -> (as sweep.json names it, sweep.json's value, the run's)
+        differ = {
+            k: (k, settings[k], held[k])
+            for k in sorted(settings.keys() & held.keys() - SWEEP_RUN_SETTINGS)
+            if not same_setting(k, settings[k], held[k])
+        }
         if config.n_envs not in settings["n_envs"]:
-            differ.append("n_envs")
+            differ["n_envs"] = ("n_envs", settings["n_envs"], config.n_envs)
+        sizes = "n_steps_grid" if settings.get("n_steps_grid") else "n_steps"
         if config.n_steps not in (settings.get("n_steps_grid") or [settings["n_steps"]]):
-            differ.append("n_steps")
+            differ["n_steps"] = (sizes, settings[sizes], config.n_steps)
         if config.total_steps != settings["budget_steps"]:
-            differ.append("total_steps (the sweep's budget_steps)")
+            differ["total_steps (the sweep's budget_steps)"] = ("budget_steps", settings["budget_steps"], config.total_steps)
         schemes = settings["gns_scheme"]  # a run that leaves its scheme out measured the one of runs before 2026-11-22
         if config.gns_schemes and set(config.gns_schemes) != ({schemes} if isinstance(schemes, str) else set(schemes)):
-            differ.append("gns_scheme")
+            differ["gns_scheme"] = ("gns_scheme", schemes, list(config.gns_schemes))
         if differ:
-            raise RecordError(f"{run.file(CONFIG)}: not a run of the sweep {sweep_dir}: its {', '.join(differ)} differ")
+            differing.append((run, differ))
         runs.append(run)
-    return runs
+    if not differing:
+        return runs
+    if len(differing) == len(runs):  # every run trained otherwise in a setting: the sweep's record says another
+        shared = set.intersection(*(set(differ) for _, differ in differing))
+        if shared:
+            run, differ = differing[0]
+            field, recorded, trained = differ[sorted(shared)[0]]
+            which = f"{run.file(CONFIG)}" if len(runs) == 1 else f"the config.json of every one of its {len(runs)} runs"
+            raise RecordError(
+                f"{sweep_dir / SWEEP}: its {field} {recorded!r} is not what its runs trained ({trained!r} in {which}): "
+                f"{SWEEP} was edited, or the runs are another sweep's"
+            )
+    run, differ = differing[0]
+    raise RecordError(f"{run.file(CONFIG)}: not a run of the sweep {sweep_dir}: its {', '.join(differ)} differ")
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -410,7 +446,12 @@ class RunDir:
         write_json(self.file(SUMMARY), summary.to_json())
 
     def write_error(self, text: str) -> None:
-        self.file(ERROR).write_text(text)
+        """Write ``error.txt`` whole or not at all (:func:`~rl_gns.records.logs.write_atomically`): a disk that fills
+        while it is written leaves no empty or torn one.
+
+        :raises OSError: if it cannot be written (a full disk); nothing is left of it.
+        """
+        write_atomically(self.file(ERROR), text)
 
     def log(self, name: str) -> Path:
         """The file that holds the log ``name`` (:data:`PROGRESS` or :data:`EPISODES`): the CSV the run appends to,
@@ -423,16 +464,47 @@ class RunDir:
             return plain
         return packed
 
+    def check_finished_rows(self, path: Path, rows: int, field: str) -> None:
+        """Refuse a finished run's log that holds fewer rows than its ``summary.json`` counted: a log cut short or
+        edited after the run ended (a kill while the run trained leaves no ``summary.json``). Nothing to check for an
+        unfinished run, or where ``summary.json`` does not hold the count (its own readers refuse a damaged one).
+
+        :param path: the log read (:data:`PROGRESS` or :data:`EPISODES`, of either form), named in the error.
+        :param rows: the rows read from it.
+        :param field: what ``summary.json`` counted: ``iterations`` (PPO iterations, one row of ``progress.csv`` each,
+            the same for a resumed run, whose rows after its checkpoint are logged again, a population's member, and
+            a data-parallel run, whose rank 0 alone writes), or ``n_scored_episodes`` (the games of SB3's score
+            window, at most its last 100, each one row of ``episodes.csv``: the log holds at least as many).
+        :raises RunFileError: naming the log, its rows and the count ``summary.json`` holds.
+        """
+        if not self.file(SUMMARY).exists():
+            return
+        try:
+            summary = read_json(self.file(SUMMARY))
+        except (RunFileError, FileNotFoundError):  # a summary that does not read: its own readers say why
+            return
+        recorded = summary.get(field) if isinstance(summary, dict) else None
+        if not isinstance(recorded, int) or isinstance(recorded, bool):
+            return  # written before the field was, or damaged: the summary's readers check its fields
+        if rows < recorded or (field == "iterations" and rows != recorded):
+            what = {"iterations": "PPO iterations, one row each", "n_scored_episodes": "games scored, one row each"}[field]
+            raise RunFileError(
+                f"{path}: {rows:,} rows, but {self.file(SUMMARY)} records {recorded:,} {what} ({field}): the log was "
+                "cut or edited after the run finished"
+            )
+
     def progress(self) -> dict[str, np.ndarray]:
         """``progress.csv`` columns (:func:`read_csv`, of either form: :meth:`log`); ``{}`` before the first row.
 
         :raises RunFileError: if the rows' agent steps are not finite, non-negative and increasing (one row per PPO
-            iteration: an edited or foreign file).
+            iteration: an edited or foreign file), or, for a finished run, are not as many as the iterations its
+            ``summary.json`` records (:meth:`check_finished_rows`).
         """
         path = self.log(PROGRESS)
         progress = read_csv(path, (STEP_KEY,))
         if not in_step_order(progress.get(STEP_KEY, np.array([])), strictly=True):
             raise RunFileError(f"{path}: its rows' agent steps are not non-negative numbers in increasing order")
+        self.check_finished_rows(path, len(progress.get(STEP_KEY, ())), "iterations")
         for key, column in progress.items():
             if key.startswith("gns/") and key.endswith("_raw"):
                 check_estimates(column, f"{path}: column {key}")
@@ -457,13 +529,15 @@ class RunDir:
 
         :raises RunFileError: if the games' agent steps are not finite, non-negative and in the order the games
             finished, or pass the run's budget, or a score is not a finite number, or a game's length not one above 0
-            (an edited or foreign file).
+            (an edited or foreign file), or, for a finished run, are fewer than the games its ``summary.json`` scored
+            (:meth:`check_finished_rows`).
         """
         path = self.log(EPISODES)
         games = read_csv(path, EPISODE_FIELDS[:2])
         steps = games.get("env_steps", np.array([]))
         if not in_step_order(steps, strictly=False):
             raise RunFileError(f"{path}: its games' agent steps are not non-negative numbers in the order they finished")
+        self.check_finished_rows(path, len(steps), "n_scored_episodes")
         if len(steps) and self.is_started():
             config = self.config()
             # the last PPO iteration may pass the budget by less than one rollout (of the largest size, adaptive)

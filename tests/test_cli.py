@@ -30,6 +30,11 @@ def run_cli(*args, **kwargs):
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, **kwargs)
 
 
+def refuse_non_json(constant: str) -> None:
+    """``json.loads``'s ``parse_constant``: Python writes ``NaN``/``Infinity``, which JSON (and other languages) refuse."""
+    raise AssertionError(f"{constant} is not JSON")
+
+
 def test_train_end_to_end(tmp_path):
     out = tmp_path / "beam"
     tiny = ["--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32", "--gns-every", "1"]
@@ -60,7 +65,7 @@ def test_train_end_to_end(tmp_path):
     assert np.all(progress["gns/envs/trace_sigma_policy"] > 0)
     assert np.all(np.isfinite(progress["gns/grad_norm_preclip"])) and np.all(np.isfinite(progress["train/loss"]))
 
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=refuse_non_json)  # JSON has no NaN
     assert summary["env_steps"] == 128 and summary["frames"] == 512
     assert summary["advice"]["predictor"] == "env_value" and summary["advice"]["text"]
     assert "critical rollout size (env_value)" in result.stdout  # printed at the end of training

@@ -50,6 +50,20 @@ def test_a_summary_survives_writing_and_reading():
     assert RunSummary.from_json(data, "summary.json") == summary
 
 
+def test_a_summary_writes_what_was_not_measured_as_null_and_reads_it_back_as_nan():
+    noise = NoiseScaleSummary("envs", "total", math.nan, math.inf, (math.nan, None))
+    summary = RunSummary(
+        env_steps=128, iterations=2, wall_s=1.0, n_envs_final=2, score_last_100_mean=None, stop_score_reached_at=None,
+        game="pong", noise_scales=(noise,), values={"agent_steps_per_s": math.nan, "nested": {"x": [1.0, -math.inf]}},
+    )  # fmt: skip
+    text = json.dumps(summary.to_json(), allow_nan=False)  # raises on NaN or infinity
+    data = json.loads(text)
+    assert data["b_simple_total_envs"] is None and data["b_simple_total_envs_run_average"] is None
+    assert data["agent_steps_per_s"] is None and data["nested"] == {"x": [1.0, None]}
+    read = RunSummary.from_json(data, "summary.json").noise_scales[0]
+    assert math.isnan(read.b_simple) and math.isnan(read.run_average) and math.isnan(read.run_average_ci95[0])
+
+
 def test_a_record_without_a_field_it_needs_names_its_file():
     with pytest.raises(RecordError, match=r"run/config.json: no 'rollout_size'"):
         RunConfig.from_json({"game": "pong", "n_envs": 2, "n_steps": 32, "minibatch_size": 32}, "run/config.json")

@@ -493,7 +493,7 @@ class RunSummary:
             "stop_score_reached_at": self.stop_score_reached_at,
             "game": self.game,
         }
-        return {**self.values, **named, **noise, "advice": self.advice}
+        return json_numbers({**self.values, **named, **noise, "advice": self.advice})
 
     @classmethod
     def from_json(cls, data: Any, path: PurePath | str) -> RunSummary:
@@ -541,6 +541,19 @@ class RunSummary:
             advice=data.get("advice") or {},
             values=data,
         )
+
+
+def json_numbers(value: Any) -> Any:
+    """``value`` with every float that is not finite (NaN, infinity) as ``None``, in nested dicts and lists too:
+    JSON has no NaN, and the parsers of other languages refuse Python's ``NaN``; the readers here read ``null``
+    back as NaN (:func:`_number`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_numbers(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_numbers(item) for item in value]
+    return value
 
 
 def _number(value: Any) -> float:

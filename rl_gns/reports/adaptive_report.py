@@ -156,7 +156,7 @@ def plot_comparison(fixed: list[TargetResult], runs: list[AdaptiveRun], ax: Axes
     for r, marker in markers.items():
         ax.scatter([], [], marker=marker, facecolor="none", edgecolor="black", label=f"adaptive, r = {r:g}")
     legend(ax, fontsize=8)
-    ax.set_title("dots: fixed n_envs (labels: rollout size); open markers: adaptive runs", fontsize=9)
+    ax.set_title("filled: fixed n_envs (labels: rollout size); open: adaptive runs, in their target's colour", fontsize=9)
     return ax
 
 

@@ -61,7 +61,6 @@ from rl_gns.records.study import check_named_once
 from rl_gns.reports.figures import (
     DEFAULT_LOSS,
     DEFAULT_SCHEME,
-    DEFAULT_WORDS,
     LOSS_COLORS,
     SCHEME_LABELS,
     Axes,
@@ -387,7 +386,7 @@ def plot_window(
     ax.set_xlim(-0.5, len(games) - 0.5)
     ax.set_ylim(*limits)
     ax.set_yscale("log")
-    plain_log_ticks(ax.yaxis, limits)
+    plain_log_ticks(ax.yaxis)
     ax.set_title(WINDOW_TITLES[window], fontsize=10)
     ax.grid(alpha=0.3, which="major", axis="y")
     return ax
@@ -409,13 +408,10 @@ def plot_noise_scales(games: list[GameResult], scheme: str, ranges: dict, rollou
     axes[0].set_ylabel("B_simple (frames = 4 × agent steps)")
     steps_axis = axes[-1].secondary_yaxis("right", functions=(lambda f: f / FRAME_SKIP, lambda a: a * FRAME_SKIP))
     steps_axis.set_ylabel("B_simple (agent steps)")
-    plain_log_ticks(steps_axis.yaxis, (limits[0] / FRAME_SKIP, limits[1] / FRAME_SKIP))
+    plain_log_ticks(steps_axis.yaxis)
     legend(axes[-1], fontsize=8, loc="upper left", bbox_to_anchor=(1.2, 1.0), frameon=False)
-    default = (
-        f"large, black-edged: the default predictor of the critical rollout size ({DEFAULT_PREDICTOR})"
-        if scheme == DEFAULT_SCHEME
-        else f"not measured: {DEFAULT_WORDS}"
-    )
+    words = noise_label(DEFAULT_SCHEME, DEFAULT_LOSS)
+    default = f"large, black-edged: {words}" if scheme == DEFAULT_SCHEME else f"not measured: {words}"
     fig.suptitle(
         f"B_simple pooled over seeds, {scheme} scheme ({SCHEME_LABELS[scheme]}), in {SCHEME_UNITS[scheme]}\n"
         f"{default}; bars: 95 % interval over seeds; no marker: not resolved",

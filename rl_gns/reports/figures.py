@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
@@ -30,6 +30,7 @@ __all__ = [
     "SCHEME_LABELS",
     "Axes",
     "colors",
+    "env_count_ticks",
     "fmt",
     "interval_bars",
     "interval_span",
@@ -39,7 +40,9 @@ __all__ = [
     "log_limits",
     "noise_label",
     "number",
+    "plain_log_axes",
     "plain_log_ticks",
+    "plain_ticks",
     "plt",
     "prediction_marker",
     "predictor_label",
@@ -307,14 +310,67 @@ def interval_span(ax: Axes, low: float, high: float, color: Any, label: str | No
                hatch=None if bounded else "//", label=entry)  # fmt: skip
 
 
-def plain_log_ticks(axis: Axis, limits: tuple[float, float]) -> None:
-    """Tick labels of a log axis as plain numbers (10, 100, 1,000; with 2 and 5 between them where the axis spans
-    fewer than three decades), never ``6×10¹``.
+class PlainLogLocator(LogLocator):
+    """Ticks of a log axis at 1, 10, 100, ..., with 2 and 5 between them where the view spans fewer than three
+    decades, chosen anew whenever the view changes; linear steps (matplotlib's ``AutoLocator``) where a view that
+    narrow holds fewer than two of those."""
+
+    def __init__(self, base: float = 10.0) -> None:
+        super().__init__(base=base, subs=(1.0,))
+
+    def tick_values(self, vmin: float, vmax: float) -> Sequence[float]:
+        """The ticks of the view ``[vmin, vmax]``, in the axis's unit."""
+        low, high = sorted((vmin, vmax))
+        self.set_params(subs=(1.0, 2.0, 5.0) if 0 < low and high < 1e3 * low else (1.0,))
+        return super().tick_values(vmin, vmax)
+
+
+def plain_log_ticks(axis: Axis) -> None:
+    """Tick labels of a log axis as plain numbers (10, 100, 1,000; with 2 and 5 between them where the view spans
+    fewer than three decades, :class:`PlainLogLocator`), never ``6×10¹``, and no labels on the minor ticks.
 
     :param axis: the axis (``ax.yaxis``, or a secondary axis's).
-    :param limits: the axis's limits, in its own unit.
     """
-    subs = (1.0, 2.0, 5.0) if limits[1] < 1e3 * limits[0] else (1.0,)
-    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_locator(PlainLogLocator())
+    axis.set_major_formatter(FuncFormatter(lambda value, _: number(value)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def plain_log_axes(ax: Axes) -> None:
+    """Both axes of a log-log panel with plain-number ticks (:func:`plain_log_ticks`)."""
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis)
+
+
+def plain_ticks(axis: Axis, most: int = 6) -> None:
+    """At most ``most`` ticks on a linear axis, labelled as plain numbers with thousands separated (``250,000``),
+    never with an offset or a ``1e6`` factor at the axis's end.
+
+    :param axis: the axis (``ax.xaxis``).
+    :param most: the most ticks.
+    """
+    axis.set_major_locator(MaxNLocator(nbins=most - 1, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: number(value)))
+
+
+class EnvCountLocator(LogLocator):
+    """Ticks of a log axis of env counts at whole numbers only: powers of two from 1 on, every second or fourth where
+    more than ``most`` would fit."""
+
+    def __init__(self, most: int = 9) -> None:
+        super().__init__(base=2.0, subs=(1.0,), numticks=most)
+
+    def tick_values(self, vmin: float, vmax: float) -> Sequence[float]:
+        """The ticks of the view ``[vmin, vmax]``, in envs: none below 1 env."""
+        return [float(tick) for tick in super().tick_values(vmin, vmax) if tick >= 1]
+
+
+def env_count_ticks(axis: Axis) -> None:
+    """Ticks of a log axis of env counts at whole numbers (:class:`EnvCountLocator`), labelled plainly (``1,024``),
+    and no minor labels: an env count is never 2.25.
+
+    :param axis: the axis of env counts (``ax.xaxis``).
+    """
+    axis.set_major_locator(EnvCountLocator())
     axis.set_major_formatter(FuncFormatter(lambda value, _: number(value)))
     axis.set_minor_formatter(NullFormatter())

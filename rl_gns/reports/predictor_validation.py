@@ -182,8 +182,8 @@ def plot_candidate(pairs: list[Pair], ranking: Ranking, place: int, sizes: list[
     unresolved_entry(ax, (p.candidates[ranking.name][0] for p in pairs))
     ax.set(xscale="log", yscale="log", xlim=limits, ylim=limits, xlabel="fitted B_crit (agent steps)",
            ylabel="predicted B_crit (agent steps)")  # fmt: skip
-    plain_log_ticks(ax.xaxis, limits)
-    plain_log_ticks(ax.yaxis, limits)
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis)
     ax.grid(alpha=0.3, which="major")
     metrics = f"rank {place}: median |log10 ratio| {fmt(ranking.median_error, 2)}, intervals overlap {ranking.overlap:.0%}"
     ax.set_title(f"{predictor_label(ranking.name)}\n{metrics}", fontsize=9)

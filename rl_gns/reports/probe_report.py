@@ -164,20 +164,41 @@ def resolution_note(fit: LocalTradeoffFit | None, floor: float, window: int) -> 
     )
 
 
+def probe_x_limits(batch_N: np.ndarray, fit: LocalTradeoffFit | None, b_simple: RatioInterval | None) -> tuple[float, ...]:
+    """The x limits of :func:`plot_probe`, agent steps: a factor 1.5 beyond the branches' rollout sizes and every
+    value a line or the start of an open span marks (``B_crit``, its lower end where not identified, ``B_simple`` or
+    its lower end), so that what the legend names is drawn; empty where there is none."""
+    values = [float(b) for b in batch_N]
+    if fit is not None:
+        values.append(fit.b_crit if fit.identified else fit.b_crit_low)
+    if b_simple is not None:
+        values.append(b_simple.point if math.isfinite(b_simple.point) and b_simple.point > 0 else b_simple.low)
+    positive = [v for v in values if math.isfinite(v) and v > 0]
+    return (min(positive) / 1.5, max(positive) * 1.5) if positive else ()
+
+
 def plot_probe(
     batch_N: np.ndarray, steps_N: np.ndarray, fit: LocalTradeoffFit | None, b_simple: RatioInterval | None, ax: Axes
 ) -> Axes:
-    """PPO iterations to the target against rollout size (log-log), one point per branch, the fitted ``S(B)``, and
-    ``B_crit`` and the default predictor's ``B_simple`` with their intervals."""
-    ax.scatter(batch_N, steps_N, color="black", s=18, label="branches (fastest learning rate per seed)", zorder=3)
+    """PPO iterations to the target against rollout size (log-log), one point per branch, the fitted ``S(B)`` over the
+    rollout sizes branched at, and ``B_crit`` and the default predictor's ``B_simple`` with their intervals (spans,
+    clipped to the panel), the x axis wide enough for each (:func:`probe_x_limits`). Without a branch that reached
+    the target the y axis is blank and says so."""
+    if len(batch_N):
+        ax.scatter(batch_N, steps_N, color="black", s=18, label="branches (fastest learning rate per seed)", zorder=3)
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
+    else:
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, "no branch reached the target", transform=ax.transAxes, ha="center", va="center", color="gray")
     if fit is not None and fit.s_min > 0 and len(batch_N):
-        grid = np.geomspace(batch_N.min() / 2, batch_N.max() * 2, 100)
+        grid = np.geomspace(batch_N.min(), batch_N.max(), 100)
         ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:blue", label="fit S = S_min + E_min / B")
-    if len(batch_N):  # a log axis needs data on it; set it before the spans that run to its right edge
-        ax.set(xscale="log", yscale="log")
-        plain_log_ticks(ax.xaxis, ax.get_xlim())
-        plain_log_ticks(ax.yaxis, ax.get_ylim())
-        ax.set_xlim(ax.get_xlim())  # frozen: every open span ends at the same right edge
+    x_limits = probe_x_limits(batch_N, fit, b_simple)
+    if x_limits:  # a log axis needs limits; set them before the spans that run to its right edge
+        ax.set_xscale("log")
+        ax.set_xlim(*x_limits)
+        plain_log_ticks(ax.xaxis)
     if fit is not None and fit.identified:
         ax.axvline(fit.b_crit, color="tab:blue", ls="--", label=f"B_crit {number(fit.b_crit)} agent steps")
         interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:blue", label="its 95 % interval")
@@ -191,7 +212,7 @@ def plot_probe(
         else:
             interval_span(ax, b_simple.low, b_simple.high, "tab:orange", label=f"{name}: ≥ {number(b_simple.low)}")
     ax.set(xlabel="rollout size B (agent steps per PPO iteration)", ylabel="PPO iterations to the target")
-    legend(ax, empty="no branch reached the target", fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+    legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     return ax
 
 

@@ -65,8 +65,20 @@ FLOORED = 0.5
 MIN_GAMES = 3
 #: The default predictor of today, evaluated at the branch point.
 DEFAULT = "anchor_env_value"
-#: How far right of its branch point the default prediction is drawn (a factor on the log axis), beside ``B_crit``.
+#: The factor on the log axis between neighbours at one branch point: each game's ``B_crit``, then its default
+#: prediction, then the next game's, side by side and centred on the branch point (:func:`stage_dodge`).
 STAGE_OFFSET = 1.06
+
+
+def stage_dodge(game: int, games: int, prediction: bool) -> float:
+    """The factor on a branch point's agent steps where :func:`plot_stages` draws a game's ``B_crit`` or its default
+    prediction, so that no game's marker or interval hides another's.
+
+    :param game: the game's index, from 0.
+    :param games: the games drawn.
+    :param prediction: the default prediction's place (right of the game's ``B_crit``) instead of ``B_crit``'s.
+    """
+    return STAGE_OFFSET ** (2 * game + prediction - (2 * games - 1) / 2)
 
 
 @dataclass
@@ -312,32 +324,34 @@ def plot_stages(pairs: list[ProbePair], ax: Axes) -> Axes:
     """``B_crit`` (circles, with its 95 % interval; an upward triangle at the lower end of one not identified) and the
     default predictor at the branch point (:data:`DEFAULT`,
     :func:`prediction_marker`, a little to the right, with its 95 % interval: open above and fainter where
-    ``|G|²`` is not resolved) against the agent steps of the branch point, one colour per game, log-log, over the
+    ``|G|²`` is not resolved) against the agent steps of the branch point, one colour per game, the games side by
+    side (:func:`stage_dodge`), log-log, over the
     rollout sizes the probes branched at (shaded) and the constant :data:`FIXED_CONSTANT`."""
     limits = stages_limits(pairs)
     words = predictor_label(DEFAULT.removeprefix("anchor_"))
     games = sorted({p.game for p in pairs})
     bars = []
-    for game, color in zip(games, colors(len(games)), strict=True):
+    for g, (game, color) in enumerate(zip(games, colors(len(games)), strict=True)):
         mine = sorted((p for p in pairs if p.game == game), key=lambda p: p.env_steps)
         known = [p for p in mine if p.reason is None]
+        at, beside = stage_dodge(g, len(games), False), stage_dodge(g, len(games), True)
         if known:
             yerr = np.array([[p.b_crit - p.b_crit_ci[0], p.b_crit_ci[1] - p.b_crit] for p in known]).T
-            x, y = [p.env_steps for p in known], [p.b_crit for p in known]
+            x, y = [p.env_steps * at for p in known], [p.b_crit for p in known]
             ax.errorbar(x, y, yerr=yerr, fmt="o-", color=color, capsize=3)
             ax.plot([], [], "o-", color=color, label=f"{game}: B_crit (probe, 95 % interval)")  # its legend entry first
         bounded = [p for p in mine if p.reason is not None and math.isfinite(p.b_crit_low)]
         if bounded:
-            x, y = [p.env_steps for p in bounded], [p.b_crit_low for p in bounded]
+            x, y = [p.env_steps * at for p in bounded], [p.b_crit_low for p in bounded]
             up = np.array([np.zeros(len(y)), 0.5 * np.array(y)])  # an arrow from the lower end upwards
             ax.errorbar(x, y, yerr=up, lolims=True, fmt="_", color=color, ms=14, mew=2.5, capsize=5, ls="none",
                         label=f"{game}: B_crit not identified, at least its 95 % lower end")  # fmt: skip
         predicted = [p for p in mine if DEFAULT in p.candidates]
         for p in predicted:
             value, ci = p.candidates[DEFAULT]
-            prediction_marker(ax, p.env_steps * STAGE_OFFSET, value, limits, "s", color, default=True)
+            prediction_marker(ax, p.env_steps * beside, value, limits, "s", color, default=True)
             if ci is not None:
-                bars.append(([p.env_steps * STAGE_OFFSET], [ci[0]], [ci[1]], color))
+                bars.append(([p.env_steps * beside], [ci[0]], [ci[1]], color))
         if predicted:
             ax.plot([], [], ls="none", marker="s", ms=10, color=color, mec="black",
                     label=f"{game}: B_simple at the branch point, {words}")  # fmt: skip
@@ -351,10 +365,10 @@ def plot_stages(pairs: list[ProbePair], ax: Axes) -> Axes:
     unresolved_entry(ax, (p.candidates[DEFAULT][0] for p in pairs if DEFAULT in p.candidates))
     steps = [p.env_steps for p in pairs]
     x_limits = (min(steps) / 2, max(steps) * 2)
-    ax.set(xscale="log", yscale="log", xlim=x_limits, ylim=limits, xlabel="agent steps of the branch point",
-           ylabel="critical rollout size (agent steps)")  # fmt: skip
-    plain_log_ticks(ax.xaxis, x_limits)
-    plain_log_ticks(ax.yaxis, limits)
+    ax.set(xscale="log", yscale="log", xlim=x_limits, ylim=limits, ylabel="critical rollout size (agent steps)",
+           xlabel="agent steps of the branch point (games side by side)")  # fmt: skip
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis)
     ax.grid(alpha=0.3, which="major")
     legend(ax, empty="no probe", fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1, frameon=False)
     return ax

@@ -21,6 +21,7 @@ from rl_gns.reports.figures import (
     log_limits,
     noise_label,
     plain_log_ticks,
+    plain_ticks,
     plt,
     run_average,
     save_figure,
@@ -28,9 +29,10 @@ from rl_gns.reports.figures import (
 
 
 def plot_score(progress: dict[str, np.ndarray], ax: Axes) -> Axes:
-    """Mean raw game score of the last 100 games (``rollout/ep_rew_mean``) against agent steps."""
+    """Mean raw game score of the last 100 games (``rollout/ep_rew_mean``) against agent steps (plain-number ticks)."""
     if "rollout/ep_rew_mean" in progress:
         ax.plot(progress[STEP_KEY], progress["rollout/ep_rew_mean"], color="black")
+    plain_ticks(ax.xaxis)
     ax.set_xlabel("agent steps")
     ax.set_ylabel("score (mean of last 100 games)")
     ax.grid(alpha=0.3)
@@ -75,7 +77,8 @@ def plot_noise_scale(
         interval_band(ax, *band, limits=(bottom, top))
     ax.set_ylim(bottom, top)
     ax.set_yscale("log")
-    plain_log_ticks(ax.yaxis, (bottom, top))
+    plain_log_ticks(ax.yaxis)
+    plain_ticks(ax.xaxis)
     ax.set_xlabel("agent steps")
     ax.set_ylabel("B_simple averaged so far (agent steps)")
     legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)

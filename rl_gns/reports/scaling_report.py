@@ -33,6 +33,7 @@ from rl_gns.reports.figures import (
     DEFAULT_WORDS,
     LOSS_COLORS,
     Axes,
+    env_count_ticks,
     interval_span,
     legend,
     number,
@@ -191,7 +192,7 @@ def report(config: ScalingReportConfig) -> Path:
             "predictions": {name: [b.point, float(b.low), float(b.high)] for name, b in predictions.items()},
         }
         for name, b in predictions.items():
-            label = f"B_crit predicted by {predictor_label(name)}: {interval_text(b.point, (b.low, b.high))}"
+            label = f"B_simple of the noise run, {predictor_label(name)}: {interval_text(b.point, (b.low, b.high))}"
             envs = [b.point / n_steps, float(b.low) / n_steps, float(b.high) / n_steps]
             marks[label] = {"n_envs": envs, "loss": parse_predictor(name)[2], "default": name == DEFAULT_PREDICTOR}
     prediction = None
@@ -217,7 +218,7 @@ def report(config: ScalingReportConfig) -> Path:
     result["marks_n_envs"] = marks
     result_json, figure, report_md = (out / name for name in OUTPUTS)
     write_atomically(result_json, json.dumps(result, indent=2) + "\n")
-    plot_scaling(result, figure)
+    save_figure(plot_scaling(result), figure)
     write_report(result, report_md)
     return report_md
 
@@ -267,21 +268,12 @@ def plot_marks(result: dict, ax: Axes, labelled: bool) -> None:
                    label=f"n_envs of the noise run ({noise['n_envs']})" if labelled else None)  # fmt: skip
 
 
-def plain_log_axes(ax: Axes) -> None:
-    """Both axes of a log-log panel with plain-number ticks (:func:`plain_log_ticks`)."""
-    plain_log_ticks(ax.xaxis, ax.get_xlim())
-    plain_log_ticks(ax.yaxis, ax.get_ylim())
-
-
-def plot_scaling(result: dict, path: Path) -> None:
-    """Four panels against n_envs: throughput, time split, peak memory, predicted wall time to the target; the
-    critical rollout sizes (:func:`plot_marks`) on the first and the last."""
+def plot_throughput(result: dict, ax: Axes) -> Axes:
+    """Agent steps per second against ``n_envs``: the env alone, PPO end to end, the throughput model, data-parallel
+    ranks measured and as the model predicts them, and the critical rollout sizes (:func:`plot_marks`)."""
     rows = result["measurements"]
     n = np.array([r["n_envs"] for r in rows], dtype=float)
     model = ThroughputModel(**result["model"])
-    fig, axes = plt.subplots(2, 2, figsize=(13, 12))
-    envs = f"n_envs (rollout size = n_envs × {model.n_steps} agent steps)"
-    ax = axes[0, 0]
     ax.plot(n, [r["env_only_agent_steps_per_s"] for r in rows], "o-", color=CURVE_COLORS[0], label="env only (random actions)")
     ax.plot(n, [r["agent_steps_per_s"] for r in rows], "s-", color=CURVE_COLORS[1], label="PPO end to end (measured)")
     grid = np.geomspace(n.min(), n.max(), 100)
@@ -292,30 +284,59 @@ def plot_scaling(result: dict, path: Path) -> None:
         ax.plot(n_d, [r["agent_steps_per_s"] for r in ranks], "^", ms=8, color=color, label=f"{d} ranks (measured)")
         ax.plot(n_d, n_d * model.n_steps / model.seconds_per_iteration(n_d, d), "x", ms=8, color=color,
                 label=f"{d} ranks (model, ideal)")  # fmt: skip
-    ax.set(xscale="log", yscale="log", xlabel=envs, ylabel="agent steps / s", title="Throughput")
+    ax.set(xscale="log", yscale="log", ylabel="agent steps / s", title="Throughput")
     plot_marks(result, ax, labelled=True)
-    ax = axes[0, 1]
+    return ax
+
+
+def plot_time_split(result: dict, ax: Axes) -> Axes:
+    """Seconds per PPO iteration per env against ``n_envs``, the rollout's and the update's (flat: linear growth)."""
+    rows = result["measurements"]
+    n = np.array([r["n_envs"] for r in rows], dtype=float)
     rollout = np.array([r["rollout_s_per_iteration"] for r in rows])
     update = np.array([r["update_s_per_iteration"] for r in rows])
     ax.plot(n, rollout / n, "o-", color=CURVE_COLORS[0], label="rollout")
     ax.plot(n, update / n, "s-", color=CURVE_COLORS[1], label="update (incl. noise-scale measurement)")
-    ax.set(xscale="log", yscale="log", xlabel=envs, ylabel="seconds per iteration / n_envs")
+    ax.set(xscale="log", yscale="log", ylabel="seconds per iteration / n_envs")
     ax.set_title("Time per iteration per env (flat = linear growth)")
-    ax = axes[1, 0]
-    ax.plot(n, [r["peak_rss_mib"] for r in rows], "o-", color=CURVE_COLORS[0])
-    ax.set(xscale="log", yscale="log", xlabel=envs, ylabel="peak resident memory, MiB", title="Peak memory")
-    ax = axes[1, 1]
-    prediction = result.get("prediction")
-    if prediction:
-        devices = prediction["wall_s"]
-        shades = [plt.get_cmap("Purples")(x) for x in np.linspace(0.5, 1.0, len(devices))]
-        for (d, wall), color in zip(devices.items(), shades, strict=True):
-            ax.plot(prediction["n_envs"], np.array(wall) / 3600, color=color, label=f"{d} device{'s' if d != '1' else ''}")
-        ax.set_title(f"Predicted wall time to score {prediction['target']:g}\n(S(B) from {prediction['sweep']})")
-    ax.set(xscale="log", yscale="log", xlabel=envs, ylabel="hours")
+    return ax
+
+
+def plot_memory(result: dict, ax: Axes) -> Axes:
+    """Peak resident memory (MiB) against ``n_envs``."""
+    rows = result["measurements"]
+    ax.plot([r["n_envs"] for r in rows], [r["peak_rss_mib"] for r in rows], "o-", color=CURVE_COLORS[0])
+    ax.set(xscale="log", yscale="log", ylabel="peak resident memory, MiB", title="Peak memory")
+    return ax
+
+
+def plot_wall_time(result: dict, ax: Axes) -> Axes:
+    """The predicted wall time to the sweep's target (hours) against ``n_envs``, one line per device count, and the
+    critical rollout sizes (:func:`plot_marks`, without legend entries: the throughput panel's name them)."""
+    prediction = result["prediction"]
+    devices = prediction["wall_s"]
+    shades = [plt.get_cmap("Purples")(x) for x in np.linspace(0.5, 1.0, len(devices))]
+    for (d, wall), color in zip(devices.items(), shades, strict=True):
+        ax.plot(prediction["n_envs"], np.array(wall) / 3600, color=color, label=f"{d} device{'s' if d != '1' else ''}")
+    ax.set_title(f"Predicted wall time to score {prediction['target']:g}\n(S(B) from {prediction['sweep']})")
+    ax.set(xscale="log", yscale="log", ylabel="hours")
     plot_marks(result, ax, labelled=False)
-    for ax in axes.flat:
-        plain_log_axes(ax)
+    return ax
+
+
+def plot_scaling(result: dict) -> plt.Figure:
+    """``scaling.png``: panels against ``n_envs`` (whole numbers on the axis): throughput, time split, peak memory
+    and, where a sweep gives one, the predicted wall time to its target; three panels in a row without it."""
+    model = ThroughputModel(**result["model"])
+    panels = [plot_throughput, plot_time_split, plot_memory] + ([plot_wall_time] if result.get("prediction") else [])
+    shape, size = ((2, 2), (13, 12)) if len(panels) == 4 else ((1, 3), (19, 7.5))
+    fig, axes = plt.subplots(*shape, figsize=size, squeeze=False)
+    envs = f"n_envs (rollout size = n_envs × {model.n_steps} agent steps)"
+    for plot, ax in zip(panels, axes.flat, strict=True):
+        plot(result, ax)
+        ax.set_xlabel(envs)
+        env_count_ticks(ax.xaxis)
+        plain_log_ticks(ax.yaxis)
         ax.grid(alpha=0.3, which="major")
         legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, frameon=False)
     batches = f"M {model.n_minibatches}" if model.minibatch_size is None else f"minibatch {model.minibatch_size}"
@@ -324,7 +345,7 @@ def plot_scaling(result: dict, path: Path) -> None:
     if noise is not None and not noise["default_measured"]:
         title += f"\nthe noise run did not measure {DEFAULT_WORDS}: M × B_simple of its scheme stands in"
     fig.suptitle(title)
-    save_figure(fig, path)
+    return fig
 
 
 def write_report(result: dict, path: Path) -> None:

@@ -11,7 +11,6 @@ import numpy as np
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval
-from rl_gns.core.tradeoff import tradeoff_curve
 from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import (
@@ -25,7 +24,9 @@ from rl_gns.reports.figures import (
     log_limits,
     noise_label,
     number,
+    plain_log_axes,
     plain_log_ticks,
+    plain_ticks,
     plt,
     prediction_marker,
     predictor_label,
@@ -42,43 +43,67 @@ from rl_gns.reports.sweep_analysis import (
     unidentified,
 )
 
+#: The marker of each target's points, in the order of the targets: no target's points hide another's.
+TARGET_MARKERS = ("o", "s", "^", "D", "v", "P")
+#: Where each target's rollout-size labels sit around its points (points right and up, then down, left...).
+LABEL_OFFSETS = ((5, 4), (5, -10), (-5, 4), (-5, -10))
 
-def plot_steps_vs_experience(results: list[TargetResult], ax: Axes | None = None) -> Axes:
-    """Experience (x) against steps (y), log-log: one colour per target, the fitted hyperbola, B_crit marked."""
-    ax = ax or plt.gca()
-    for result, color in zip(results, colors(len(results)), strict=True):
+
+def plot_targets(results: list[TargetResult], y: str, ax: Axes, joined: bool = False) -> None:
+    """Each target's points against experience (agent steps), in its colour and marker (:data:`TARGET_MARKERS`),
+    later targets' smaller and in front, so that one at the same place as another's still shows; each labelled with
+    its rollout size (:data:`LABEL_OFFSETS`, a side per target).
+
+    :param y: the attribute of :class:`TargetResult` on the y axis (``steps_K``, ``wall_s_K``).
+    :param joined: whether to join a target's points in the order of rollout size.
+    """
+    for i, (result, color) in enumerate(zip(results, colors(len(results)), strict=True)):
         if not result.rollout_size_K:
             continue
-        ax.scatter(result.experience_K, result.steps_K, color=color, zorder=3, label=f"target {result.target:g}")
-        for e, s, b in zip(result.experience_K, result.steps_K, result.rollout_size_K, strict=True):
-            ax.annotate(f"{b}", (e, s), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
-        if result.fit is not None:
-            e_curve, s_curve = tradeoff_curve(result.fit, np.geomspace(1.02, 300, 200))
-            ax.plot(e_curve, s_curve, color=color, lw=1.2)
-            ax.scatter(
-                [2 * result.fit.e_min], [2 * result.fit.s_min], marker="*", s=140, color=color, edgecolor="black", zorder=4
-            )
+        y_K = getattr(result, y)
+        marker, (dx, dy) = TARGET_MARKERS[i % len(TARGET_MARKERS)], LABEL_OFFSETS[i % len(LABEL_OFFSETS)]
+        ax.plot(result.experience_K, y_K, ls="-" if joined else "none", marker=marker, ms=max(8.0 - i, 4.0),
+                mec="white", mew=0.6, color=color, zorder=3 + i, label=f"target {result.target:g}")  # fmt: skip
+        for e, value, size in zip(result.experience_K, y_K, result.rollout_size_K, strict=True):
+            ax.annotate(f"{size}", (e, value), textcoords="offset points", xytext=(dx, dy), fontsize=7, color=color,
+                        ha="left" if dx > 0 else "right")  # fmt: skip
+
+
+def plot_steps_vs_experience(results: list[TargetResult], ax: Axes | None = None) -> Axes:
+    """Experience (x) against steps (y), log-log: each target's points (:func:`plot_targets`), its fitted hyperbola
+    over the rollout sizes that reached it (and its B_crit), and B_crit marked where fitted."""
+    ax = ax or plt.gca()
+    plot_targets(results, "steps_K", ax)
+    fitted = [
+        (r.fit, r.rollout_size_K, color)
+        for r, color in zip(results, colors(len(results)), strict=True)
+        if r.fit is not None and r.rollout_size_K
+    ]
+    for fit, sizes, color in fitted:
+        batch = np.geomspace(min(*sizes, fit.b_crit), max(*sizes, fit.b_crit), 200)
+        ax.plot(fit.experience(batch), fit.steps(batch), color=color, lw=1.2)
+        ax.plot([2 * fit.e_min], [2 * fit.s_min], marker="*", ms=14, color=color, mec="black", zorder=2.5)
+    if fitted:  # one legend entry for every target's star, behind the points so that it hides none
+        ax.plot([], [], ls="none", marker="*", ms=14, color="lightgray", mec="black", label="B_crit (2·E_min, 2·S_min)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_axes(ax)
     ax.set_xlabel("experience E to target (agent steps)")
     ax.set_ylabel("steps S to target (PPO iterations)")
-    ax.set_title("labels: rollout size; ★ = B_crit (2·E_min, 2·S_min)", fontsize=9)
+    ax.set_title("labels: rollout size (agent steps); lines: the fit over the sizes that reached the target", fontsize=9)
     ax.grid(alpha=0.3, which="both")
     legend(ax, "no run reached a target", fontsize=8)
     return ax
 
 
 def plot_wall_vs_experience(results: list[TargetResult], ax: Axes | None = None) -> Axes:
-    """Experience (x) against wall-clock seconds (y) to each target, log-log."""
+    """Experience (x) against wall-clock seconds (y) to each target, log-log (:func:`plot_targets`, joined)."""
     ax = ax or plt.gca()
-    for result, color in zip(results, colors(len(results)), strict=True):
-        if result.rollout_size_K:
-            ax.plot(result.experience_K, result.wall_s_K, "o-", color=color, label=f"target {result.target:g}")
-            for e, w, size in zip(result.experience_K, result.wall_s_K, result.rollout_size_K, strict=True):
-                ax.annotate(f"{size}", (e, w), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
+    plot_targets(results, "wall_s_K", ax, joined=True)
     ax.set_title("labels: rollout size (agent steps)", fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_axes(ax)
     ax.set_xlabel("experience E to target (agent steps)")
     ax.set_ylabel("wall time to target (s)")
     ax.grid(alpha=0.3, which="both")
@@ -114,7 +139,8 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes) -
         interval_bars(ax, *band, limits=limits, alpha=(0.7, 0.35))
     ax.set_ylim(*limits)
     ax.set_yscale("log")
-    plain_log_ticks(ax.yaxis, limits)
+    plain_log_ticks(ax.yaxis)
+    plain_ticks(ax.xaxis)
     ax.set_xlabel("agent steps")
     ax.set_ylabel("B_simple averaged so far (agent steps)")
     ax.set_title(f"{noise_label(scheme, loss)}\nbars: 95 % interval of each run's whole average, at its end", fontsize=9)
@@ -212,7 +238,7 @@ def plot_predicted_vs_fitted(results: list[TargetResult], ax: Axes) -> Axes:
     ax.set_xticks(range(len(results)), [f"{r.target:g}" for r in results])
     ax.set_xlim(-0.5, len(results) - 0.5)
     ax.set(xlabel="target score", ylabel="critical rollout size (agent steps)", yscale="log", ylim=limits)
-    plain_log_ticks(ax.yaxis, limits)
+    plain_log_ticks(ax.yaxis)
     ax.grid(alpha=0.3, which="major", axis="y")
     ax.set_title("fitted B_crit and the noise-scale predictions of it, per target", fontsize=10)
     legend(ax, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)

@@ -213,14 +213,12 @@ def compact_held(run_path: Path) -> Compacted | None:
 
     :raises RunLockedError: if another process holds the run.
     """
-    lock_file = run_path / LOCK
-    had_lock_file = lock_file.exists() or lock_file.is_symlink()
-    with RunLock(run_path).acquire():
-        try:
-            return compact_run(run_path)
-        finally:
-            if not had_lock_file:
-                lock_file.unlink(missing_ok=True)
+    had_lock_file = (run_path / LOCK).exists() or (run_path / LOCK).is_symlink()
+    lock = RunLock(run_path).acquire()
+    try:
+        return compact_run(run_path)
+    finally:
+        lock.release(unlink=not had_lock_file)
 
 
 def megabytes(n_bytes: int) -> str:

@@ -202,10 +202,13 @@ def check_same_settings(record: Path, now: dict, ignore: tuple[str, ...]) -> Non
         raise ValueError(f"{record.parent} holds runs with other settings ({', '.join(changed)}); use another --out")
 
 
-def check_runs(specs: Iterable[TrainConfig]) -> None:
+def check_runs(specs: Iterable[TrainConfig], restart: bool = False) -> None:
     """Check every run of a sweep, benchmark or probe before anything is written: each must be able to start or
     resume (:func:`~rl_gns.experiments.plan.plan_run`), and a finished one, which is not run again, must have trained
     what it is counted for (its ``config.json`` against its spec: a run copied in, or edited, is refused).
+
+    :param restart: unfinished runs start again from their start (:func:`run_all`): their checkpoints, which a kill
+        may have left half deleted, need not resume them.
 
     :raises ValueError: naming the run and why it cannot run, or the settings a finished run trained otherwise.
     """
@@ -215,7 +218,8 @@ def check_runs(specs: Iterable[TrainConfig]) -> None:
         if run is None:
             continue
         if run.status() != "done":
-            check_resumes(spec)
+            if not restart:
+                check_resumes(spec)
             continue
         changed = changed_settings(run.config().settings, training_settings(spec))
         if changed:
@@ -421,6 +425,31 @@ def balance(jobs: list[list[str]], specs: dict[str, TrainConfig], n_workers: int
         jobs = best
 
 
+def unfinished_populations(specs: dict[str, TrainConfig], finished: set[str], n_workers: int) -> set[str]:
+    """Every run of the populations that hold an unfinished run, as an uninterrupted command forms them
+    (:func:`population_jobs`, :func:`balance`).
+
+    :param finished: the runs that finished.
+    :param n_workers: jobs at once.
+    """
+    jobs = balance(population_jobs(list(specs), specs), specs, n_workers)
+    return {name for job in jobs if not finished.issuperset(job) for name in job}
+
+
+def job_order(todo: list[str], specs: dict[str, TrainConfig], engine: str, n_workers: int, whole: bool) -> list[list[str]]:
+    """The runs ``todo`` as jobs, in the order workers take them (:func:`balance`).
+
+    :param engine: ``process`` (a job per run) or ``population``.
+    :param n_workers: jobs at once.
+    :param whole: ``todo`` holds whole populations of every run of ``specs``: keep them as an uninterrupted command
+        forms them (they are balanced over every run, not over those left).
+    """
+    if whole:
+        return [job for job in balance(population_jobs(list(specs), specs), specs, n_workers) if job[0] in todo]
+    grouped = population_jobs(todo, specs) if engine == "population" else [[name] for name in todo]
+    return balance(grouped, specs, n_workers)
+
+
 def spec_json(spec: TrainConfig) -> dict[str, object]:
     """A spec file's content: the run's settings, with where it runs (``out``, ``resume``) made absolute, so that
     ``rl-gns run <spec>`` trains in the same place from any working directory."""
@@ -458,7 +487,9 @@ def say_outcome(
         print(f"  failed: {name} ({why})", flush=True)
 
 
-def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep") -> dict[str, str]:
+def run_all(
+    out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep", restart: bool = False
+) -> dict[str, str]:
     """Run every unfinished run of ``specs``, each in its own process; return ``{run name: outcome}``: ``done``,
     ``skipped`` (finished before), ``failed``, and with ``execution.max_wall_minutes`` ``paused`` (stopped with a
     checkpoint) or ``waiting`` (not started).
@@ -467,16 +498,24 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
     :param specs: the runs, by name (every ``spec.out`` set).
     :param execution: local pool or Ray, runs at once, threads per run.
     :param label: what the progress lines call the collection of runs (``sweep``, ``bench``).
+    :param restart: start every unfinished run again from its start instead of resuming it from a checkpoint (a
+        resumed run drops its games in progress); with ``--engine population``, every run of a population that holds
+        an unfinished one, finished runs included, in the populations an uninterrupted command forms at the same
+        ``--workers``: a population's runs draw their actions from one generator, so a run trains as it did only
+        beside the same others. Seeded runs on CPU with one torch thread then end as they would have uninterrupted.
     """
     (out / "specs").mkdir(parents=True, exist_ok=True)
     run_dirs = {name: RunDir(spec.out) for name, spec in specs.items() if spec.out is not None}
-    outcome = {name: "skipped" for name, run in run_dirs.items() if run.status() == "done"}
+    n_workers = execution.workers or max(1, (os.cpu_count() or 1) // execution.threads_per_run)
+    whole = restart and execution.engine == "population"
+    finished = {name for name, run in run_dirs.items() if run.status() == "done"}
+    outcome = {name: "skipped" for name in finished - (unfinished_populations(specs, finished, n_workers) if whole else set())}
     todo = [name for name in specs if name not in outcome]
     resumed = []
     for name in todo:  # unfinished runs resume from their checkpoint, or restart from scratch
         spec, run = specs[name], run_dirs[name]
         check_unlocked(run.path)  # never touch a run that a live process writes
-        if resumable(spec):
+        if not restart and resumable(spec):
             spec = as_resume(spec)
             run.file(ERROR).unlink(missing_ok=True)
             resumed.append(name)
@@ -489,12 +528,10 @@ def run_all(out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig
         f"{len(todo) - len(resumed)} to run from the start",
         flush=True,
     )
-    n_workers = execution.workers or max(1, (os.cpu_count() or 1) // execution.threads_per_run)
     if todo:
         print(f"  {workload([specs[name] for name in todo], n_workers)}", flush=True)
 
-    grouped = population_jobs(todo, specs) if execution.engine == "population" else [[name] for name in todo]
-    jobs = balance(grouped, specs, n_workers)
+    jobs = job_order(todo, specs, execution.engine, n_workers, whole)
 
     def paths(job: list[str]) -> tuple[list[Path], Path]:
         """A job's spec files and its log: a run's ``log.txt``, a population's ``specs/<first run>.population.log``."""

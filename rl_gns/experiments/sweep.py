@@ -190,8 +190,11 @@ def check_nonempty(config: SweepConfig) -> None:
         raise ValueError(f"--n-envs must be >= 1, got {list(config.n_envs)}")
 
 
-def check(config: SweepConfig) -> None:
-    """Validate the sweep without writing anything (raises ``ValueError`` with the reason)."""
+def check(config: SweepConfig, restart: bool = False) -> None:
+    """Validate the sweep without writing anything (raises ``ValueError`` with the reason).
+
+    :param restart: unfinished runs start again from their start rather than resume (:func:`sweep`).
+    """
     check_nonempty(config)
     for name in ("targets", "lr_ref", "lr_factor"):
         values = getattr(config, name)
@@ -228,16 +231,18 @@ def check(config: SweepConfig) -> None:
         )
     config.check_execution()
     check_directory(config.out, "sweep", config.record(), EXECUTION_FIELDS, shares=("probe",))
-    check_runs(config.runs().values())
+    check_runs(config.runs().values(), restart)
 
 
-def sweep(config: SweepConfig) -> dict[str, str]:
+def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:
     """Run every unfinished run of the sweep, holding its directory's lock; return ``{run name: "done" | "skipped" |
     "failed"}``.
 
+    :param restart: start unfinished runs again from their start rather than resume them (:func:`run_all`).
+
     :raises rl_gns.records.lock.RunLockedError: if another process writes the sweep.
     """
-    check(config)
+    check(config, restart)
     connect(config)  # a cluster that does not answer leaves nothing written
     with RunLock(config.out).acquire():
         # again, under the lock, what another command may have written since check(): the directory, not every run
@@ -247,4 +252,4 @@ def sweep(config: SweepConfig) -> dict[str, str]:
         (config.out / "runs").mkdir(parents=True, exist_ok=True)
         if not (config.out / SWEEP).exists():  # a rerun (its settings checked equal) leaves the record as it was
             write_json(config.out / SWEEP, {**record, "runs": sorted(specs)})
-        return run_all(config.out, specs, config, label="sweep")
+        return run_all(config.out, specs, config, label="sweep", restart=restart)

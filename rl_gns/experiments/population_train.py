@@ -6,11 +6,15 @@ population (:func:`check_population`) -> every member's lock -> envs and agents 
 ``config.json`` -> learn together, writing checkpoints -> each member's model and ``summary.json`` as it leaves.
 
 A population differs only in seeds and learning rates (``MEMBER_SETTINGS`` of :mod:`rl_gns.experiments.config`):
-one rollout size of a sweep is the natural unit. Checkpoints are taken at the same iteration boundary for every member
-still training, and a signal or deadline stops them all there. A member's checkpoint holds the population's torch
-generator (the actions of all members are drawn from it at once) and the member's own NumPy generator (its minibatch
-permutations), so a population resumed from checkpoints of one boundary goes on exactly as it would have; each is also
-an ordinary checkpoint that ``rl-gns train --resume`` can go on from alone.
+one rollout size of a sweep is the natural unit. Checkpoints are taken at one iteration boundary for every member
+still training, written one member after another, and a signal or deadline stops them all there. A member's
+checkpoint holds the population's torch generator (the actions of all members are drawn from it at once) and the
+member's own NumPy generator (its minibatch permutations), so a population resumed from checkpoints of one boundary
+goes on as it would have, but for the games in progress, which each member drops; each is also an ordinary checkpoint
+that ``rl-gns train --resume`` can go on from alone. A kill while the checkpoints are written (SIGKILL) leaves the
+members written so far at the new boundary and the others at the one before, and a half-written ``.tmp-`` directory
+that resuming removes: the members then resume from different boundaries, with a warning, and go on from each one's
+own checkpoint.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import random
 import signal
 import time
+import warnings
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -37,7 +42,7 @@ from rl_gns.experiments.train import (
     open_run,
     write_run_checkpoint,
 )
-from rl_gns.records.checkpoint import load_rng_states
+from rl_gns.records.checkpoint import load_rng_states, remove_torn
 
 #: Wall seconds between the population's progress lines.
 PROGRESS_EVERY_S = 60.0
@@ -73,6 +78,13 @@ def train_population(plans: Sequence[RunPlan]) -> list[Path]:
     :raises rl_gns.records.lock.RunLockedError: if another process holds one of the run directories.
     """
     check_population(plans)
+    steps = sorted({plan.checkpoint.env_steps for plan in plans if plan.checkpoint is not None})
+    if len(steps) > 1:
+        warnings.warn(
+            f"rl-gns: the members resume from checkpoints at {', '.join(f'{s:,}' for s in steps)} agent steps (a kill "
+            "while they were written): each goes on from its own, not as the population would have gone on",
+            stacklevel=2,
+        )
     config = plans[0].config
     if config.torch_threads is not None:
         th.set_num_threads(config.torch_threads)
@@ -84,6 +96,8 @@ def train_population(plans: Sequence[RunPlan]) -> list[Path]:
 
 def _train(plans: Sequence[RunPlan], config: TrainConfig) -> list[Path]:
     # --- every member's envs and agent, config.json, logger; then the generators the population draws from
+    for plan in plans:
+        remove_torn(plan.out)  # half-written checkpoints a kill left
     opened = [open_run(plan, console=None) for plan in plans]
     members = [run.model for run in opened]
     rngs = [np.random.RandomState(member.seed) for member in members]

@@ -148,8 +148,7 @@ def write_checkpoint(
     """
     root = run_path / CHECKPOINTS
     root.mkdir(exist_ok=True)
-    for torn in root.glob(".tmp-*"):  # left by a kill while writing
-        shutil.rmtree(torn, ignore_errors=True)
+    remove_torn(run_path)
     final = root / f"{int(state['env_steps']):012d}"
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
     save_model(tmp / "model.zip")
@@ -236,6 +235,14 @@ def load_rng_states(checkpoint: Checkpoint) -> list[dict[str, Any]]:
     if not isinstance(states, list) or not states or not all(isinstance(s, dict) and s.keys() >= RNG_KEYS for s in states):
         raise CheckpointError(f"checkpoint {checkpoint.path}: rng.pkl does not hold one RNG state per rank")
     return states
+
+
+def remove_torn(run_path: Path) -> None:
+    """Delete the hidden ``.tmp-`` directories of a run's ``checkpoints/``: checkpoints a kill left half written
+    (never read as checkpoints, :func:`checkpoint_dirs`)."""
+    root = run_path / CHECKPOINTS
+    for torn in root.glob(".tmp-*") if root.is_dir() else ():
+        shutil.rmtree(torn, ignore_errors=True)
 
 
 def remove_checkpoints(run_path: Path) -> None:

@@ -108,12 +108,13 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     record = json.loads((out / "probe.json").read_text())
-    model = source / "snapshots" / "000000003008.zip"
-    assert record["env_steps"] == 3008 and record["model"] == str(model)
+    model, held = source / "snapshots" / "000000003008.zip", out / "branch_point.zip"
+    assert record["env_steps"] == 3008 and record["source_model"] == str(model) and record["model"] == str(held)
+    assert held.read_bytes() == model.read_bytes()  # the probe's own copy: the source may prune its agent
 
     # the anchor: the snapshot's agent, unchanged by its learning rate of 0, its games the start score
     anchor = RunDir(out / "anchor")
-    assert anchor.config().learning_rate == 0 and anchor.config().settings["init_from"] == str(model)
+    assert anchor.config().learning_rate == 0 and anchor.config().settings["init_from"] == str(held)
     played, saved = NoiseScalePPO.load(anchor.file("model.zip")), NoiseScalePPO.load(model)
     for (name, x), (_, y) in zip(played.policy.state_dict().items(), saved.policy.state_dict().items(), strict=True):
         assert th.equal(x, y), name
@@ -132,7 +133,7 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     assert len(branches) == 4
     for branch in branches:
         settings = RunDir(branch).config().settings
-        assert settings["init_from"] == str(model) and settings["stop_score"] == record["target"]
+        assert settings["init_from"] == str(held) and settings["stop_score"] == record["target"]
     assert "critical rollout size at 3,008 agent steps" in result.stdout
     assert "B_crit" in result.stdout and (out / "report.md").exists() and (out / "steps_vs_rollout_size.png").exists()
     results = json.loads((out / "probe_results.json").read_text())
@@ -457,9 +458,11 @@ def test_a_spec_of_a_probe_started_from_a_relative_source_runs_from_any_working_
     status, stderr = rl_gns(capsys, *args, "--budget-steps", "256", "--max-wall-minutes", "1", "--out", "probe")
     assert status == 0, stderr
     spec = tmp_path / "probe" / "specs" / "anchor.json"
-    model = tmp_path / "source" / "snapshots" / "000000050176.zip"
+    model = tmp_path / "probe" / "branch_point.zip"  # the probe's copy of the snapshot
     assert json.loads(spec.read_text())["init_from"] == str(model)
-    assert json.loads((tmp_path / "probe" / "probe.json").read_text())["model"] == str(model)
+    record = json.loads((tmp_path / "probe" / "probe.json").read_text())
+    snapshot = tmp_path / "source" / "snapshots" / "000000050176.zip"
+    assert record["model"] == str(model) and record["source_model"] == str(snapshot)
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -25,15 +25,19 @@ How a branch starts:
   (square-root rule by default), and a constant clip range (no annealing: a branch must not depend on its budget);
 - new games on new envs (seeded per branch), scored by the same running score as every sweep.
 
-A probe is a sweep (:mod:`rl_gns.experiments.sweep`) of branches: ``<out>/sweep.json``, ``runs/``, resumable, and
-``rl-gns analyze`` reads it too; ``<out>/probe.json`` records the branch point, the anchor's start score and the
-target.
+A probe is a sweep (:mod:`rl_gns.experiments.sweep`) of branches: ``<out>/sweep.json``, ``runs/``, and ``rl-gns
+analyze`` reads it too; ``<out>/probe.json`` records the branch point, the anchor's start score and the target. The
+probe keeps its own copy of the branch point's agent (``<out>/branch_point.zip``), which the anchor and the branches
+start from, so that its source may train on and prune its checkpoints. Rerun after an interruption, it keeps the
+finished runs and starts the others again from their start rather than resuming them from checkpoints (a resumed run
+drops its games in progress): on CPU with one torch thread per run, its report is then an uninterrupted probe's.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import shutil
 import warnings
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -70,6 +74,10 @@ from rl_gns.records.schema import PROBE_FIELDS
 ANCHOR_SEED = 1_000_000
 
 
+#: The probe's own copy of the agent it branches from, in its directory: the anchor and every branch start from it.
+HELD = "branch_point.zip"
+
+
 @dataclass(frozen=True)
 class BranchPoint:
     """Where the branches of a probe start.
@@ -77,11 +85,13 @@ class BranchPoint:
     :param model: the agent (``model.zip``) the branches load.
     :param env_steps: agent steps the source had trained there.
     :param sha256: the SHA-256 of ``model``, recorded so that a rerun refuses an agent replaced since.
+    :param source: where ``model`` is the probe's copy (:data:`HELD`), the source's agent it was copied from.
     """
 
     model: Path
     env_steps: int
     sha256: str
+    source: Path | None = None
 
 
 def held_snapshots(steps: list[int]) -> str:
@@ -124,6 +134,60 @@ def _branch_point(source: Path, at: int | None) -> BranchPoint:
     if checkpoint is None:
         raise ValueError(f"{source}: the run holds no agent yet (not finished, no checkpoint)")
     return BranchPoint(checkpoint.model, checkpoint.env_steps, sha256(checkpoint.model))
+
+
+def held_point(directory: Path) -> BranchPoint | None:
+    """The branch point a probe directory holds: its copy of the source's agent (:data:`HELD`), as ``probe.json``
+    records it; ``None`` for a new probe, one started before probes kept a copy, or one stopped before its copy was
+    whole (it is copied again).
+
+    :raises ValueError: if the copy is not the agent ``probe.json`` records (its SHA-256 differs).
+    """
+    if not (directory / PROBE).is_file():
+        return None
+    record = read_record(directory / PROBE, PROBE_FIELDS)
+    held = directory / HELD
+    if not isinstance(record.get("source_model"), str) or not held.is_file():
+        return None
+    if sha256(held) != record.get("model_sha256"):
+        raise ValueError(f"{held} is not the agent this probe started from (its SHA-256 differs); use another --out")
+    source = Path(record["source_model"])
+    return BranchPoint(Path(os.path.abspath(held)), int(record["env_steps"]), str(record["model_sha256"]), source)
+
+
+def probe_point(config: ProbeConfig) -> BranchPoint:
+    """The branch point of a probe: the copy of the agent its directory holds once it started (:func:`held_point`),
+    so that a rerun goes on from it whatever its source has pruned or trained since; else the source's agent
+    (:func:`branch_point`), which another process training the source could prune as the probe reads it.
+
+    :raises ValueError: if the source holds no such agent, or another process writes it.
+    """
+    if config.out is not None and (held := held_point(config.out)) is not None:
+        return held
+    check_unlocked(config.source)  # a run in training prunes the checkpoints and snapshots a probe branches from
+    point = branch_point(config.source, config.at)
+    return held_point(config.directory(point)) or point
+
+
+def hold(point: BranchPoint, directory: Path) -> BranchPoint:
+    """Keep the branch point's agent in the probe directory (:data:`HELD`, whole or not at all) and return the branch
+    point of that copy: a hard link where both lie on one filesystem (rl-gns replaces an agent's file, never rewrites
+    it, so the link keeps the agent the probe read), else a copy.
+
+    :raises ValueError: if the agent changed since the probe read it (its SHA-256 differs).
+    """
+    held = directory / HELD
+    partial = held.with_name(f".{HELD}.tmp")
+    partial.unlink(missing_ok=True)  # left by a kill
+    try:
+        os.link(point.model, partial)
+    except OSError:  # another filesystem, or one without hard links
+        shutil.copyfile(point.model, partial)
+    if sha256(partial) != point.sha256:
+        partial.unlink()
+        raise ValueError(f"{point.model} changed while the probe copied it; probe again")
+    os.replace(partial, held)
+    return BranchPoint(Path(os.path.abspath(held)), point.env_steps, point.sha256, point.model)
 
 
 @dataclass(frozen=True)
@@ -350,7 +414,7 @@ def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
     directory: a probe given its source relative in one call and absolute in the next is one probe, and its anchor
     and branches keep the paths they were started with."""
     try:
-        record = config.directory(branch_point(config.source, config.at)) / PROBE
+        record = config.directory(probe_point(config)) / PROBE
     except ValueError:
         return config  # check() says why
     recorded = read_record(record, PROBE_FIELDS)["source"] if record.exists() else None
@@ -433,8 +497,7 @@ def check(config: ProbeConfig) -> BranchPoint:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
     if config.at is not None and config.at < 0:
         raise ValueError(f"--at must be >= 0 agent steps, got {config.at}")
-    check_unlocked(config.source)  # a run in training prunes the checkpoints and snapshots a probe branches from
-    point = branch_point(config.source, config.at)
+    point = probe_point(config)
     source = config.source_config()
     if source.learning_rate == 0:
         raise ValueError(
@@ -447,13 +510,13 @@ def check(config: ProbeConfig) -> BranchPoint:
     directory = config.directory(point)
     settings = config.recorded()
     check_directory(directory, "probe", settings, shares=("sweep",))
-    check_runs([config.anchor_config(point)])
+    check_runs([config.anchor_config(point)], restart=True)
     record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
     if record.get("model_sha256", point.sha256) != point.sha256:  # probes before 2026-11-24 recorded no digest
         raise ValueError(f"{point.model} is not the agent this probe started from (its SHA-256 differs); use another --out")
     recorded = record.get("targets", [record["target"]] if "target" in record else None)
     branches = config.sweep_config(point, tuple(recorded) if recorded else (0.0,))
-    check_sweep(branches)
+    check_sweep(branches, restart=True)
     if config.max_cost is not None:
         if not config.max_cost > 0:
             raise ValueError(f"--max-cost must be a multiple of the run's agent steps > 0, got {config.max_cost:g}")
@@ -511,14 +574,23 @@ def probe(config: ProbeConfig) -> Path:
 
 
 def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
-    """:func:`probe`, with the directory's lock held."""
+    """:func:`probe`, with the directory's lock held. The anchor and the branches start from the probe's copy of the
+    agent; an unfinished one starts again from its start (an anchor is replayed, a branch restarted from the branch
+    point) rather than resuming from a checkpoint, which would drop its games in progress."""
     settings = config.recorded()
-    origin = {"model": str(point.model), "model_sha256": point.sha256, "env_steps": point.env_steps}
-    write_json(directory / PROBE, {**settings, **origin})
+    before = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
+    if point.source is None and (not before or "source_model" in before):  # not a probe from before copies were kept
+        write_json(directory / PROBE, {**settings, **origin(replace(point, source=point.model), directory)})
+        point = hold(point, directory)
+    restarts = dict(before.get("restarts") or {})
+    origin_record = {**origin(point, directory), "restarts": restarts}
+    write_json(directory / PROBE, {**settings, **origin_record})
     anchor = config.anchor_config(point)
     if RunDir(directory / ANCHOR).status() != "done":
         warn_short_anchor(config, point, anchor.n_envs)
-    if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor")[ANCHOR] not in ("done", "skipped"):
+        restarts["anchor"] = restarts.get("anchor", 0) + started(directory / ANCHOR)
+        write_json(directory / PROBE, {**settings, **origin_record})
+    if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor", restart=True)[ANCHOR] not in ("done", "skipped"):
         return directory  # stopped before --max-wall-minutes: rerun to go on
     start = start_score(directory / ANCHOR, config.window, spread_needed=config.delta is None)
     targets = config.targets(start)
@@ -534,11 +606,13 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
             flush=True,
         )
     branches = config.sweep_config(point, targets)
+    unfinished = sum(started(run.out) for run in branches.runs().values() if run.out is not None)
+    restarts["branches"] = restarts.get("branches", 0) + unfinished
     write_json(
         directory / PROBE,
         {
             **settings,
-            **origin,
+            **origin_record,
             "start_score": start.mean,
             "start_score_sd": start.sd,
             "anchor_games": start.games,
@@ -557,5 +631,19 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         + ", ".join(f"{target:.1f}" for target in targets),
         flush=True,
     )
-    sweep(branches)
+    sweep(branches, restart=True)
     return directory
+
+
+def origin(point: BranchPoint, directory: Path) -> dict[str, object]:
+    """What ``probe.json`` records of the branch point: the agent the anchor and the branches start from, its SHA-256
+    and agent steps, and, for the probe's copy, the source's agent it copies."""
+    if point.source is None:
+        return {"model": str(point.model), "model_sha256": point.sha256, "env_steps": point.env_steps}
+    held = {"model": str(Path(os.path.abspath(directory / HELD))), "source_model": str(point.source)}
+    return {**held, "model_sha256": point.sha256, "env_steps": point.env_steps}
+
+
+def started(run: Path) -> int:
+    """1 where a run of the probe started and did not finish (it then starts again from its start), else 0."""
+    return int(RunDir(run).is_started() and RunDir(run).status() != "done")

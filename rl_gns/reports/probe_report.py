@@ -295,6 +295,47 @@ def ladder_lines(rungs: list[Rung], chosen: Rung, floor: float, start: float) ->
     ]
 
 
+def interruption_notes(probe_dir: Path, probe: dict) -> list[str]:
+    """What interruptions changed of the numbers against an uninterrupted probe with the same seeds, one note per
+    cause; none where the probe was not interrupted, or its replays repeat an uninterrupted probe exactly.
+
+    - An anchor or branch that resumed from a checkpoint (a probe started before unfinished runs were started again,
+      or ``rl-gns train --resume`` on one of its runs) lost its games in progress: the anchor's start score and
+      targets move, a branch's steps to the target grow.
+    - ``rl-gns probe`` replays an unfinished anchor and restarts an unfinished branch from the branch point
+      (``probe.json``'s ``restarts``): the same seeds repeat the same games on CPU with one torch thread per run,
+      but not necessarily on another device or with more threads.
+
+    :param probe: ``probe.json``.
+    """
+    notes = []
+    anchor = RunDir(probe_dir / ANCHOR)
+    if anchor.status() == "done" and (resumes := int(anchor.summary().values.get("resumes", 0))):
+        dropped = int(anchor.summary().values.get("games_dropped", 0))
+        notes.append(
+            f"the anchor resumed {resumes} time(s) from checkpoints, losing {dropped} games in progress: its start score "
+            "and targets differ from those of an uninterrupted anchor with the same seeds"
+        )
+    resumed = [run for run in sorted((probe_dir / "runs").glob("*")) if RunDir(run).status() == "done"]
+    resumed = [run for run in resumed if RunDir(run).summary().values.get("resumes", 0)]
+    if resumed:
+        notes.append(
+            f"{len(resumed)} branches resumed from checkpoints, losing their games in progress, which delays their "
+            f"running score: their steps differ from an uninterrupted probe's ({', '.join(run.name for run in resumed)})"
+        )
+    restarts = {key: int(count) for key, count in (probe.get("restarts") or {}).items() if count}
+    settings = anchor.config().settings if anchor.is_started() else {}
+    device, threads = settings.get("device", "cpu"), settings.get("torch_threads")
+    if restarts and (device != "cpu" or threads != 1):
+        done = " and ".join(f"{what} {count} time(s)" for what, count in sorted(restarts.items()))
+        notes.append(
+            f"interrupted runs started again from the branch point ({done}) on {device} with {threads or 'all'} torch "
+            "threads per run, where a replay need not repeat the same numbers (it does on CPU with one thread): they "
+            "may differ from an uninterrupted probe's"
+        )
+    return notes
+
+
 def fit_record(fit: LocalTradeoffFit | None) -> dict[str, float | bool] | None:
     """A fit as ``probe_results.json`` holds it: its fields, ``b_crit`` and ``identified``."""
     return None if fit is None else {**fit.__dict__, "b_crit": fit.b_crit, "identified": fit.identified}
@@ -316,6 +357,7 @@ def report(config: ProbeReportConfig) -> Path:
     rate = edge_note(rates) or single_rate_note(rates)
     floor = first_window_note(rates, int(probe["window"]))
     resolution = resolution_note(fit, earliest, int(probe["window"]))
+    interrupted = interruption_notes(config.probe_dir, probe)
     score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
     at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
     print(f"critical rollout size {at}: {line}", flush=True)
@@ -326,7 +368,7 @@ def report(config: ProbeReportConfig) -> Path:
     if predictor is not None:
         interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)
-    for note in (rate, floor, resolution):
+    for note in (rate, floor, resolution, *interrupted):
         if note is not None:
             print(f"  note: {note}", flush=True)
 
@@ -348,6 +390,7 @@ def report(config: ProbeReportConfig) -> Path:
         "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in rates],
         "first_window": sum(r.first_window for r in rates),
         "first_window_midpoint": earliest,
+        "interrupted": interrupted,
         "noise_at_branch_point": {key: [r.point, r.low, r.high] for key, r in noise.items()},
         "ladder": [
             {
@@ -377,7 +420,7 @@ def report(config: ProbeReportConfig) -> Path:
         "",
         f"Critical rollout size: {line}.",
         "",
-        *(line for note in (rate, floor, resolution) if note is not None for line in (f"Note: {note}.", "")),
+        *(line for note in (rate, floor, resolution, *interrupted) if note for line in (f"Note: {note}.", "")),
         "![steps against rollout size](steps_vs_rollout_size.png)",
         "",
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "

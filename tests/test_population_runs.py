@@ -17,6 +17,7 @@ from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.experiments.runner import as_resume, balance, makespan, population_jobs
 from rl_gns.experiments.sweep import SweepConfig
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint, load_rng_states
+from rl_gns.records.lock import LOCK
 from rl_gns.records.rundir import RunDir, write_json
 
 pytestmark = pytest.mark.atari
@@ -109,6 +110,7 @@ def test_population_sweep_writes_ordinary_run_directories_that_analyze_reads(tmp
     for run in sorted((out / "runs").iterdir()):
         summary = json.loads((run / "summary.json").read_text())
         assert summary["population_size"] == 2
+        assert not (run / LOCK).exists()  # a finished member keeps no lock file, as a lone run
         rollout = json.loads((run / "config.json").read_text())["rollout_size"]
         steps = RunDir(run).progress()["time/total_timesteps"]
         np.testing.assert_array_equal(steps, rollout * np.arange(1, len(steps) + 1))

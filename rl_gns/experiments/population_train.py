@@ -24,7 +24,6 @@ import signal
 import time
 import warnings
 from collections.abc import Sequence
-from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +42,8 @@ from rl_gns.experiments.train import (
     write_run_checkpoint,
 )
 from rl_gns.records.checkpoint import load_rng_states, remove_torn
+from rl_gns.records.lock import RunLock
+from rl_gns.records.rundir import RunDir
 
 #: Wall seconds between the population's progress lines.
 PROGRESS_EVERY_S = 60.0
@@ -88,10 +89,14 @@ def train_population(plans: Sequence[RunPlan]) -> list[Path]:
     config = plans[0].config
     if config.torch_threads is not None:
         th.set_num_threads(config.torch_threads)
-    with ExitStack() as locks:
+    locks: list[RunLock] = []
+    try:
         for plan in plans:
-            locks.enter_context(claim(plan))
+            locks.append(claim(plan))
         return _train(plans, config)
+    finally:
+        for lock in locks:  # a finished member's directory keeps no lock file, as a lone run's
+            lock.release(unlink=RunDir(lock.run_path).status() == "done")
 
 
 def _train(plans: Sequence[RunPlan], config: TrainConfig) -> list[Path]:

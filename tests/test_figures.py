@@ -21,7 +21,7 @@ from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS
 from rl_gns.reports import sweep_report
 from rl_gns.reports.adaptive_report import load_adaptive_run, load_fixed_results, plot_comparison
 from rl_gns.reports.bench_report import LOSSES, WINDOWS, GameResult, NoiseScale, plot_noise_scales
-from rl_gns.reports.figures import Axes, plt
+from rl_gns.reports.figures import Axes, plt, save_figure
 from rl_gns.reports.predictor_validation import load_pairs, plot_predicted_vs_fitted, rank
 from rl_gns.reports.probe_report import plot_probe
 from rl_gns.reports.probe_validation import load_probe, plot_stages
@@ -262,3 +262,14 @@ def test_predictors_figure_panels():
     for ax in drawn:
         assert "1,000" in tick_labels(ax.xaxis) and "1,000" in tick_labels(ax.yaxis)
     legend_texts(fig.axes[1])
+
+
+def test_a_title_naming_a_directory_that_is_not_utf8_is_drawn_as_a_message_writes_it(tmp_path):
+    """A path whose name is not UTF-8 holds a surrogate escape, which no font can draw: the figure shows it escaped."""
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [1, 2], label="bad\udcffdir/run")
+    ax.set_title("bad\udcffdir/run at 50,176 agent steps")
+    ax.legend()
+    assert save_figure(fig, tmp_path / "figure.png").stat().st_size > 0
+    assert ax.get_title() == "bad\\udcffdir/run at 50,176 agent steps"
+    assert ax.get_legend().get_texts()[0].get_text() == "bad\\udcffdir/run"

@@ -280,3 +280,15 @@ def test_population_members_resumed_from_different_boundaries_are_warned_of(tmp_
     finish(args)
     said = next((out / "specs").glob("*.population.log")).read_text()
     assert f"the members resume from checkpoints at {steps[0]:,}, {steps[1]:,} agent steps" in said
+
+
+def test_a_probe_of_a_source_under_a_name_that_is_not_utf8_reports_as_one_elsewhere(source, uninterrupted, tmp_path):
+    """A source whose directory's name is not UTF-8 (--out elsewhere): the report names it as a message does
+    (``\\udcff``), and every number is the probe's of the same agent in a directory whose name is text."""
+    reference, _ = uninterrupted
+    moved = Path(shutil.copytree(source, tmp_path / os.fsdecode(b"bad\xffdir") / "source"))
+    out = tmp_path / "probe"
+    finish(command(moved, out, "--at", "3000"))
+    assert {**numbers(out), "source": None} == {**numbers(reference), "source": None}
+    assert "bad\\udcffdir/source" in (out / "report.md").read_text(encoding="utf-8")
+    assert (out / "steps_vs_rollout_size.png").stat().st_size > 0

@@ -21,7 +21,7 @@ from rl_gns.experiments.plan import check_out
 from rl_gns.experiments.runner import check_directory, record_outcome
 from rl_gns.records.checkpoint import CHECKPOINTS, latest_checkpoint
 from rl_gns.records.lock import LOCK, RunLock, RunLockedError, check_unlocked
-from rl_gns.records.logs import read_rows, user_umask
+from rl_gns.records.logs import read_rows, user_umask, write_atomically
 from rl_gns.records.rundir import ERROR, RunDir
 from rl_gns.records.study import check_not_inside
 
@@ -567,3 +567,9 @@ def test_a_finished_run_keeps_no_lock_file_and_its_next_writer_still_holds_one(t
         probe = [sys.executable, "-c", "import sys; from pathlib import Path; from rl_gns.records.lock import "
                  "check_unlocked; check_unlocked(Path(sys.argv[1]))", str(run)]  # fmt: skip
         assert subprocess.run(probe, capture_output=True, text=True).returncode != 0
+
+
+def test_a_file_written_whole_is_utf8_and_names_a_directory_that_is_not_utf8_escaped(tmp_path):
+    """A report naming a run under a name that is not UTF-8 (a surrogate escape) is still written, as UTF-8."""
+    write_atomically(tmp_path / "report.md", "# a run at bad\udcffdir/run — 5 games\n")
+    assert (tmp_path / "report.md").read_bytes() == "# a run at bad\\udcffdir/run — 5 games\n".encode()

@@ -165,15 +165,16 @@ def check_outputs(directory: Path, names: Iterable[str]) -> None:
 def write_atomically(path: Path, text: str | bytes) -> None:
     """Replace ``path`` by ``text`` (or bytes): written to a temporary file beside it, flushed to disk, given the mode
     ``open`` would give a new file (the user's umask), then renamed over it, so a kill at any instant leaves the old
-    file or the new one, never a torn one.
+    file or the new one, never a torn one. Text is written as UTF-8; a name that is not UTF-8 in it (a path's
+    surrogate escape) is written as :func:`printable` shows it.
 
     :raises OutputError: if something other than a file is at ``path``.
     """
     check_output(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", newline="") as f:
-            f.write(text)  # type: ignore[arg-type]  # bytes to the binary file, text to the text one
+        with os.fdopen(fd, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode("utf-8", "backslashreplace"))
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~user_umask())

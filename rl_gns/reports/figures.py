@@ -16,11 +16,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
-from rl_gns.records.logs import OutputError, check_output
+from rl_gns.records.logs import OutputError, check_output, printable
 
 __all__ = [
     "DEFAULT_LOSS",
@@ -97,7 +98,8 @@ class FigureError(ValueError):
 
 
 def save_figure(fig: plt.Figure, path: Path) -> Path:
-    """Lay out, save at print resolution and close a figure; return its path.
+    """Lay out, save at print resolution and close a figure; return its path. A text drawn from a path that is not
+    UTF-8 (a title naming a run's directory) is drawn as :func:`printable` writes it: the fonts have no glyph for it.
 
     :raises FigureError: if the data cannot be laid out (nothing is written).
     :raises OutputError: if something other than a file is at ``path``.
@@ -107,6 +109,8 @@ def save_figure(fig: plt.Figure, path: Path) -> Path:
     except OutputError:
         plt.close(fig)
         raise
+    for text in fig.findobj(Text):
+        text.set_text(printable(text.get_text()))
     try:
         fig.tight_layout()
         fig.savefig(path, dpi=120)

@@ -250,6 +250,23 @@ def test_resume_refuses_logs_out_of_order_another_out_and_overwrite(tmp_path):
     assert progress.read_text() == "".join([header, *rows, *rows])
 
 
+def test_a_run_moved_under_a_name_that_is_not_utf8_is_refused_intact_and_resumes_once_moved_out(tmp_path):
+    """TensorBoard cannot name its events file in a directory whose name is not UTF-8: a resume there is refused
+    before anything is written, and the same run moved out resumes to its end."""
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "256", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
+    odd = tmp_path / os.fsdecode(b"bad\xffdir")
+    odd.mkdir()
+    run = run.rename(odd / "run")
+    before = {path: path.stat().st_mtime_ns for path in run.rglob("*")}
+    refused = run_cli("train", "--resume", str(run))
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "bad\\udcffdir/run: not a UTF-8 name; the run is intact: move it" in refused.stderr
+    assert {path: path.stat().st_mtime_ns for path in run.rglob("*")} == before
+    run = run.rename(tmp_path / "moved")
+    assert run_cli("train", "--resume", str(run)).returncode == 0 and RunDir(run).status() == "done"
+
+
 def forge_state(checkpoint: Path, state: dict) -> None:
     """Rewrite a checkpoint's state.json and its manifest entry, as if a checkpoint had been written so."""
     (checkpoint / "state.json").write_text(json.dumps(state))

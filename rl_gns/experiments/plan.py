@@ -34,7 +34,7 @@ from rl_gns.experiments.config import (
 from rl_gns.experiments.launch import under_torchrun, world_size_from_env
 from rl_gns.records.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from rl_gns.records.lock import check_unlocked
-from rl_gns.records.logs import check_writable, split_at
+from rl_gns.records.logs import OutputError, check_path_name, check_writable, split_at
 from rl_gns.records.rundir import (
     CONFIG,
     EPISODES,
@@ -193,6 +193,7 @@ def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPl
     )
     gns_sizes = {str(scheme): size for scheme, size in sizes.items()}
     if config.resume is not None:
+        check_resumable_path(config.resume)
         check_unlocked(config.resume)
         check_own_directories(config.resume)
         return RunPlan(config, game, batching, gns_sizes, config.resume, resumable_checkpoint(config))
@@ -450,6 +451,18 @@ def check_out(out: Path, overwrite: bool) -> None:
         check_no_strangers(out, "run")
     if RunDir(out).is_started() and not overwrite:
         raise FileExistsError(f"{out} already holds a run; pass --overwrite, --resume {out}, or another --out")
+
+
+def check_resumable_path(run: Path) -> None:
+    """Refuse to resume a run whose directory a run cannot write to (:func:`check_path_name`: a name that is not
+    UTF-8, a path too long for what a run writes inside it), which a run trained elsewhere can be moved to.
+
+    :raises OutputError: naming the path, and how to go on (the run itself is intact).
+    """
+    try:
+        check_path_name(run, longest_run_path())
+    except OutputError as error:
+        raise OutputError(f"--resume {error}; the run is intact: move it to another directory and resume it there") from None
 
 
 def check_adaptive(config: TrainConfig, batching: Batching) -> None:

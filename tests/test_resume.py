@@ -250,6 +250,7 @@ def test_resume_refuses_logs_out_of_order_another_out_and_overwrite(tmp_path):
     assert progress.read_text() == "".join([header, *rows, *rows])
 
 
+@pytest.mark.slow
 def test_a_run_moved_under_a_name_that_is_not_utf8_is_refused_intact_and_resumes_once_moved_out(tmp_path):
     """TensorBoard cannot name its events file in a directory whose name is not UTF-8: a resume there is refused
     before anything is written, and the same run moved out resumes to its end."""

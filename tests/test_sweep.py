@@ -5,13 +5,14 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.runner import workload
-from rl_gns.experiments.sweep import SweepConfig
+from rl_gns.experiments.sweep import SweepConfig, check_command
 
 pytestmark = pytest.mark.atari
 
@@ -29,6 +30,20 @@ def test_learning_rate_grid_square_root_rule():
     assert config.learning_rates(8 * 32) == pytest.approx([1.25e-4, 2.5e-4, 5e-4])
     assert SweepConfig(lr_points=2, lr_factor=4.0, n_steps=32).learning_rates(256) == pytest.approx([1.25e-4, 5e-4])
     assert len(SweepConfig(n_envs=(4, 8), seeds=2, lr_points=3).runs()) == 12
+
+
+@pytest.mark.parametrize(
+    ("sizes", "grid"),
+    [({"n_envs": (8, 16)}, "--n-envs"), ({"n_envs": (4,), "n_steps_grid": (32, 64)}, "--n-steps-grid")],
+)
+def test_a_sweep_of_fewer_sizes_than_a_fit_needs_is_warned_of_and_one_of_three_is_not(tmp_path, sizes, grid):
+    """Two rollout sizes: analyze's curve passes through both exactly and identifies no B_crit."""
+    with pytest.warns(UserWarning, match=f"a sweep of 2 rollout size.*give {grid} 3 or more"):
+        check_command(SweepConfig(**sizes, targets=(10.0,), out=tmp_path / "sweep"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_command(SweepConfig(n_envs=(4, 8, 16), targets=(10.0,), out=tmp_path / "sweep"))
+    assert not (tmp_path / "sweep").exists()
 
 
 def test_sizes_that_vary_n_steps_at_one_env_count():

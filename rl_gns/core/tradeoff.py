@@ -19,6 +19,10 @@ from scipy.stats import t as student_t
 
 from rl_gns.core.noise_scale import fieller_interval
 
+#: Fewest distinct sizes whose steps identify ``S_min`` and ``E_min``: the two-parameter curve passes exactly through
+#: any two points, so two sizes fit with no residual and test nothing.
+MIN_FIT_SIZES = 3
+
 
 @dataclass(frozen=True)
 class TradeoffFit:

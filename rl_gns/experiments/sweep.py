@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from rl_gns.core.batching import Batching
 from rl_gns.core.targets import DEFAULT_WINDOW
+from rl_gns.core.tradeoff import MIN_FIT_SIZES
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
 from rl_gns.experiments.plan import (
     MAX_LEARNING_RATE,
@@ -232,6 +234,21 @@ def check(config: SweepConfig, restart: bool = False) -> None:
     config.check_execution()
     check_directory(config.out, "sweep", config.record(), EXECUTION_FIELDS, shares=("probe",))
     check_runs(config.runs().values(), restart)
+
+
+def check_command(config: SweepConfig) -> None:
+    """What ``rl-gns sweep`` checks before it writes anything: :func:`check`, and a warning where the sweep has fewer
+    rollout sizes than a fit of the tradeoff needs (``analyze`` then identifies no ``B_crit``; a probe's local fit
+    needs fewer, so :func:`check` does not warn)."""
+    check(config)
+    rollout_sizes = {n_envs * n_steps for n_envs, n_steps in config.sizes()}
+    if len(rollout_sizes) < MIN_FIT_SIZES:
+        grid = "--n-steps-grid" if config.n_steps_grid else "--n-envs"
+        warnings.warn(
+            f"rl-gns: a sweep of {len(rollout_sizes)} rollout size(s): rl-gns analyze identifies B_crit only where "
+            f"{MIN_FIT_SIZES} or more sizes reach a target; give {grid} {MIN_FIT_SIZES} or more values",
+            stacklevel=2,
+        )
 
 
 def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:

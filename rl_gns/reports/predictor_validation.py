@@ -25,6 +25,7 @@ import numpy as np
 import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.tradeoff import MIN_FIT_SIZES
 from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import read_sweep_results, write_json
 from rl_gns.records.study import check_named_once, check_outside_records
@@ -50,8 +51,6 @@ from rl_gns.reports.sweep_analysis import IDENTIFIED_FACTOR, identified_reach
 FIGURE, RESULTS, REPORT = "predicted_vs_fitted.png", "predictors.json", "predictors.md"
 OUTPUTS = (FIGURE, RESULTS, REPORT)
 
-#: Fits from fewer rollout sizes pass through their points exactly and are not admitted.
-MIN_SIZES = 3
 #: Primary errors within this (log10) of the best tie.
 TIE = 0.05
 
@@ -98,7 +97,7 @@ def load_pairs(sweep_dirs: tuple[Path, ...]) -> tuple[list[Pair], list[str]]:
         results = read_sweep_results(sweep_dir / "results.json")
         game = results["settings"]["env"]
         for t in results["targets"]:
-            if t["fit"] is None or len(t["rollout_size_K"]) < MIN_SIZES:
+            if t["fit"] is None or len(t["rollout_size_K"]) < MIN_FIT_SIZES:
                 skipped.append(f"{game} target {t['target']:g}: {len(t['rollout_size_K'])} rollout sizes reached the target")
                 continue
             if t["ci_b_crit"] is None:

@@ -40,7 +40,7 @@ from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
-from rl_gns.core.tradeoff import TradeoffFit, fit_tradeoff
+from rl_gns.core.tradeoff import MIN_FIT_SIZES, TradeoffFit, fit_tradeoff
 from rl_gns.records.rundir import (
     PROBE,
     SWEEP,
@@ -403,14 +403,15 @@ IDENTIFIED_FACTOR = 10.0
 
 
 def unidentified(result: TargetResult) -> str | None:
-    """Why a target's B_crit is not identified: fewer than 3 rollout sizes reached it (a curve through 2 points fits
-    them exactly), or the fit put it more than :data:`IDENTIFIED_FACTOR` times beyond them; ``None`` if identified."""
+    """Why a target's B_crit is not identified: fewer than :data:`~rl_gns.core.tradeoff.MIN_FIT_SIZES` rollout sizes
+    reached it (a curve through 2 points fits them exactly), or the fit put it more than :data:`IDENTIFIED_FACTOR`
+    times beyond them; ``None`` if identified."""
     sizes = result.rollout_size_K
     if not sizes:
         return f"no run reached target {result.target:g}: B_crit not identified"
-    if len(sizes) < 3:
+    if len(sizes) < MIN_FIT_SIZES:
         which = f"rollout sizes {sizes[0]} and {sizes[1]}" if len(sizes) == 2 else f"rollout size {sizes[0]}"
-        return f"only {which} reached target {result.target:g} (3 needed): B_crit not identified"
+        return f"only {which} reached target {result.target:g} ({MIN_FIT_SIZES} needed): B_crit not identified"
     return result.not_identified
 
 

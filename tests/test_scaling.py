@@ -1,6 +1,7 @@
 """Env-count scaling: the throughput model against closed forms, and the real CLI with a tiny budget."""
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,13 @@ def test_scaling_cli_tiny(tmp_path):
     (out / "scaling.png").unlink()
     assert main([*args, "--report-only"]) == 0 and (out / "scaling.png").exists()
     assert len((out / "measurements.jsonl").read_text().splitlines()) == 3  # nothing re-measured
+    # the report's commands name every setting and path given: run as written, they give the same report again
+    measure, again = json.loads((out / "scaling.json").read_text())["commands"]
+    assert f"Commands: `{measure}`, then `{again}`." in (out / "report.md").read_text()
+    assert all(flag in measure for flag in ("--n-steps 16", "--iterations 1", "--env-agent-steps 64", f"--out {out}"))
+    before = (out / "report.md").read_text()
+    assert main(shlex.split(again)[1:]) == 0 and (out / "report.md").read_text() == before
+    assert main([*shlex.split(measure)[1:], "--report-only"]) == 0  # the same settings: no other measurement refused
 
 
 def test_scaling_cli_refuses_bad_settings(tmp_path, capsys):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -153,6 +154,29 @@ def noise_predictions(run: RunDir) -> tuple[dict[str, RatioInterval], bool]:
     return {name: a.b_crit for name, a in advice.items() if a is not None and math.isfinite(a.b_crit.point)}, False
 
 
+#: ``settings.json``'s settings, in the order ``rl-gns scaling --help`` lists them.
+SCALING_FLAGS = ("n_steps", "n_minibatches", "minibatch_size", "n_epochs", "iterations", "env_agent_steps", "device")
+
+
+def commands(config: ScalingReportConfig, settings: dict, measured: list[dict]) -> list[str]:
+    """The commands that make the report again, with its paths as they were given: ``rl-gns scaling`` with every
+    setting ``settings.json`` records and the env counts and ranks measured, then ``rl-gns scaling-report`` with its
+    options."""
+    n_envs = sorted({row["n_envs"] for row in measured})
+    nproc = sorted({row.get("nproc") or 1 for row in measured})
+    flags = [f"--env {settings['env']}", f"--n-envs {' '.join(map(str, n_envs))}"]
+    flags += [f"--nproc {' '.join(map(str, nproc))}"] if nproc != [1] else []
+    flags += [f"--{key.replace('_', '-')} {settings[key]}" for key in SCALING_FLAGS if settings.get(key) is not None]
+    scaling_dir = shlex.quote(str(config.scaling_dir))
+    given = (("sweep", config.sweep), ("target", config.target), ("noise_run", config.noise_run))
+    options = [f"--{key.replace('_', '-')} {shlex.quote(str(value))}" for key, value in given if value is not None]
+    options.append(f"--devices {' '.join(map(str, config.devices))}")
+    return [
+        " ".join(["rl-gns scaling", *flags, "--out", scaling_dir]),
+        " ".join(["rl-gns scaling-report", scaling_dir, *options]),
+    ]
+
+
 def report(config: ScalingReportConfig) -> Path:
     """Fit the throughput model to ``measurements.jsonl``, predict, and write scaling.json, report.md, scaling.png."""
     check(config)
@@ -174,7 +198,10 @@ def report(config: ScalingReportConfig) -> Path:
     options |= {
         key: relative(value, out) for key, value in (("sweep", config.sweep), ("noise_run", config.noise_run)) if value
     }
-    result: dict = {"config": {**settings, **options, "out": out.resolve().name}}
+    result: dict = {
+        "config": {**settings, **options, "out": out.resolve().name},
+        "commands": commands(config, settings, measured),
+    }
     result["measurements"] = rows
     result["model"] = asdict(model)
     result["model_seconds_per_iteration_K"] = model.seconds_per_iteration(n_K).tolist()
@@ -353,13 +380,11 @@ def write_report(result: dict, path: Path) -> None:
     model = result["model"]
     fixed = model["minibatch_size"]
     batches = f"M {model['n_minibatches']} minibatches" if fixed is None else f"minibatch {fixed}"
-    ranks = sorted({1} | {r["nproc"] for r in result["data_parallel"]})
-    nproc = f" --nproc {','.join(map(str, ranks))}" if len(ranks) > 1 else ""
+    measure, report = result["commands"]
     lines = [
         f"# Env-count scaling: {result['config']['env']}",
         "",
-        f"Command: `rl-gns scaling --env {result['config']['env']} --n-envs "
-        f"{','.join(str(r['n_envs']) for r in result['measurements'])}{nproc} --out {result['config']['out']}`. "
+        f"Commands: `{measure}`, then `{report}`. "
         f"Agent steps (1 agent step = {FRAME_SKIP} frames); NoiseScalePPO with the default measurement, n_steps "
         f"{model['n_steps']}, {batches}, {model['n_epochs']} epochs.",
         "",

@@ -43,10 +43,12 @@ def test_a_summary_survives_writing_and_reading():
     noise = NoiseScaleSummary("envs", "value", 812.5, 790.0, (512.0, None))
     summary = RunSummary(
         env_steps=4096, iterations=16, wall_s=12.5, n_envs_final=2, score_last_100_mean=None, stop_score_reached_at=2048,
-        game="beam_rider", noise_scales=(noise,), advice={"predictor": "env_value"}, values={"device": "cpu"},
+        game="beam_rider", noise_scales=(noise,), advice={"predictor": "env_value"}, resumes=2, games_dropped=5,
+        values={"device": "cpu"},
     )  # fmt: skip
     data = json.loads(json.dumps(summary.to_json()))
     assert data["b_simple_value_envs_run_average_ci95"] == [512.0, None] and data["device"] == "cpu"
+    assert (data["resumes"], data["games_dropped"]) == (2, 5)
     assert RunSummary.from_json(data, "summary.json") == summary
 
 
@@ -160,6 +162,8 @@ def test_a_summary_whose_counts_or_durations_are_out_of_range_names_the_field():
         ({"iterations": -1}, "'iterations' is -1, not int in 0..2147483647 | None"),
         ({"wall_s": -0.5}, "'wall_s' is -0.5, not finite float >= 0 | None"),
         ({"n_envs_final": 0}, "'n_envs_final' is 0, not int in 1..2147483647 | None"),
+        ({"resumes": -1}, "'resumes' is -1, not int in 0..2147483647 | None"),
+        ({"games_dropped": 1.5}, "'games_dropped' is 1.5, not int in 0..2147483647 | None"),
         ({"env_steps": 10**30}, f"'env_steps' is {10**30}, not int in 0..2147483647"),  # numpy cannot hold it
     ):
         with pytest.raises(RecordError, match=f"^s.json: {re.escape(message)}$"):

@@ -520,5 +520,7 @@ def summary(
         game=plan.game,
         noise_scales=tuple(noise_scales),
         advice=advice,
+        resumes=lifecycle["resumes"],
+        games_dropped=lifecycle["games_dropped"],
         values={**throughput, **lifecycle},
     )

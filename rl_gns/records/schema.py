@@ -459,7 +459,9 @@ class RunSummary:
     :param game: the ale-py ROM id.
     :param noise_scales: one entry per (scheme, loss) measured.
     :param advice: the critical rollout size the default predictor gives, as printed.
-    :param values: every field as written (throughput, device, resumes, checkpoints, ...).
+    :param resumes: times the run went on from a checkpoint (0 for a run trained in one go).
+    :param games_dropped: games in progress at those checkpoints, lost as the resumed run started its envs anew.
+    :param values: every field as written (throughput, device, checkpoints, ...).
     """
 
     env_steps: int
@@ -471,6 +473,8 @@ class RunSummary:
     game: str
     noise_scales: tuple[NoiseScaleSummary, ...] = ()
     advice: dict[str, Any] = field(default_factory=dict)
+    resumes: int = 0
+    games_dropped: int = 0
     values: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -492,6 +496,8 @@ class RunSummary:
             "score_last_100_mean": self.score_last_100_mean,
             "stop_score_reached_at": self.stop_score_reached_at,
             "game": self.game,
+            "resumes": self.resumes,
+            "games_dropped": self.games_dropped,
         }
         return json_numbers({**self.values, **named, **noise, "advice": self.advice})
 
@@ -513,6 +519,8 @@ class RunSummary:
                 "wall_s": NonNegative | None,
                 "n_envs_final": Count | None,
                 "stop_score_reached_at": Whole | None,
+                "resumes": Whole | None,
+                "games_dropped": Whole | None,
                 "advice": dict | None,
                 **{key: float | None for key in keys},
                 **{f"{key}_run_average": float | None for key in keys},
@@ -539,6 +547,8 @@ class RunSummary:
             game=_field(data, "game", str, path, ""),
             noise_scales=tuple(noise_scales),
             advice=data.get("advice") or {},
+            resumes=_field(data, "resumes", int, path, 0),
+            games_dropped=_field(data, "games_dropped", int, path, 0),
             values=data,
         )
 

@@ -310,14 +310,13 @@ def interruption_notes(probe_dir: Path, probe: dict) -> list[str]:
     """
     notes = []
     anchor = RunDir(probe_dir / ANCHOR)
-    if anchor.status() == "done" and (resumes := summary_count(anchor, "resumes")):
-        dropped = summary_count(anchor, "games_dropped")
+    if anchor.status() == "done" and (summary := anchor.summary()).resumes:
         notes.append(
-            f"the anchor resumed {resumes} time(s) from checkpoints, losing {dropped} games in progress: its start score "
-            "and targets differ from those of an uninterrupted anchor with the same seeds"
+            f"the anchor resumed {summary.resumes} time(s) from checkpoints, losing {summary.games_dropped} games in "
+            "progress: its start score and targets differ from those of an uninterrupted anchor with the same seeds"
         )
     resumed = [run for run in sorted((probe_dir / "runs").glob("*")) if RunDir(run).status() == "done"]
-    resumed = [run for run in resumed if summary_count(RunDir(run), "resumes")]
+    resumed = [run for run in resumed if RunDir(run).summary().resumes]
     if resumed:
         notes.append(
             f"{len(resumed)} branches resumed from checkpoints, losing their games in progress, which delays their "
@@ -463,17 +462,6 @@ def report(config: ProbeReportConfig) -> Path:
     path = config.probe_dir / REPORT
     write_atomically(path, text)
     return path
-
-
-def summary_count(run: RunDir, key: str) -> int:
-    """A count that a finished run's ``summary.json`` holds (0 where it does not).
-
-    :raises RecordError: naming the file, if it is not a whole number of at least 0 (an edited file).
-    """
-    value = run.summary().values.get(key, 0)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise RecordError(f"{run.path / 'summary.json'}: {key!r} is {value!r}, not a whole number >= 0")
-    return value
 
 
 def anchor_played(probe_dir: Path) -> bool:

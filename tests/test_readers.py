@@ -91,6 +91,22 @@ def test_read_csv_leaves_out_a_last_row_cut_short(tmp_path):
         np.testing.assert_array_equal(column, whole[key][:-1])
 
 
+def test_analyze_names_the_runs_that_resumed_from_checkpoints(tmp_path, capsys):
+    """A run that went on from a checkpoint dropped its games in progress and started its envs anew together: the
+    report says so, and results.json counts its resumes."""
+    sweep = copy(SWEEP, tmp_path)
+    summary = json.loads((sweep / "runs" / SMALLEST / "summary.json").read_text())
+    (sweep / "runs" / SMALLEST / "summary.json").write_text(json.dumps({**summary, "resumes": 2, "games_dropped": 4}))
+    status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
+    assert status == 0, stderr
+    finished = sum(RunDir(run).status() == "done" for run in (sweep / "runs").iterdir())
+    report = (sweep / "report.md").read_text()
+    assert f"Note: 1 of {finished} finished runs resumed from checkpoints (rollout sizes 64;" in report
+    assert f"| {SMALLEST} | done | " in report and " | 2 | " in report.split(f"| {SMALLEST} |")[1].splitlines()[0]
+    runs = {r["name"]: r["resumes"] for r in json.loads((sweep / "results.json").read_text())["runs"]}
+    assert runs[SMALLEST] == 2 and sum(runs.values()) == 2
+
+
 def test_analyze_and_advise_use_the_whole_rows_of_torn_files(tmp_path, capsys):
     """A run killed in training (no summary.json) while it appended a row: the rows before it count."""
     sweep = copy(SWEEP, tmp_path)

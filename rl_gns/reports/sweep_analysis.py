@@ -117,13 +117,15 @@ class RunRecord:
     first_window_midpoint: float = math.nan
     """The agent step the run's first full running score (its first ``window`` games) stands for
     (:func:`~rl_gns.core.targets.window_midpoint`): no reach can be timed earlier; NaN before ``window`` games."""
+    resumes: int = 0
+    """Times a finished run went on from a checkpoint, its games in progress dropped (0 for an unfinished run)."""
 
 
 def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
     """Read one run directory that has written its configuration."""
     config, progress, episodes = run.config(), run.progress(), run.episodes()
-    if run.status() == "done":
-        run.summary()  # a run counted as finished has a summary that reads: refuse a torn or edited one
+    # a run counted as finished has a summary that reads: refuse a torn or edited one
+    resumes = run.summary().resumes if run.status() == "done" else 0
     record = RunRecord(
         name=run.name,
         n_envs=config.n_envs,
@@ -134,6 +136,7 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
         seed=config.seed,
         status=run.status(),
         env_steps=run.env_steps(progress),
+        resumes=resumes,
     )
     running = running_score(episodes["score"], window)
     lengths = episodes["length_frames"] / config.settings.get("frame_skip", FRAME_SKIP)

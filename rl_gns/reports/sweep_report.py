@@ -280,6 +280,23 @@ def path_candidate_rows(results: list[TargetResult]) -> list[str]:
     return lines
 
 
+def resumed_note(runs: list[RunRecord]) -> list[str]:
+    """A paragraph naming the finished runs that went on from checkpoints, where any did: each dropped its games in
+    progress and started every env anew at once, so that its next games end in order of length (the short first)
+    and its running score can pass a target sooner or later than the uninterrupted run's would."""
+    resumed = [run for run in runs if run.resumes]
+    if not resumed:
+        return []
+    sizes = sorted({run.rollout_size for run in resumed})
+    return [
+        f"Note: {len(resumed)} of {sum(run.status == 'done' for run in runs)} finished runs resumed from checkpoints "
+        f"(rollout sizes {', '.join(map(str, sizes))}; the Runs table names them). Each dropped its games in progress "
+        "and started all its envs anew at once, so its next games end in order of length: its steps to a target may "
+        "differ from an uninterrupted run's, and the analysis keeps them as they are.",
+        "",
+    ]
+
+
 #: The figures the report draws, by name (``<name>.png`` in the sweep directory).
 FIGURES = ("steps_vs_experience", "wall_vs_experience", "noise_scale_by_size", "bcrit_predicted_vs_fitted")
 #: Every file of the analysis in the sweep directory (``results.json`` from :mod:`~rl_gns.reports.sweep_analysis`).
@@ -312,6 +329,7 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
         f"Runs: {len(settings['runs'])} planned; {status.get('done', 0)} finished, {status.get('failed', 0)} failed, "
         f"{status.get('unfinished', 0)} unfinished, {len(settings['runs']) - len(runs)} not started.",
         "",
+        *resumed_note(runs),
         f"Score measure: mean raw game score (whole games, all lives) of the last {settings['window']} finished games. "
         "S = PPO iterations to the target, E = S × rollout size (agent steps; frames = 4·E), "
         f"gradient steps = S × {n_epochs} × {m}. Per size and seed the fastest learning rate is kept; a size's point "
@@ -375,12 +393,12 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
         *(f"![{name.replace('_', ' ')}]({figure})\n" for name, figure in figures.items()),
         "## Runs",
         "",
-        "| run | status | agent steps | targets reached |",
-        "|---|---|---|---|",
+        "| run | status | agent steps | resumes | targets reached |",
+        "|---|---|---|---|---|",
     ]
     for run in runs:
         reached = ", ".join(f"{t:g}" for t in sorted(run.reached)) or "–"
-        lines.append(f"| {run.name} | {run.status} | {run.env_steps:,} | {reached} |")
+        lines.append(f"| {run.name} | {run.status} | {run.env_steps:,} | {run.resumes} | {reached} |")
     notes = sweep_dir / "NOTES.md"
     if notes.exists():
         lines += ["", notes.read_text().strip()]

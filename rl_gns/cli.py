@@ -250,7 +250,7 @@ def checked(check: Callable[[Any], object], run: Callable[[Any], Any]) -> Prepar
 #: subcommand -> (config dataclass, preparation: checks everything before anything is written and returns the work)
 COMMANDS: dict[str, tuple[type, Prepare]] = {
     "train": (TrainConfig, prepare_train),
-    "sweep": (sweep.SweepConfig, checked(sweep.check_command, sweep.sweep)),
+    "sweep": (sweep.SweepConfig, checked(sweep.check, sweep.sweep_command)),
     "probe": (probe.ProbeConfig, checked(check_probe, probe_and_report)),
     "probe-report": (probe_report.ProbeReportConfig, checked(probe_report.check, probe_report.report)),
     "analyze": (sweep_analysis.AnalyzeConfig, checked(check_analyze, analyze)),

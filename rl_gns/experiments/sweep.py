@@ -236,11 +236,9 @@ def check(config: SweepConfig, restart: bool = False) -> None:
     check_runs(config.runs().values(), restart)
 
 
-def check_command(config: SweepConfig) -> None:
-    """What ``rl-gns sweep`` checks before it writes anything: :func:`check`, and a warning where the sweep has fewer
-    rollout sizes than a fit of the tradeoff needs (``analyze`` then identifies no ``B_crit``; a probe's local fit
-    needs fewer, so :func:`check` does not warn)."""
-    check(config)
+def warn_unfittable(config: SweepConfig) -> None:
+    """Warn of a sweep with fewer rollout sizes than a fit of the tradeoff needs: ``analyze`` then identifies no
+    ``B_crit`` (a probe's local fit needs fewer, so its sweep is not warned of)."""
     rollout_sizes = {n_envs * n_steps for n_envs, n_steps in config.sizes()}
     if len(rollout_sizes) < MIN_FIT_SIZES:
         grid = "--n-steps-grid" if config.n_steps_grid else "--n-envs"
@@ -249,6 +247,14 @@ def check_command(config: SweepConfig) -> None:
             f"{MIN_FIT_SIZES} or more sizes reach a target; give {grid} {MIN_FIT_SIZES} or more values",
             stacklevel=2,
         )
+
+
+def sweep_command(config: SweepConfig) -> dict[str, str]:
+    """``rl-gns sweep`` once its settings are checked: the Ray cluster it names reached, a sweep too small to fit
+    warned of (:func:`warn_unfittable`), then :func:`sweep`."""
+    connect(config)
+    warn_unfittable(config)
+    return sweep(config)
 
 
 def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:

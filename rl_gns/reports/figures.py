@@ -109,9 +109,9 @@ def save_figure(fig: plt.Figure, path: Path) -> Path:
     except OutputError:
         plt.close(fig)
         raise
-    for text in fig.findobj(Text):
-        text.set_text(printable(text.get_text()))
     try:
+        for text in fig.findobj(Text):
+            text.set_text(printable(text.get_text()))
         fig.tight_layout()
         fig.savefig(path, dpi=120)
     except (ValueError, OverflowError) as error:

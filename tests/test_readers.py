@@ -1034,8 +1034,8 @@ def test_plot_a_run_that_measured_no_noise_scale_draws_its_score_alone(tmp_path,
     trunk = RESULTS / "probes" / "trunks" / "BeamRider"
     run = tmp_path / "trunk"
     run.mkdir()
-    for name in ("config.json", "progress.csv"):
-        shutil.copy(trunk / name, run / name)
+    for path in (trunk / "config.json", trunk / "summary.json", *trunk.glob("progress.csv*")):  # plain, or compact
+        shutil.copy(path, run / path.name)
     status, stderr = rl_gns(capsys, "plot", run)
     assert status == 0, stderr
     png = (run / "training.png").read_bytes()

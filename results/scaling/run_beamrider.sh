@@ -8,5 +8,5 @@ predict=(--sweep "$results/sweeps/beamrider_ram" --noise-run "$results/runs/beam
 # a sweep's protocol: n_steps, M = 4 minibatches and epochs fixed, so the minibatch grows with n_envs
 rl-gns scaling --env BeamRider --n-envs 1,2,4,8,16,32,64,128,256 --out "$results/scaling/beamrider" "${predict[@]}"
 # rl-zoo3's protocol: minibatch fixed at 256 samples, so the gradient steps per iteration grow with n_envs
-rl-gns scaling --env BeamRider --n-envs 8,16,32,64,128,256 --minibatch-size 256 --iterations 2 \
+rl-gns scaling --env BeamRider --n-envs 8,16,32,64,128,256 --minibatch-size 256 --iterations 4 \
   --out "$results/scaling/beamrider_zoo" "${predict[@]}"

@@ -929,7 +929,7 @@ def test_analyze_counts_a_run_without_rows_as_started_with_no_steps(tmp_path, ca
     (run / "summary.json").unlink()
     status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
     assert status == 0, stderr
-    assert f"| {SMALLEST} | unfinished | 0 | – |" in (sweep / "report.md").read_text()
+    assert f"| {SMALLEST} | unfinished | 0 | 0 | – |" in (sweep / "report.md").read_text()
 
 
 # 4. sweeps that reached no target, or reached it at one size only

@@ -2,7 +2,7 @@
 
 A reader is handed committed results (copied into ``tmp_path``) with one file damaged in one way: emptied, cut in
 half, overwritten with bytes that are not text, replaced by a folder, removed; one top-level JSON field removed or
-given a value of the wrong kind (null, a string, and in turn a negative, non-finite, huge, zero or fractional
+given a value of the wrong kind (null, and in turn a string, a negative, non-finite, huge, zero or fractional
 number, a boolean, a list, an object); one CSV cell that is not a finite number, a header without rows, a row too
 long or too short. Whatever the damage, the reader either uses what is whole (exit status 0) or refuses in one line
 that names the command and the file it refuses (exit status 2); it never raises. ``test_readers.py`` pins what the
@@ -27,11 +27,13 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 DIRECTORY = object()
 MISSING = object()
 
-#: Wrong values every JSON field is given, by name.
-WRONG_ALWAYS: dict[str, object] = {"null": None, "string": "x"}
+#: Wrong values every JSON field is given, by name (``null`` is the commonest damage: a value that was not there).
+WRONG_ALWAYS: dict[str, object] = {"null": None}
 
-#: Wrong values of which each field is given one, in turn (field i the i-th, cycling), to bound the number of cases.
-WRONG_NUMBERS: dict[str, object] = {
+#: Wrong values of which each field is given one, in turn (field i the i-th, cycling), to bound the number of cases:
+#: each kind is tried on every tenth field.
+WRONG_IN_TURN: dict[str, object] = {
+    "string": "x",
     "negative": -5,
     "nan": float("nan"),
     "inf": float("inf"),
@@ -39,8 +41,9 @@ WRONG_NUMBERS: dict[str, object] = {
     "zero": 0,
     "fraction": 2.5,
     "true": True,
+    "list": [1],
+    "object": {"a": 1},
 }
-WRONG_SHAPES: dict[str, object] = {"list": [1], "object": {"a": 1}}
 
 
 #: Wrong text for one CSV cell, by name: every column is given a string and, in turn, one of the others.
@@ -57,16 +60,14 @@ def whole_file_damage(text: str) -> Iterator[tuple[str, object]]:
 
 
 def json_damage(text: str) -> Iterator[tuple[str, object]]:
-    """Damage to a JSON object: the whole a list or null; each top-level field removed, null, a string, a wrong
-    number and a wrong shape (the number and the shape taken in turn from :data:`WRONG_NUMBERS` and
-    :data:`WRONG_SHAPES`, so that every kind is tried on some field)."""
+    """Damage to a JSON object: the whole a list or null; each top-level field removed, null, and one other wrong
+    value (taken in turn from :data:`WRONG_IN_TURN`, so that every kind is tried on some fields)."""
     record = json.loads(text)
     yield "a list", "[]"
     yield "null", "null"
-    numbers, shapes = list(WRONG_NUMBERS.items()), list(WRONG_SHAPES.items())
+    in_turn = list(WRONG_IN_TURN.items())
     for i, key in enumerate(record):
-        wrong = [*WRONG_ALWAYS.items(), numbers[i % len(numbers)], shapes[i % len(shapes)]]
-        for name, value in wrong:
+        for name, value in [*WRONG_ALWAYS.items(), in_turn[i % len(in_turn)]]:
             yield f"{key}={name}", json.dumps({**record, key: value})
         yield f"{key} removed", json.dumps({k: v for k, v in record.items() if k != key})
 

@@ -231,7 +231,7 @@ def test_the_report_says_where_runs_resumed_from_checkpoints(uninterrupted, tmp_
 
 
 #: Interruptions of the property test: seeded moments across a probe's wall time (a moment past its end is drawn again).
-KILL_POINTS = 20
+KILL_POINTS = 8
 
 
 def test_a_probe_interrupted_at_random_moments_reports_what_an_uninterrupted_one_does(source, uninterrupted, tmp_path):

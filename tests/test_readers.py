@@ -20,7 +20,7 @@ import pytest
 from conftest import lock_held_elsewhere, rl_gns
 
 from rl_gns.experiments.config import TrainConfig, to_json
-from rl_gns.records.checkpoint import FORMAT, MANIFEST, CheckpointError, sha256, verify
+from rl_gns.records.checkpoint import FILES, FORMAT, MANIFEST, CheckpointError, sha256, verify
 from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json, read_sweep_results
 from rl_gns.records.scaling_log import append_measurement, read_measurements
 from rl_gns.records.tables import SUITES_FILE, table_path
@@ -92,19 +92,24 @@ def test_read_csv_leaves_out_a_last_row_cut_short(tmp_path):
 
 
 def test_analyze_names_the_runs_that_resumed_from_checkpoints(tmp_path, capsys):
-    """A run that went on from a checkpoint dropped its games in progress and started its envs anew together: the
-    report says so, and results.json counts its resumes."""
+    """A run that went on from checkpoints without its games dropped its games in progress and started its envs anew
+    together: the report says so. A run whose checkpoints held its games played on as if uninterrupted: the Runs
+    table counts its resume, the note does not name it. results.json counts both."""
     sweep = copy(SWEEP, tmp_path)
-    summary = json.loads((sweep / "runs" / SMALLEST / "summary.json").read_text())
-    (sweep / "runs" / SMALLEST / "summary.json").write_text(json.dumps({**summary, "resumes": 2, "games_dropped": 4}))
+    kept = next(run.name for run in sorted((sweep / "runs").iterdir()) if run.name != SMALLEST)
+    for name, resumes, dropped in ((SMALLEST, 2, 4), (kept, 1, 0)):
+        summary = json.loads((sweep / "runs" / name / "summary.json").read_text())
+        (sweep / "runs" / name / "summary.json").write_text(
+            json.dumps({**summary, "resumes": resumes, "games_dropped": dropped})
+        )
     status, stderr = rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")
     assert status == 0, stderr
     finished = sum(RunDir(run).status() == "done" for run in (sweep / "runs").iterdir())
     report = (sweep / "report.md").read_text()
-    assert f"Note: 1 of {finished} finished runs resumed from checkpoints (rollout sizes 64;" in report
+    assert f"Note: 1 of {finished} finished runs resumed from checkpoints that held no games (rollout sizes 64;" in report
     assert f"| {SMALLEST} | done | " in report and " | 2 | " in report.split(f"| {SMALLEST} |")[1].splitlines()[0]
     runs = {r["name"]: r["resumes"] for r in json.loads((sweep / "results.json").read_text())["runs"]}
-    assert runs[SMALLEST] == 2 and sum(runs.values()) == 2
+    assert runs[SMALLEST] == 2 and runs[kept] == 1 and sum(runs.values()) == 3
 
 
 def test_analyze_and_advise_use_the_whole_rows_of_torn_files(tmp_path, capsys):
@@ -356,7 +361,7 @@ def test_a_fifo_in_place_of_a_checkpoint_file_or_snapshot_is_refused_not_read(tm
     checkpoint = tmp_path / "checkpoints" / "000000000064"
     checkpoint.mkdir(parents=True)
     os.mkfifo(checkpoint / "state.json")
-    files = {"state.json": "0", "model.zip": "0", "rng.pkl": "0"}  # the FIFO hashed first
+    files = {"state.json": "0", **{name: "0" for name in FILES[FORMAT] if name != "state.json"}}  # the FIFO hashed first
     (checkpoint / MANIFEST).write_text(json.dumps({"format": FORMAT, "files": files}))
     with pytest.raises(CheckpointError, match=r"is corrupted: .*state\.json is a FIFO or device, not a file"):
         verify(checkpoint)

@@ -3,6 +3,7 @@ SIGKILL at random points resume to the same end, logs carry no gap or duplicate,
 
 import json
 import os
+import pickle
 import shutil
 import signal
 import subprocess
@@ -106,7 +107,7 @@ def test_killed_at_random_points_resumes_to_the_same_end(tmp_path):
 
     summary = json.loads((run / "summary.json").read_text())
     assert summary["env_steps"] == total and summary["resumes"] == kills
-    assert summary["games_dropped"] == 2 * kills  # the 2 games in progress at each checkpoint resumed from
+    assert summary["games_dropped"] == 0  # the checkpoints held the games in progress: each resume played on in them
     assert_contiguous(run, total)
     assert not (run / CHECKPOINTS).exists()  # a finished run keeps model.zip, not its checkpoints
     model = NoiseScalePPO.load(run / "model.zip")
@@ -148,19 +149,42 @@ def test_checkpoint_holds_the_uninterrupted_runs_parameters(tmp_path):
     assert history == {key: (t.g2_T, t.trace_sigma_T) for key, t in b.gns_trackers.items()}
     assert a.num_timesteps == b.num_timesteps == ROLLOUT
 
-    # resumed, the envs start new games seeded seed + env_steps + i (SB3's load seeds them with seed + i again)
+    # resumed, the envs play on in the checkpoint's games: the seeds they were made with are not used again
     make_env = partial(make_atari_vec_env, "BeamRider", backend="ram")
     plan = plan_run(TrainConfig(resume=sliced), given={"resume"})
     assert plan.checkpoint == checkpoint
-    venv = resumed_model(plan, make_env(plan.n_envs_per_rank, plan.env_seed()), make_env).get_env()
+    model, kept_games = resumed_model(plan, make_env(plan.n_envs_per_rank, plan.env_seed()), make_env)
+    venv = model.get_env()
     while hasattr(venv, "venv"):
         venv = venv.venv
-    assert venv._seeds == [3 + 2 * ROLLOUT + i for i in range(2)]
+    assert kept_games and venv._seeds == [None, None] and model._last_obs is not None
 
     last = run_cli("train", "--resume", str(sliced))
     assert last.returncode == 0, last.stderr[-2000:]
     assert json.loads((sliced / "summary.json").read_text())["resumes"] == 2
     assert_contiguous(sliced, 4 * ROLLOUT)
+
+
+def test_a_resumed_run_plays_on_in_its_games_as_an_uninterrupted_run_does(tmp_path):
+    """Breakout from RAM (games of a few hundred agent steps): a run stopped after its first iteration, with every game
+    in progress, and resumed logs the same games (agent steps, scores, lengths) and the same progress rows as the run
+    trained in one go, and drops no game."""
+    settings = [*TINY, "--env", "Breakout", "--seed", "1", "--total-steps", str(10 * ROLLOUT)]
+    assert run_cli("train", *settings, "--out", str(tmp_path / "whole")).returncode == 0
+    stopped = run_cli("train", *settings, "--max-wall-minutes", "1e-9", "--out", str(tmp_path / "sliced"))
+    assert stopped.returncode == 0 and f"at {ROLLOUT} agent steps" in stopped.stdout
+    resumed = run_cli("train", "--resume", str(tmp_path / "sliced"))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    whole, sliced = RunDir(tmp_path / "whole"), RunDir(tmp_path / "sliced")
+    games, games_sliced = whole.episodes(), sliced.episodes()
+    assert games["env_steps"].size >= 4 and games["env_steps"][0] > ROLLOUT  # the first game ended after the stop
+    for column in ("env_steps", "score", "length_frames"):
+        np.testing.assert_array_equal(games_sliced[column], games[column], err_msg=column)
+    progress, progress_sliced = whole.progress(), sliced.progress()
+    for column in progress:
+        if not column.startswith("time/") or column in ("time/iterations", "time/total_timesteps"):
+            np.testing.assert_array_equal(progress_sliced[column], progress[column], err_msg=column)
+    assert (sliced.summary().resumes, sliced.summary().games_dropped) == (1, 0)
 
 
 def test_corrupted_checkpoints_fall_back_or_are_refused(tmp_path):
@@ -209,6 +233,8 @@ def test_a_checkpoint_whose_files_match_their_checksums_but_do_not_read_is_not_r
     for name, damage, message in (
         ("model.zip", lambda path: path.write_bytes(path.read_bytes()[:1000]), "is not a zip file"),
         ("rng.pkl", lambda path: path.write_text("garbage\n"), "rng.pkl cannot be read"),
+        ("games.pkl", lambda path: path.write_text("garbage\n"), "games.pkl cannot be read"),
+        ("games.pkl", lambda path: path.write_bytes(pickle.dumps([1])), "games.pkl does not hold one entry per rank"),
         ("state.json", lambda path: path.write_text(json.dumps({**state, "log_rows": None})), "'log_rows' is None"),
         ("state.json", lambda path: path.write_text(json.dumps({**state, "n_envs": 0})), "'n_envs' is 0"),
     ):
@@ -220,6 +246,25 @@ def test_a_checkpoint_whose_files_match_their_checksums_but_do_not_read_is_not_r
         (newest / name).write_bytes(kept)
         rehash(newest, name)
     assert latest_checkpoint(run).path == newest
+
+
+def test_a_checkpoint_of_layout_3_resumes_with_new_games(tmp_path):
+    """A checkpoint written before games were saved (layout 3: no games.pkl) still resumes: the envs start new games,
+    and the summary counts the games in progress it lost."""
+    run = tmp_path / "run"
+    assert (
+        run_cli("train", *TINY, "--total-steps", str(2 * ROLLOUT), "--max-wall-minutes", "1e-9", "--out", str(run)).returncode
+        == 0
+    )
+    checkpoint = latest_checkpoint(run).path
+    (checkpoint / "games.pkl").unlink()
+    manifest = json.loads((checkpoint / MANIFEST).read_text())
+    del manifest["files"]["games.pkl"]
+    (checkpoint / MANIFEST).write_text(json.dumps({**manifest, "format": 3}))
+    assert latest_checkpoint(run).games is None
+    resumed = run_cli("train", "--resume", str(run))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert json.loads((run / "summary.json").read_text())["games_dropped"] == 2
 
 
 def test_resume_refuses_a_log_cell_that_is_not_a_number_before_training(tmp_path):

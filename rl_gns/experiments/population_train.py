@@ -9,8 +9,8 @@ A population differs only in seeds and learning rates (``MEMBER_SETTINGS`` of :m
 one rollout size of a sweep is the natural unit. Checkpoints are taken at one iteration boundary for every member
 still training, written one member after another, and a signal or deadline stops them all there. A member's
 checkpoint holds the population's torch generator (the actions of all members are drawn from it at once) and the
-member's own NumPy generator (its minibatch permutations), so a population resumed from checkpoints of one boundary
-goes on as it would have, but for the games in progress, which each member drops; each is also an ordinary checkpoint
+member's own NumPy generator (its minibatch permutations) and its games in progress (:mod:`rl_gns.core.games`), so a
+population resumed from checkpoints of one boundary goes on as it would have; each is also an ordinary checkpoint
 that ``rl-gns train --resume`` can go on from alone. A kill while the checkpoints are written (SIGKILL) leaves the
 members written so far at the new boundary and the others at the one before, and a half-written ``.tmp-`` directory
 that resuming removes: the members then resume from different boundaries, with a warning, and go on from each one's
@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch as th
 
+from rl_gns.core.games import save_games
 from rl_gns.core.population import Population
 from rl_gns.experiments.callbacks import Snapshots
 from rl_gns.experiments.config import TrainConfig, population_settings
@@ -142,7 +143,7 @@ def _train(plans: Sequence[RunPlan], config: TrainConfig) -> list[Path]:
             shared = th.get_rng_state()
             for k in training:
                 rng_state = {"torch": shared, "numpy": rngs[k].get_state(), "random": random.getstate()}
-                write_run_checkpoint(opened[k], time.perf_counter() - start, [rng_state])
+                write_run_checkpoint(opened[k], time.perf_counter() - start, [rng_state], [save_games(members[k])])
             clock.saved(steps, began)
         return not clock.stopped
 

@@ -29,8 +29,9 @@ A probe is a sweep (:mod:`rl_gns.experiments.sweep`) of branches: ``<out>/sweep.
 analyze`` reads it too; ``<out>/probe.json`` records the branch point, the anchor's start score and the target. The
 probe keeps its own copy of the branch point's agent (``<out>/branch_point.zip``), which the anchor and the branches
 start from, so that its source may train on and prune its checkpoints. Rerun after an interruption, it keeps the
-finished runs and starts the others again from their start rather than resuming them from checkpoints (a resumed run
-drops its games in progress): on CPU with one torch thread per run, its report is then an uninterrupted probe's.
+finished runs and starts the others again from their start rather than resuming them from checkpoints (a run resumed
+on a backend that saves no games drops its games in progress): on CPU with one torch thread per run, its report is
+then an uninterrupted probe's.
 """
 
 from __future__ import annotations
@@ -576,7 +577,7 @@ def probe(config: ProbeConfig) -> Path:
 def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
     """:func:`probe`, with the directory's lock held. The anchor and the branches start from the probe's copy of the
     agent; an unfinished one starts again from its start (an anchor is replayed, a branch restarted from the branch
-    point) rather than resuming from a checkpoint, which would drop its games in progress."""
+    point) rather than resuming from a checkpoint, which drops the games in progress on a backend that saves none."""
     settings = config.recorded()
     before = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
     if point.source is None and (not before or "source_model" in before):  # not a probe from before copies were kept

@@ -499,10 +499,11 @@ def run_all(
     :param execution: local pool or Ray, runs at once, threads per run.
     :param label: what the progress lines call the collection of runs (``sweep``, ``bench``).
     :param restart: start every unfinished run again from its start instead of resuming it from a checkpoint (a
-        resumed run drops its games in progress); with ``--engine population``, every run of a population that holds
-        an unfinished one, finished runs included, in the populations an uninterrupted command forms at the same
-        ``--workers``: a population's runs draw their actions from one generator, so a run trains as it did only
-        beside the same others. Seeded runs on CPU with one torch thread then end as they would have uninterrupted.
+        resumed run on a backend that saves no games drops its games in progress); with ``--engine population``, every
+        run of a population that holds an unfinished one, finished runs included, in the populations an uninterrupted
+        command forms at the same ``--workers``: a population's runs draw their actions from one generator, so a run
+        trains as it did only beside the same others. Seeded runs on CPU with one torch thread then end as they would
+        have uninterrupted.
     """
     (out / "specs").mkdir(parents=True, exist_ok=True)
     run_dirs = {name: RunDir(spec.out) for name, spec in specs.items() if spec.out is not None}

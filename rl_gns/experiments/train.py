@@ -10,9 +10,10 @@ write until it exits, and a second ``train``, ``--resume`` or ``--overwrite`` on
 and SIGHUP stop training after the PPO iteration in progress, with a checkpoint (:mod:`rl_gns.experiments.signals`).
 
 Resuming (``--resume DIR``) goes on from the run's newest checkpoint (:mod:`rl_gns.records.checkpoint`) as if
-nothing had happened, except for the games in progress: the envs start new games (seeded ``seed +
-env_steps``), the games cut off are counted in ``summary.json`` (``games_dropped``), and SB3's
-``time/time_elapsed`` and ``time/fps`` restart. Rows logged after the checkpoint are dropped and logged again.
+nothing had happened, in the same games (:mod:`rl_gns.core.games`); only SB3's ``time/time_elapsed`` and ``time/fps``
+restart. Where the games in progress could not be saved (the ``ale_vector`` backend, or a checkpoint of an older
+rl-gns), the envs start new games (seeded ``seed + env_steps``) and the games cut off are counted in
+``summary.json`` (``games_dropped``). Rows logged after the checkpoint are dropped and logged again.
 
 Data-parallel (``--nproc D``, or the ranks ``torchrun`` starts): every rank runs :func:`train_rank` with its share
 of the envs (:class:`~rl_gns.core.distributed.DataParallelPPO`); rank 0's plan holds for every rank, and rank 0
@@ -50,6 +51,7 @@ from rl_gns.core.advice import DEFAULT_PREDICTOR, MIN_MEASUREMENTS, Advice, advi
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
 from rl_gns.core.defaults import optimizer_policy_kwargs, schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
+from rl_gns.core.games import restore_games, save_games
 from rl_gns.core.names import tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.callbacks import CheckpointClock, Checkpointer, EpisodeLogger, RanksProgressBar, Snapshots
@@ -62,6 +64,7 @@ from rl_gns.records.checkpoint import (
     CHECKPOINTS,
     checkpoint_dirs,
     global_rng_state,
+    load_games,
     load_rng_states,
     remove_checkpoints,
     set_global_rng_state,
@@ -203,8 +206,9 @@ def open_run(plan: RunPlan, console: KVWriter | None, rank: int = 0) -> OpenRun:
         if rank == 0:
             run.write_config(run_record(plan))
     else:
-        model = resumed_model(plan, env, make_env)
-        state = {**checkpoint.state, "games_dropped": checkpoint.state["games_dropped"] + checkpoint.state["n_envs"]}
+        model, kept_games = resumed_model(plan, env, make_env)
+        dropped = 0 if kept_games else checkpoint.state["n_envs"]
+        state = {**checkpoint.state, "games_dropped": checkpoint.state["games_dropped"] + dropped}
         state["resumes"] += 1
     if rank == 0:
         resume_step = None if checkpoint is None else checkpoint.env_steps
@@ -217,11 +221,12 @@ def open_run(plan: RunPlan, console: KVWriter | None, rank: int = 0) -> OpenRun:
     return OpenRun(plan, run, model, state, episodes)
 
 
-def write_run_checkpoint(opened: OpenRun, wall_s: float, rng_states: list[dict[str, Any]]) -> None:
+def write_run_checkpoint(opened: OpenRun, wall_s: float, rng_states: list[dict[str, Any]], games: list[bytes | None]) -> None:
     """Write a checkpoint of an open run as its agent is now (rank 0).
 
     :param wall_s: seconds of training of this slice so far.
     :param rng_states: the global RNG states the agent draws from, one per rank.
+    :param games: the games in progress of each rank (:func:`rl_gns.core.games.save_games`).
     """
     run, model, config = opened.run, opened.model, opened.plan.config
     log_rows = {name: len(read_rows(run.file(name))[1]) for name in (PROGRESS, EPISODES)}
@@ -229,7 +234,8 @@ def write_run_checkpoint(opened: OpenRun, wall_s: float, rng_states: list[dict[s
     record = {**opened.state, "env_steps": model.num_timesteps, "iterations": model.iterations, "n_envs": n_envs}
     provenance = {"rl_gns": version("rl-gns"), "settings": training_settings(config)}
     wall_s += opened.state["wall_s"]
-    write_checkpoint(run.path, model.save, {**record, "wall_s": wall_s, "log_rows": log_rows, **provenance}, rng_states)
+    state = {**record, "wall_s": wall_s, "log_rows": log_rows, **provenance}
+    write_checkpoint(run.path, model.save, state, rng_states, games)
 
 
 def close_run(opened: OpenRun, wall_s: float, lifecycle: dict[str, Any]) -> Path:
@@ -293,9 +299,9 @@ def run_training(plan: RunPlan) -> Path:
     start = time.perf_counter()
 
     def save_checkpoint() -> None:
-        rng_states = gather_objects(global_rng_state())
+        rng_states, games = gather_objects(global_rng_state()), gather_objects(save_games(model))
         if rank == 0:
-            write_run_checkpoint(opened, time.perf_counter() - start, rng_states)
+            write_run_checkpoint(opened, time.perf_counter() - start, rng_states, games)
 
     with StopOnSignal() as signals:
         checkpoints = Checkpointer(save_checkpoint, checkpoint_clock(config, signals.requested))
@@ -419,25 +425,33 @@ def new_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> NoiseScalePPO
     return AdaptivePPO(policy, env, adaptive=adaptive, make_env=make_env, **ppo_kwargs(config))
 
 
-def resumed_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> NoiseScalePPO:
+def resumed_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> tuple[NoiseScalePPO, bool]:
     """The agent of the plan's checkpoint (SB3's ``load``) on ``env``, this rank's new envs (as many as the agent had:
-    an adaptive run may have grown), with the global RNG states it was saved with."""
+    an adaptive run may have grown), with the global RNG states it was saved with, and in the games it was playing.
+
+    :return: the agent, and whether it plays on in the saved games (``False``: it starts new ones).
+    """
     config, checkpoint = plan.config, plan.checkpoint
     assert checkpoint is not None
     rank, n_ranks = rank_and_size()
     if n_ranks > 1:  # rank 0 reads the checkpoint for every rank: the others need no shared disk
-        saved, rng_states = broadcast_object(
-            (checkpoint.model.read_bytes(), load_rng_states(checkpoint)) if rank == 0 else None
+        saved, rng_states, games = broadcast_object(
+            (checkpoint.model.read_bytes(), load_rng_states(checkpoint), load_games(checkpoint)) if rank == 0 else None
         )
         model: NoiseScalePPO = DataParallelPPO.load(io.BytesIO(saved), env=env, device=config.device)
-    elif config.adaptive_r is None:
-        model, rng_states = NoiseScalePPO.load(checkpoint.model, env=env, device=config.device), load_rng_states(checkpoint)
     else:
-        model = AdaptivePPO.load(checkpoint.model, env=env, device=config.device, make_env=make_env)
-        rng_states = load_rng_states(checkpoint)
-    env.seed(plan.env_seed(rank))  # SB3's load seeded the envs with the run's seed again; the next reset uses this
+        rng_states, games = load_rng_states(checkpoint), load_games(checkpoint)
+        if config.adaptive_r is None:
+            model = NoiseScalePPO.load(checkpoint.model, env=env, device=config.device)
+        else:
+            model = AdaptivePPO.load(checkpoint.model, env=env, device=config.device, make_env=make_env)
     set_global_rng_state(rng_states[rank])
-    return model
+    saved_games = None if games is None else games[rank]
+    if saved_games is None:
+        env.seed(plan.env_seed(rank))  # SB3's load seeded the envs with the run's seed again; the next reset uses this
+        return model, False
+    restore_games(model, saved_games)
+    return model, True
 
 
 def clear_run_files(run: RunDir) -> None:

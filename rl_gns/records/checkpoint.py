@@ -6,6 +6,8 @@ A checkpoint directory holds:
 ``model.zip``   the agent as SB3's ``save`` writes it: policy, optimizer, counters and schedules' progress,
                 noise-scale averages, pooled history and measurement RNG, adaptive state, score window
 ``rng.pkl``     the global RNG states (torch, NumPy, ``random``) that SB3 seeds once at the start, one per rank
+``games.pkl``   the games in progress of each rank's envs (:mod:`rl_gns.core.games`), or ``None`` for a rank whose
+                envs cannot save them
 ``state.json``  what the run directory needs to go on: agent steps, iterations, wall time, games dropped,
                 the rows each log held, the rl-gns version and settings it was made with
 ``manifest.json`` the layout version and the SHA-256 of each file above
@@ -42,11 +44,12 @@ from rl_gns.records.schema import Count, NonNegative, Whole, require
 CHECKPOINTS = "checkpoints"
 #: Checkpoints kept per run (the newest ones); the older one is the fallback if the newest is corrupted.
 KEEP = 2
-#: Version of the checkpoint layout (2: one RNG state per rank; 3: a manifest covers every file).
-FORMAT = 3
+#: Version of the checkpoint layout (2: one RNG state per rank; 3: a manifest covers every file; 4: the games in
+#: progress).
+FORMAT = 4
 MANIFEST = "manifest.json"
-#: The files of a checkpoint that the manifest covers.
-FILES = ("model.zip", "rng.pkl", "state.json")
+#: The files of a checkpoint that the manifest covers, by the layouts this version reads (3: resumed with new games).
+FILES = {3: ("model.zip", "rng.pkl", "state.json"), 4: ("model.zip", "rng.pkl", "games.pkl", "state.json")}
 #: ``state.json``: what resuming reads of it (older checkpoints lack ``settings`` and ``rl_gns``).
 STATE_FIELDS: dict[str, Any] = {
     "env_steps": Whole,
@@ -87,6 +90,8 @@ class Checkpoint:
     state: dict[str, Any]
     """``state.json``: ``env_steps``, ``iterations``, ``n_envs``, ``wall_s``, ``games_dropped``, ``resumes``,
     ``log_rows``, ``rl_gns``, ``settings``."""
+    layout: int = FORMAT
+    """The layout it was written in (``manifest.json``'s ``format``)."""
 
     @property
     def model(self) -> Path:
@@ -95,6 +100,11 @@ class Checkpoint:
     @property
     def env_steps(self) -> int:
         return int(self.state["env_steps"])
+
+    @property
+    def games(self) -> Path | None:
+        """``games.pkl``; ``None`` in a checkpoint of layout 3, which saved no games."""
+        return self.path / "games.pkl" if "games.pkl" in FILES[self.layout] else None
 
 
 def global_rng_state() -> dict[str, Any]:
@@ -136,7 +146,11 @@ def _fsync(path: Path) -> None:
 
 
 def write_checkpoint(
-    run_path: Path, save_model: Callable[[Path], None], state: dict[str, Any], rng_states: list[dict[str, Any]]
+    run_path: Path,
+    save_model: Callable[[Path], None],
+    state: dict[str, Any],
+    rng_states: list[dict[str, Any]],
+    games: list[bytes | None],
 ) -> Path:
     """Write a checkpoint of a run at ``state["env_steps"]`` and prune all but the newest :data:`KEEP`.
 
@@ -144,6 +158,7 @@ def write_checkpoint(
     :param save_model: writes the agent to the given ``.zip`` path (``model.save``).
     :param state: what :attr:`Checkpoint.state` holds.
     :param rng_states: :func:`global_rng_state` of each rank, in rank order (one for a single process).
+    :param games: :func:`rl_gns.core.games.save_games` of each rank's envs, in rank order.
     :return: the checkpoint's directory.
     """
     root = run_path / CHECKPOINTS
@@ -154,10 +169,12 @@ def write_checkpoint(
     save_model(tmp / "model.zip")
     with open(tmp / "rng.pkl", "wb") as f:
         pickle.dump(rng_states, f)
+    with open(tmp / "games.pkl", "wb") as f:
+        pickle.dump(games, f)
     (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
-    manifest = {"format": FORMAT, "files": {name: sha256(tmp / name) for name in FILES}}
+    manifest = {"format": FORMAT, "files": {name: sha256(tmp / name) for name in FILES[FORMAT]}}
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    for name in (*FILES, MANIFEST):
+    for name in (*FILES[FORMAT], MANIFEST):
         _fsync(tmp / name)
     if final.exists():  # the same step again (a resumed run that stopped at once): replace it
         shutil.rmtree(final)
@@ -176,10 +193,13 @@ def verify(path: Path) -> Checkpoint:
     """
     try:
         manifest = json.loads(read_text(path / MANIFEST, "a JSON file"))
-        if manifest.get("format") != FORMAT:
-            raise CheckpointError(f"checkpoint {path} has layout {manifest.get('format')}, this rl-gns reads {FORMAT}")
-        if sorted(manifest["files"]) != sorted(FILES):
-            raise CheckpointError(f"checkpoint {path}: its manifest lists {sorted(manifest['files'])}, not {sorted(FILES)}")
+        layout = manifest.get("format")
+        if layout not in FILES:
+            raise CheckpointError(f"checkpoint {path} has layout {layout}, this rl-gns reads {' and '.join(map(str, FILES))}")
+        if sorted(manifest["files"]) != sorted(FILES[layout]):
+            raise CheckpointError(
+                f"checkpoint {path}: its manifest lists {sorted(manifest['files'])}, not {sorted(FILES[layout])}"
+            )
         for name, digest in manifest["files"].items():
             if sha256(path / name) != digest:
                 raise CheckpointError(f"checkpoint {path}: {name} does not match its checksum")
@@ -190,8 +210,9 @@ def verify(path: Path) -> Checkpoint:
             damaged = archive.testzip()
         if damaged is not None:
             raise CheckpointError(f"checkpoint {path}: model.zip's {damaged} is damaged")
-        checkpoint = Checkpoint(path, state)
+        checkpoint = Checkpoint(path, state, layout)
         load_rng_states(checkpoint)
+        load_games(checkpoint)
     except CheckpointError:
         raise
     except (OSError, ValueError, KeyError, AttributeError, TypeError, RecursionError, zipfile.BadZipFile) as error:
@@ -235,6 +256,24 @@ def load_rng_states(checkpoint: Checkpoint) -> list[dict[str, Any]]:
     if not isinstance(states, list) or not states or not all(isinstance(s, dict) and s.keys() >= RNG_KEYS for s in states):
         raise CheckpointError(f"checkpoint {checkpoint.path}: rng.pkl does not hold one RNG state per rank")
     return states
+
+
+def load_games(checkpoint: Checkpoint) -> list[bytes | None] | None:
+    """The games in progress of each rank saved with a checkpoint (our own pickle, checked against its SHA-256);
+    ``None`` for a checkpoint of layout 3, which saved none.
+
+    :raises CheckpointError: if the file does not hold one entry per rank, each pickled games or ``None``.
+    """
+    if checkpoint.games is None:
+        return None
+    try:
+        with open(checkpoint.games, "rb") as f:
+            games = pickle.load(f)  # written by write_checkpoint, checksum verified
+    except Exception as error:  # unpickling bytes that are not a pickle can raise anything
+        raise CheckpointError(f"checkpoint {checkpoint.path}: games.pkl cannot be read ({error!r})") from error
+    if not isinstance(games, list) or not games or not all(g is None or isinstance(g, bytes) for g in games):
+        raise CheckpointError(f"checkpoint {checkpoint.path}: games.pkl does not hold one entry per rank")
+    return games
 
 
 def remove_torn(run_path: Path) -> None:

@@ -460,7 +460,8 @@ class RunSummary:
     :param noise_scales: one entry per (scheme, loss) measured.
     :param advice: the critical rollout size the default predictor gives, as printed.
     :param resumes: times the run went on from a checkpoint (0 for a run trained in one go).
-    :param games_dropped: games in progress at those checkpoints, lost as the resumed run started its envs anew.
+    :param games_dropped: games in progress at those checkpoints that the resumed run lost, starting its envs anew
+        (none where the checkpoints held the games, :mod:`rl_gns.core.games`).
     :param values: every field as written (throughput, device, checkpoints, ...).
     """
 

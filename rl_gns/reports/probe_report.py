@@ -299,9 +299,9 @@ def interruption_notes(probe_dir: Path, probe: dict) -> list[str]:
     """What interruptions changed of the numbers against an uninterrupted probe with the same seeds, one note per
     cause; none where the probe was not interrupted, or its replays repeat an uninterrupted probe exactly.
 
-    - An anchor or branch that resumed from a checkpoint (a probe started before unfinished runs were started again,
-      or ``rl-gns train --resume`` on one of its runs) lost its games in progress: the anchor's start score and
-      targets move, a branch's steps to the target grow.
+    - An anchor or branch that resumed from a checkpoint without its games (a probe started before unfinished runs
+      were started again, or ``rl-gns train --resume`` on one of its runs whose checkpoint held no games) lost its
+      games in progress: the anchor's start score and targets move, a branch's steps to the target grow.
     - ``rl-gns probe`` replays an unfinished anchor and restarts an unfinished branch from the branch point
       (``probe.json``'s ``restarts``): the same seeds repeat the same games on CPU with one torch thread per run,
       but not necessarily on another device or with more threads.
@@ -310,13 +310,13 @@ def interruption_notes(probe_dir: Path, probe: dict) -> list[str]:
     """
     notes = []
     anchor = RunDir(probe_dir / ANCHOR)
-    if anchor.status() == "done" and (summary := anchor.summary()).resumes:
+    if anchor.status() == "done" and (summary := anchor.summary()).games_dropped:
         notes.append(
             f"the anchor resumed {summary.resumes} time(s) from checkpoints, losing {summary.games_dropped} games in "
             "progress: its start score and targets differ from those of an uninterrupted anchor with the same seeds"
         )
     resumed = [run for run in sorted((probe_dir / "runs").glob("*")) if RunDir(run).status() == "done"]
-    resumed = [run for run in resumed if RunDir(run).summary().resumes]
+    resumed = [run for run in resumed if RunDir(run).summary().games_dropped]
     if resumed:
         notes.append(
             f"{len(resumed)} branches resumed from checkpoints, losing their games in progress, which delays their "

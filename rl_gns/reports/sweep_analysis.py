@@ -118,14 +118,16 @@ class RunRecord:
     """The agent step the run's first full running score (its first ``window`` games) stands for
     (:func:`~rl_gns.core.targets.window_midpoint`): no reach can be timed earlier; NaN before ``window`` games."""
     resumes: int = 0
-    """Times a finished run went on from a checkpoint, its games in progress dropped (0 for an unfinished run)."""
+    """Times a finished run went on from a checkpoint (0 for an unfinished run)."""
+    games_dropped: int = 0
+    """Games in progress a finished run lost at those resumes (0 where its checkpoints held the games)."""
 
 
 def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
     """Read one run directory that has written its configuration."""
     config, progress, episodes = run.config(), run.progress(), run.episodes()
     # a run counted as finished has a summary that reads: refuse a torn or edited one
-    resumes = run.summary().resumes if run.status() == "done" else 0
+    summary = run.summary() if run.status() == "done" else None
     record = RunRecord(
         name=run.name,
         n_envs=config.n_envs,
@@ -136,7 +138,8 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
         seed=config.seed,
         status=run.status(),
         env_steps=run.env_steps(progress),
-        resumes=resumes,
+        resumes=0 if summary is None else summary.resumes,
+        games_dropped=0 if summary is None else summary.games_dropped,
     )
     running = running_score(episodes["score"], window)
     lengths = episodes["length_frames"] / config.settings.get("frame_skip", FRAME_SKIP)

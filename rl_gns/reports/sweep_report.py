@@ -281,18 +281,19 @@ def path_candidate_rows(results: list[TargetResult]) -> list[str]:
 
 
 def resumed_note(runs: list[RunRecord]) -> list[str]:
-    """A paragraph naming the finished runs that went on from checkpoints, where any did: each dropped its games in
-    progress and started every env anew at once, so that its next games end in order of length (the short first)
-    and its running score can pass a target sooner or later than the uninterrupted run's would."""
-    resumed = [run for run in runs if run.resumes]
+    """A paragraph naming the finished runs that lost games in progress as they went on from checkpoints, where any
+    did: each started every env anew at once, so that its next games end in order of length (the short first) and
+    its running score can pass a target sooner or later than the uninterrupted run's would. A run whose checkpoints
+    held its games (:mod:`rl_gns.core.games`) played on as if uninterrupted, and is not named."""
+    resumed = [run for run in runs if run.games_dropped]
     if not resumed:
         return []
     sizes = sorted({run.rollout_size for run in resumed})
     return [
         f"Note: {len(resumed)} of {sum(run.status == 'done' for run in runs)} finished runs resumed from checkpoints "
-        f"(rollout sizes {', '.join(map(str, sizes))}; the Runs table names them). Each dropped its games in progress "
-        "and started all its envs anew at once, so its next games end in order of length: its steps to a target may "
-        "differ from an uninterrupted run's, and the analysis keeps them as they are.",
+        f"that held no games (rollout sizes {', '.join(map(str, sizes))}; the Runs table names them). Each dropped its "
+        "games in progress and started all its envs anew at once, so its next games end in order of length: its steps "
+        "to a target may differ from an uninterrupted run's, and the analysis keeps them as they are.",
         "",
     ]
 

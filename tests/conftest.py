@@ -14,6 +14,9 @@ from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
 from rl_gns.cli import main
 
 #: A tiny PPO on real Beam Rider: 2 envs x 32 steps = 64-sample rollouts, 32-sample minibatches.
+#: One learning rate per size and S at the passage: the small probes the tests run (rl-gns probe's defaults re-tune the
+#: rate at 3 points per size and time S at the midpoint of the reaching games).
+ONE_RATE = ["--lr-points", "1", "--steps", "passage"]
 TINY_PPO = dict(n_steps=32, batch_size=32, n_epochs=2, learning_rate=2.5e-4, clip_range=0.1, ent_coef=0.01, seed=3)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch as th
-from conftest import lock_held_elsewhere, rl_gns
+from conftest import ONE_RATE, lock_held_elsewhere, rl_gns
 
 from rl_gns.core.atari import make_atari_vec_env
 from rl_gns.core.ppo import NoiseScalePPO
@@ -103,7 +103,8 @@ def test_the_anchor_plays_on_the_device_of_the_branches(source, tmp_path):
 @pytest.mark.slow
 def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     out = tmp_path / "probe"
-    command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "2", "--n-envs", "2,4",
+    command = [*CLI, "probe", str(source), *ONE_RATE, "--at", "3000", "--anchor-steps", "4096", "--window", "2",
+               "--n-envs", "2,4",
                "--seeds", "2", "--budget-steps", "3072", "--workers", "2", "--out", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
@@ -179,7 +180,7 @@ def test_a_probe_of_a_run_in_training_is_refused_before_writing(source, tmp_path
     """A run that another process trains prunes the checkpoints and snapshots a probe would branch from: the probe
     says so in one line and writes nothing."""
     with lock_held_elsewhere(source) as pid:
-        result = subprocess.run([*CLI, "probe", str(source), "--n-envs", "2", "4", "--out", str(tmp_path / "p")],
+        result = subprocess.run([*CLI, "probe", str(source), *ONE_RATE, "--n-envs", "2", "4", "--out", str(tmp_path / "p")],
                                 capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert (
@@ -210,14 +211,14 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
         check(ProbeConfig(source=source, threads_per_run=0, out=tmp_path / "p"))
     assert not (tmp_path / "p").exists()
     # an anchor that finishes too few games is found only once it has played: one line, exit status 2
-    short = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "64", "--n-envs", "2", "4", "--out",
+    short = subprocess.run([*CLI, "probe", str(source), *ONE_RATE, "--anchor-steps", "64", "--n-envs", "2", "4", "--out",
                             str(tmp_path / "q")], capture_output=True, text=True)  # fmt: skip
     assert short.returncode == 2 and "Traceback" not in short.stderr
     assert short.stderr.strip().endswith(
         f"the anchor finished 0 games, fewer than --window 20; probe again with a larger --anchor-steps and another "
         f"--out ({tmp_path / 'q'} keeps these settings)"
     )
-    again = subprocess.run([*CLI, "probe", str(source), "--anchor-steps", "128", "--n-envs", "2", "4", "--out",
+    again = subprocess.run([*CLI, "probe", str(source), *ONE_RATE, "--anchor-steps", "128", "--n-envs", "2", "4", "--out",
                             str(tmp_path / "q")], capture_output=True, text=True)  # fmt: skip
     assert again.returncode == 2 and "holds runs with other settings (anchor_steps)" in again.stderr
 
@@ -228,7 +229,7 @@ def test_an_anchor_too_short_for_the_games_of_the_source_is_warned_of_before_it_
     # the tiny source finishes few games: say it finished one every 200 agent steps, of 800 frames each
     games = "".join(f"{200 * k},1.0,800,1.0\n" for k in range(1, 21))
     (copy / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n" + games)
-    short = subprocess.run([*CLI, "probe", str(copy), "--at", "3000", "--anchor-steps", "64", "--n-envs", "2", "4",
+    short = subprocess.run([*CLI, "probe", str(copy), *ONE_RATE, "--at", "3000", "--anchor-steps", "64", "--n-envs", "2", "4",
                             "--out", str(tmp_path / "p")], capture_output=True, text=True)  # fmt: skip
     warning = next(line for line in short.stderr.splitlines() if "Warning" in line)
     assert warning.endswith(
@@ -245,13 +246,27 @@ def test_an_anchor_too_short_for_the_games_of_the_source_is_warned_of_before_it_
         warn_short_anchor(ProbeConfig(source=copy, anchor_steps=64), branch_point(copy, 3000), n_envs=2)
 
 
+def test_the_defaults_are_the_settings_the_probe_guide_recommends(tmp_path):
+    """``rl-gns probe RUN --at STEP`` alone probes as docs/probe.md recommends: 4 envs at n_steps 32 to 1,024, 3
+    learning rates per size, S at the games' midpoint. Several --n-envs vary the env count instead (the default grid
+    gives way); a grid given with them is refused."""
+    default = ProbeConfig(source=tmp_path)
+    assert (default.n_envs, default.n_steps_grid) == ((4,), (32, 64, 128, 256, 512, 1024))
+    assert (default.lr_points, default.steps, default.seeds) == (3, "midpoint", 3)
+    assert ProbeConfig(source=tmp_path, n_envs=(2, 4)).n_steps_grid == ()
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "probe.md").read_text()
+    assert "`--n-envs 4 --n-steps-grid 32 64 128 256 512 1024 --seeds 3 --lr-points 3 --steps midpoint`" in guide
+    with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs"):
+        check(ProbeConfig(source=tmp_path, n_envs=(2, 4), n_steps_grid=(16, 32)))
+
+
 def test_a_probe_of_more_branches_than_can_be_is_refused_before_they_are_enumerated(source, tmp_path, monkeypatch):
     def never_enumerated(self):
         raise AssertionError("the branches were enumerated before their count was checked")
 
     monkeypatch.setattr("rl_gns.experiments.sweep.SweepConfig.runs", never_enumerated)
     with pytest.raises(ValueError, match=r"2 sizes x 1 --lr-points x 100,000,000 --seeds make 200,000,000 runs"):
-        check(ProbeConfig(source=source, n_envs=(2, 4), seeds=100_000_000, out=tmp_path / "p"))
+        check(ProbeConfig(source=source, n_envs=(2, 4), lr_points=1, seeds=100_000_000, out=tmp_path / "p"))
     assert not (tmp_path / "p").exists()
 
 
@@ -313,7 +328,8 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
     --delta-noise a b: a ladder of targets, the branches run to the highest, the report fits each and reports the
     lowest resolved one (else the lowest)."""
     out = tmp_path / "probe"
-    command = [*CLI, "probe", str(source), "--at", "3000", "--anchor-steps", "4096", "--window", "1", "--n-envs", "2",
+    command = [*CLI, "probe", str(source), *ONE_RATE, "--at", "3000", "--anchor-steps", "4096", "--window", "1",
+               "--n-envs", "2",
                "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "4096", "--delta-noise", "0.01", "0.5",
                "--steps", "midpoint", "--engine", "population", "--workers", "2", "--null-level", "None",
                "--out", str(out)]  # fmt: skip
@@ -430,11 +446,13 @@ def test_a_probe_states_its_cost_and_max_cost_caps_it(source, tmp_path):
     """Before it trains: the cost is every branch's budget plus the anchor, as a multiple of the run's agent steps at
     the branch point; a probe over --max-cost is refused before anything is written."""
     point = check(ProbeConfig(source=source, at=1500, n_envs=(2, 4), seeds=2, out=tmp_path / "p"))
-    cost = probe_cost(ProbeConfig(source=source, n_envs=(2, 4), seeds=2, budget_steps=10_000, anchor_steps=1_000), point, 2)
+    cost = probe_cost(
+        ProbeConfig(source=source, n_envs=(2, 4), lr_points=1, seeds=2, budget_steps=10_000, anchor_steps=1_000), point, 2
+    )
     assert cost.agent_steps == 1_000 + 2 * 2 * 10_000 and cost.branches == 4
     assert cost.multiple == pytest.approx(cost.agent_steps / point.env_steps) and cost.steps_per_s > 0
     assert f"{cost.multiple:,.1f}x the run's {point.env_steps:,} agent steps" in cost.line()
-    settings = dict(source=source, at=1500, n_envs=(2, 4), seeds=2, budget_steps=10_000, anchor_steps=1_000)
+    settings = dict(source=source, at=1500, n_envs=(2, 4), lr_points=1, seeds=2, budget_steps=10_000, anchor_steps=1_000)
     with pytest.raises(ValueError, match=r"--max-cost 5: this probe may spend 41,000 agent steps"):
         check(ProbeConfig(**settings, max_cost=5.0, out=tmp_path / "q"))
     check(ProbeConfig(**settings, max_cost=cost.multiple + 1, out=tmp_path / "q"))
@@ -454,7 +472,7 @@ def test_a_spec_of_a_probe_started_from_a_relative_source_runs_from_any_working_
     shutil.copy(SPACE_INVADERS / "config.json", source)
     shutil.copy(SPACE_INVADERS / "snapshots" / "000000050176.zip", source / "snapshots")
     # --max-wall-minutes 1 leaves no slice to start a run in: the command writes the specs and stops
-    args = ["probe", source, "--at", "50000", "--anchor-steps", "256", "--n-envs", "2,4", "--seeds", "1"]
+    args = ["probe", source, *ONE_RATE, "--at", "50000", "--anchor-steps", "256", "--n-envs", "2,4", "--seeds", "1"]
     status, stderr = rl_gns(capsys, *args, "--budget-steps", "256", "--max-wall-minutes", "1", "--out", "probe")
     assert status == 0, stderr
     spec = tmp_path / "probe" / "specs" / "anchor.json"
@@ -508,7 +526,7 @@ def test_a_full_disk_during_a_probe_leaves_no_empty_error_file_and_says_how_to_g
 
     monkeypatch.setattr(runner, "record_outcome", on_a_full_disk)
     out = tmp_path / "probe"
-    args = ["probe", str(source), "--at", "50000", "--anchor-steps", "256", "--n-envs", "2,4", "--seeds", "1"]
+    args = ["probe", str(source), *ONE_RATE, "--at", "50000", "--anchor-steps", "256", "--n-envs", "2,4", "--seeds", "1"]
     with limited(100_000):
         status = main([*args, "--budget-steps", "256", "--out", str(out)])
     said = capsys.readouterr()

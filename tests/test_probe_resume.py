@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from conftest import ONE_RATE
 
 from rl_gns.experiments.probe import HELD
 from rl_gns.records.checkpoint import CHECKPOINTS, checkpoint_dirs
@@ -29,7 +30,7 @@ CLI = [sys.executable, "-m", "rl_gns"]
 TINY = ["--env", "Breakout", "--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--minibatch-size", "32",
         "--torch-threads", "1", "--progress-bar", "False"]  # fmt: skip
 #: A probe of a few seconds per run: an anchor of about 6 games, 2 branches, a checkpoint every iteration.
-PROBE = ["--anchor-steps", "1536", "--window", "2", "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "1024",
+PROBE = [*ONE_RATE, "--anchor-steps", "1536", "--window", "2", "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "1024",
          "--workers", "2", "--checkpoint-minutes", "0", "--delta-noise", "1"]  # fmt: skip
 #: What two probes of one agent with the same seeds differ in: the path of each one's copy of the agent, and how
 #: often each started its runs again.

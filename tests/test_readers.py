@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import lock_held_elsewhere, rl_gns
+from conftest import ONE_RATE, lock_held_elsewhere, rl_gns
 
 from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.records.checkpoint import FILES, FORMAT, MANIFEST, CheckpointError, sha256, verify
@@ -601,7 +601,8 @@ STUDIES = {
               "--total-steps", "64"],
     "sweep": ["sweep", "--env", "Pong", "--backend", "ram", "--n-envs", "2", "--n-steps", "32", "--n-minibatches", "2",
               "--targets", "100", "--seeds", "1", "--lr-points", "1", "--budget-steps", "64"],
-    "probe": ["probe", str(RESULTS / "probes" / "trunks" / "SpaceInvaders"), "--at", "50000", "--anchor-steps", "256",
+    "probe": ["probe", str(RESULTS / "probes" / "trunks" / "SpaceInvaders"), *ONE_RATE, "--at", "50000",
+              "--anchor-steps", "256",
               "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "256"],
 }  # fmt: skip
 

@@ -236,6 +236,10 @@ def start_score(anchor: Path, window: int, spread_needed: bool) -> StartScore:
     return StartScore(float(np.mean(scores)), float(np.std(scores, ddof=1)), len(scores))
 
 
+#: The n_steps of a probe's branches at its one env count, unless given: 32 to 1,024 steps per env (docs/probe.md).
+DEFAULT_N_STEPS_GRID = (32, 64, 128, 256, 512, 1024)
+
+
 @dataclass(kw_only=True)
 class ProbeConfig(ExecutionConfig):
     """Branch a run at one of its agents at several rollout sizes and seeds, each until its running score improves by
@@ -252,23 +256,23 @@ class ProbeConfig(ExecutionConfig):
     """Raw-score improvement over the start score a branch must reach (needed if games all tie); else --delta-noise SEs."""
     delta_noise: tuple[float, ...] = (3.0,)
     """Without --delta: improvements in standard errors of the running score; several (ascending): a ladder of targets."""
-    n_envs: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
-    """Env counts of the branches (rollout size = n_envs * the source's n_steps); at least 2, or one with --n-steps-grid."""
-    n_steps_grid: tuple[int, ...] = ()
-    """Steps per env per rollout, one per size, at the one --n-envs (a game then spans fewer iterations at larger sizes)."""
+    n_envs: tuple[int, ...] = (4,)
+    """Env counts of the branches: one, with --n-steps-grid; or at least 2 (rollout size = n_envs * the source's n_steps)."""
+    n_steps_grid: tuple[int, ...] = DEFAULT_N_STEPS_GRID
+    """Steps per env per rollout, one per size at one --n-envs; none (--n-steps-grid alone) or several --n-envs vary n_envs."""
     seeds: int = 3
     """Seeds per (env count, learning rate)."""
     first_seed: int = 0
     """First seed of the branches and the anchor; a retest of the same point starts past the first probe's seeds."""
     lr_rule: Literal["sqrt", "linear", "constant"] = "sqrt"
     """Learning rate at each size: the source's, scaled by (rollout size / the source's)^p, p = 0.5, 1 or 0."""
-    lr_points: int = 1
+    lr_points: int = 3
     """Learning rates per size, spaced by lr_factor around the rule (the fastest per seed is kept)."""
     lr_factor: float = 2.0
     """Ratio between neighbouring learning rates of the grid."""
     window: int = DEFAULT_WINDOW
     """Games in the running score of every branch."""
-    steps: StepsMeasure = "passage"
+    steps: StepsMeasure = "midpoint"
     """A branch's S: passage (the iteration its running score reached the target) or midpoint (its games' mean midpoint)."""
     budget_steps: int = 2_000_000
     """Budget per branch in agent steps, if it does not reach its target first."""
@@ -280,6 +284,10 @@ class ProbeConfig(ExecutionConfig):
     """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
     max_cost: float | None = None
     """Refuse a probe whose agent steps could pass this multiple of the run's agent steps at the branch point."""
+
+    def __post_init__(self) -> None:
+        if len(set(self.n_envs)) > 1 and self.n_steps_grid == DEFAULT_N_STEPS_GRID:
+            self.n_steps_grid = ()  # several env counts: the default grid gives way (derived here, once)
 
     def directory(self, point: BranchPoint) -> Path:
         """The probe directory."""

@@ -11,10 +11,11 @@ from rl_gns.core.games import can_save_games, restore_games, save_games
 pytestmark = pytest.mark.atari
 
 
-def agent_on(env):
-    """An SB3 agent on ``env`` whose games have started, as ``learn`` starts them."""
-    agent = PPO("MlpPolicy", env, n_steps=8, batch_size=8, seed=0)
-    agent._last_obs, agent._last_episode_starts = env.reset(), np.ones(env.num_envs, dtype=bool)
+def agent_on(env, policy: str = "MlpPolicy"):
+    """An SB3 agent on ``env`` whose games have started, as ``learn`` starts them (through the agent's own wrapping of
+    ``env``: pixels are transposed)."""
+    agent = PPO(policy, env, n_steps=8, batch_size=8, seed=0)
+    agent._last_obs, agent._last_episode_starts = agent.get_env().reset(), np.ones(env.num_envs, dtype=bool)
     return agent
 
 
@@ -27,21 +28,23 @@ def play(env, actions: np.ndarray) -> list[tuple]:
     return steps
 
 
-def test_restored_games_go_on_as_the_saved_ones_do():
+@pytest.mark.parametrize(("backend", "policy"), [("ram", "MlpPolicy"), ("sb3", "CnnPolicy")])
+def test_restored_games_go_on_as_the_saved_ones_do(backend, policy):
+    """The RAM envs, and SB3's pixel envs under their frame stack (whose stacked frames are restored too)."""
     actions = np.random.default_rng(0).integers(0, 4, size=(1200, 3))
-    env = make_atari_vec_env("Breakout", 3, seed=1, backend="ram")
-    agent = agent_on(env)
+    agent = agent_on(make_atari_vec_env("Breakout", 3, seed=1, backend=backend), policy)
+    env = agent.get_env()
     play(env, actions[:400])  # every game in progress, some a few games in
     agent._last_obs = env.step(actions[400])[0]
     saved = save_games(agent)
     assert saved is not None
     ahead = play(env, actions[401:])
 
-    other = make_atari_vec_env("Breakout", 3, seed=99, backend="ram")  # other seeds: only the restore can match
-    resumed = PPO("MlpPolicy", other, n_steps=8, batch_size=8, seed=0)
+    other = make_atari_vec_env("Breakout", 3, seed=99, backend=backend)  # other seeds: only the restore can match
+    resumed = PPO(policy, other, n_steps=8, batch_size=8, seed=0)
     restore_games(resumed, saved)
     np.testing.assert_array_equal(resumed._last_obs, agent._last_obs)
-    again = play(other, actions[401:])
+    again = play(resumed.get_env(), actions[401:])
     ended = [score for *_, scores in ahead for score in scores if score is not None]
     assert len(ended) >= 5  # games ended after the save, each scored from its start before it
     for (obs, rewards, dones, scores), (obs2, rewards2, dones2, scores2) in zip(ahead, again, strict=True):

@@ -48,8 +48,9 @@ def is_emulator(env: gym.Env) -> bool:
     return hasattr(getattr(env, "ale", None), "cloneState")
 
 
-def _attributes(layer: object, below: str) -> dict[str, Any]:
-    return {name: value for name, value in vars(layer).items() if name != below}
+def _attributes(layer: object, *skip: str) -> dict[str, Any]:
+    """A layer's attributes but ``skip`` (the layer below it, and what its class fixes)."""
+    return {name: value for name, value in vars(layer).items() if name not in skip}
 
 
 def can_save_games(env: VecEnv) -> bool:
@@ -82,7 +83,7 @@ def save_games(agent: BaseAlgorithm) -> bytes | None:
         )
     return pickle.dumps(
         {
-            "vec_wrappers": [_attributes(w, "venv") for w in wrappers],
+            "vec_wrappers": [_attributes(w, "venv", "class_attributes") for w in wrappers],
             "games": games,
             "last_obs": agent._last_obs,
             "last_episode_starts": agent._last_episode_starts,

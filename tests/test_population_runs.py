@@ -124,7 +124,8 @@ def test_population_sweep_writes_ordinary_run_directories_that_analyze_reads(tmp
 def test_population_checkpoints_hold_the_uninterrupted_population_and_resume_to_the_end(tmp_path):
     """Stopped at a deadline after every iteration, a population of two writes checkpoints whose agents are
     bit-identical to those of an uninterrupted population at the same step, with the shared torch generator and
-    each member's own NumPy generator; resumed slice by slice it finishes with contiguous logs."""
+    each member's own NumPy generator; resumed slice by slice it finishes with contiguous logs, every row the
+    uninterrupted population's."""
     members = [replace(MEMBER, seed=3, learning_rate=2.5e-4), replace(MEMBER, seed=4, learning_rate=1e-3)]
     whole = [replace(m, total_steps=64, out=tmp_path / f"whole{i}") for i, m in enumerate(members)]
     done = run_cli("run", *write_specs(tmp_path / "whole", whole))
@@ -151,6 +152,14 @@ def test_population_checkpoints_hold_the_uninterrupted_population_and_resume_to_
     assert last.returncode == 0, last.stderr[-2000:]
     for member in sliced:
         summary = json.loads((member.out / "summary.json").read_text())
-        assert summary["env_steps"] == 4 * 64 and summary["resumes"] == 3
+        assert summary["env_steps"] == 4 * 64 and summary["resumes"] == 3 and summary["games_dropped"] == 0
         assert not (member.out / CHECKPOINTS).exists()
         np.testing.assert_array_equal(RunDir(member.out).progress()["time/iterations"], np.arange(1, 5))
+    # the checkpoints held the games in progress: every row is the uninterrupted population's
+    full = [replace(m, out=tmp_path / f"full{i}") for i, m in enumerate(members)]
+    assert run_cli("run", *write_specs(tmp_path / "full", full)).returncode == 0
+    for member, reference in zip(sliced, full, strict=True):
+        progress, expected = RunDir(member.out).progress(), RunDir(reference.out).progress()
+        for column in expected:
+            if not column.startswith("time/") or column == "time/total_timesteps":
+                np.testing.assert_array_equal(progress[column], expected[column], err_msg=column)

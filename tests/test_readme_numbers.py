@@ -1,0 +1,56 @@
+"""The README's numbers, re-derived from the tracked results by the commands docs/results.md gives for them: a reader
+or a committed result that moves one of them fails here."""
+
+import json
+import re
+from pathlib import Path
+
+from conftest import rl_gns
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+
+
+def readme() -> str:
+    """The README as one line of text (its sentences wrap anywhere)."""
+    return re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
+
+
+def test_command_1s_time_and_speed():
+    summary = json.loads((RESULTS / "runs" / "beamrider_100k" / "summary.json").read_text())
+    minutes, speed = summary["wall_s"] / 60, int(summary["agent_steps_per_s"])
+    steps = f"{summary['env_steps'] / 1000:.0f}k"  # the budget, rounded up to whole rollouts
+    assert f"{steps} agent steps in {minutes:.1f} minutes ({speed} agent steps/s;" in readme()
+
+
+def test_the_ratio_of_env_value_to_b_crit_on_sweeps_from_scratch(tmp_path, capsys):
+    """``rl-gns validate-predictors`` on the four criterion-v1 sweeps: on the games whose fits are not degenerate
+    (every ratio within 10x), the range of ``env_value``'s ratio to the fitted ``B_crit``."""
+    games = [RESULTS / "validation" / game for game in ("spaceinvaders", "seaquest", "beamrider", "breakout")]
+    status, stderr = rl_gns(capsys, "validate-predictors", *games, "--out", tmp_path)
+    assert status == 0, stderr
+    ratios: dict[str, list[float]] = {}
+    for pair in json.loads((tmp_path / "predictors.json").read_text())["pairs"]:
+        ratios.setdefault(pair["game"], []).append(pair["candidates"]["env_value"][0] / pair["b_crit"])
+    within = [r for game in ratios.values() if all(0.1 <= r <= 10 for r in game) for r in game]
+    n_within = sum(all(0.1 <= r <= 10 for r in game) for game in ratios.values())
+    words = {3: "three", 4: "four"}
+    claim = f"`env_value` came within {min(within):.2g}–{max(within):.2g}× of the fitted `B_crit` on {words[n_within]} of "
+    assert claim + f"{words[len(ratios)]} games" in readme()
+
+
+def test_the_v7_verdict_and_its_errors(tmp_path, capsys):
+    """``rl-gns validate-probes`` on the v7 probes, over the pairs v7 counts (timed by learning, not by the score's
+    first window): unranked for want of games, and ``env_value`` (at the anchor) against the leave-one-game-out
+    constant."""
+    probes = sorted(p for p in (RESULTS / "probes_v7").iterdir() if p.is_dir() and p.name != "validation")
+    status, stderr = rl_gns(capsys, "validate-probes", *probes, "--out", tmp_path)
+    assert status == 0, stderr
+    counted = (tmp_path / "probes.md").read_text().split("Without the", 1)[1]
+    games = re.search(r"Not ranked: \d+ identified pairs from (\d) game\(s\); the criterion needs (\d) games", counted)
+    assert games is not None
+    errors = {name: float(value) for name, value in re.findall(r"^\| ([\w -]+) \| ([\d.]+) \|", counted, flags=re.M)}
+    text = readme()
+    assert f"identified `B_crit` on {games[1]} games where a ranking needs {games[2]}" in text
+    claim = f"(median |log10 error| {errors['anchor_env_value']:.3f} against {errors['leave-one-game-out constant']:.3f})"
+    assert claim in text

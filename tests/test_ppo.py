@@ -123,6 +123,8 @@ def test_envs_scheme_groups_whole_trajectories(tmp_path):
     assert sorted(idx.reshape(4, 32)[:, 0] // 32) == [0, 1, 2, 3]
     assert np.all(np.diff(idx.reshape(4, 32), axis=1) == 1)
     assert np.isfinite(read_progress(tmp_path / "progress.csv")["gns/envs/trace_sigma_policy_raw"][0])
+    with pytest.raises(ValueError, match="unknown noise-scale scheme 'env'"):  # not read as envs
+        measurement_indices("env", model.n_envs, model.n_steps, 128, np.random.default_rng(0))
 
 
 def test_two_schemes_in_one_run_each_logged_under_its_name(tmp_path):

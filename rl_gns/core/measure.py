@@ -208,9 +208,12 @@ def measurement_indices(scheme: str, n_envs: int, n_steps: int, b_big: int, rng:
     contiguous small batches of a multiple of ``n_steps`` samples are groups of whole trajectories.
 
     :param rng: the measurement's own generator (never NumPy's global one, which SB3's minibatches use).
+    :raises ValueError: for another scheme.
     """
     if scheme == "minibatch":
         return rng.choice(n_envs * n_steps, size=b_big, replace=False)
+    if scheme != "envs":
+        raise ValueError(f"unknown noise-scale scheme {scheme!r}: 'minibatch' or 'envs'")
     envs = rng.choice(n_envs, size=b_big // n_steps, replace=False)
     return (envs[:, None] * n_steps + np.arange(n_steps)).ravel()
 

@@ -1,8 +1,10 @@
 """Sweep throughput of the population trainer against one agent at a time, beside the emulator ceiling.
 
 The sweep protocol (RAM and the MLP by default, or pixels and the Nature CNN with ``--backend ale_vector``; ``n_steps``
-32, 4 minibatches per epoch, 4 epochs, the default noise-scale measurement), at each env count ``n_envs``, for
-``seeds × learning rates`` agents:
+32, 4 minibatches per epoch, 4 epochs, the default noise-scale measurement), or with ``--regime`` a training regime's
+own settings as ``rl-gns train --regime`` applies them (``one-step``: 5-step rollouts, one RMSprop step on the whole
+rollout), at each env count ``n_envs``, for ``seeds × learning rates`` agents; each trains ``--agent-steps`` rounded up
+to whole rollouts:
 
 - ``lone``: each agent trains alone (``NoiseScalePPO.learn``), one after the other, as one sweep worker trains its runs
   (process start and imports, about 3 s per run, are not counted);
@@ -18,19 +20,22 @@ One process, ``--torch-threads`` torch threads (1 by default): run it on an idle
 ``n_envs``.
 
     python benchmarks/population_speed.py --out results/benchmarks/population_speed_cpu.json
+    python benchmarks/population_speed.py --regime one-step --env Breakout --n-envs 8 16 32 64 128 256 \
+        --learning-rates 7e-4 1.4e-3 --out results/benchmarks/population_speed_one_step_cpu.json
     python benchmarks/population_speed.py --backend ale_vector --device cuda --n-envs 8 32 --out population_gpu.json
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import scipy.stats  # noqa: F401  # imported once here, not inside the first timed engine
 import torch as th
@@ -39,6 +44,8 @@ from emulator_ceiling import ceiling
 
 from rl_gns import NoiseScalePPO, make_atari_vec_env
 from rl_gns.core.population import Population
+from rl_gns.experiments.config import TrainConfig, apply_regime
+from rl_gns.experiments.train import ppo_kwargs
 
 
 @dataclass
@@ -59,6 +66,9 @@ class Args:
     """Seeds per (env count, learning rate)."""
     learning_rates: list[float] = field(default_factory=lambda: [2.5e-4, 5e-4])
     """Learning rates per env count."""
+    regime: Literal["ppo", "one-step"] | None = None
+    """A training regime's settings (rl_gns.experiments.config.REGIMES) in place of --n-steps, --n-minibatches and
+    --n-epochs and PPO's defaults; None: this benchmark's PPO protocol."""
     n_steps: int = 32
     """Steps per env per rollout."""
     n_minibatches: int = 4
@@ -73,19 +83,26 @@ class Args:
     """JSON record (default: print only)."""
 
 
+def agent_settings(args: Args, n_envs: int, learning_rate: float, seed: int) -> dict[str, Any]:
+    """``NoiseScalePPO`` keyword arguments of one agent: this benchmark's PPO protocol, or ``--regime``'s settings as
+    ``rl-gns train`` derives them (``apply_regime``, then ``ppo_kwargs``)."""
+    if args.regime is None:
+        rollout_size = n_envs * args.n_steps
+        return {"n_steps": args.n_steps, "batch_size": rollout_size // args.n_minibatches, "n_epochs": args.n_epochs,
+                "learning_rate": learning_rate, "seed": seed, "device": args.device}  # fmt: skip
+    given = {"env", "backend", "n_envs", "learning_rate", "seed", "device", "regime"}
+    config = TrainConfig(env=args.env, backend=args.backend, n_envs=n_envs, learning_rate=learning_rate, seed=seed,
+                         device=args.device, regime=args.regime)  # fmt: skip
+    return ppo_kwargs(apply_regime(config, given))
+
+
 def agents(args: Args, n_envs: int) -> list[NoiseScalePPO]:
     """The slice's agents at ``n_envs``: every (learning rate, seed), each with its own envs, reset once."""
-    rollout_size = n_envs * args.n_steps
     built = [
         NoiseScalePPO(
             "MlpPolicy" if args.backend == "ram" else "CnnPolicy",
             make_atari_vec_env(args.env, n_envs, seed, backend=args.backend),
-            n_steps=args.n_steps,
-            batch_size=rollout_size // args.n_minibatches,
-            n_epochs=args.n_epochs,
-            learning_rate=lr,
-            seed=seed,
-            device=args.device,
+            **agent_settings(args, n_envs, lr, seed),
         )
         for lr in args.learning_rates
         for seed in range(args.seeds)
@@ -100,16 +117,18 @@ def main(args: Args) -> None:
     rows = []
     for n_envs in args.n_envs:
         lone_agents = agents(args, n_envs)
+        rollout_size = lone_agents[0].n_steps * n_envs
+        steps = math.ceil(args.agent_steps / rollout_size) * rollout_size
         start = time.perf_counter()
         for agent in lone_agents:
-            agent.learn(args.agent_steps)
+            agent.learn(steps)
         lone_s = time.perf_counter() - start
         members = agents(args, n_envs)
         start = time.perf_counter()
-        Population(members).learn([args.agent_steps] * len(members), [None] * len(members))
+        Population(members).learn([steps] * len(members), [None] * len(members))
         population_s = time.perf_counter() - start
-        total = args.agent_steps * len(members)
-        assert all(agent.num_timesteps == args.agent_steps for agent in [*lone_agents, *members])
+        total = steps * len(members)
+        assert all(agent.num_timesteps == steps for agent in [*lone_agents, *members])
         ceiling_rate = ceiling(args.env, n_envs * len(members), args.backend, 0, args.ceiling_seconds, 0)
         row = {
             "n_envs": n_envs,

@@ -5,7 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.criterion import leave_one_game_out, log_errors, median_log_error, rank_correlation, winners, within
+from rl_gns.core.criterion import (
+    beyond_edge,
+    fastest,
+    leave_one_game_out,
+    log_errors,
+    median_log_error,
+    rank_correlation,
+    winners,
+    within,
+)
 
 
 def test_errors_and_their_summaries():
@@ -27,3 +36,36 @@ def test_leave_one_game_out_is_the_other_games_geometric_mean():
 def test_a_winner_beats_both_baselines_by_more_than_the_tie():
     assert winners({"x": 0.2, "y": 0.36, "z": 0.1}, {"constant": 0.4, "logo": 0.3}) == ["z", "x"]
     assert winners({"x": 0.26}, {"constant": 0.3}) == []
+
+
+def test_the_kept_run_is_the_fastest_and_the_first_in_name_order_among_equals():
+    assert fastest({"b": 3.0, "a": 5.0, "c": 1.0}) == "c"
+    assert fastest({"n8_lr2e-4_s0": 7.0, "n8_lr1e-4_s0": 7.0, "n8_lr4e-4_s0": 9.0}) == "n8_lr1e-4_s0"
+    assert fastest({"only": math.inf}) == "only"
+
+
+GRID = [1e-4, 2e-4, 4e-4]
+
+
+@pytest.mark.parametrize(
+    ("kept", "n_seeds", "expected"),
+    [
+        ([1e-4, 1e-4, 2e-4], 3, 0.5e-4),  # 2 of 3 seeds kept the lowest: one rate below it
+        ([4e-4, 4e-4], 3, 8e-4),  # 2 of 3 kept the highest, the third seed never reached the target
+        ([4e-4], 3, None),  # 1 of 3 is no majority, though every seed that reached kept the edge
+        ([1e-4, 4e-4, 2e-4], 3, None),  # one seed at each end
+        ([2e-4, 2e-4, 2e-4], 3, None),  # inside
+        ([], 3, None),  # no seed reached
+        ([1e-4, 1e-4], 4, None),  # half of 4 is no majority
+        ([1e-4, 1e-4, 1e-4], 4, 0.5e-4),
+        ([4e-4, 4e-4, 4e-4], 3, 8e-4),
+    ],
+)
+def test_a_rate_beyond_an_edge_that_a_majority_of_seeds_kept(kept, n_seeds, expected):
+    rate = beyond_edge(GRID, kept, n_seeds, factor=2.0)
+    assert rate == (None if expected is None else pytest.approx(expected))
+
+
+def test_the_edge_rule_needs_a_grid_with_an_inside_and_reads_it_in_any_order():
+    assert beyond_edge([1e-4, 2e-4], [1e-4, 1e-4, 1e-4], 3, 2.0) is None
+    assert beyond_edge([4e-4, 1e-4, 2e-4], [4e-4, 4e-4, 1e-4], 3, 3.0) == pytest.approx(1.2e-3)

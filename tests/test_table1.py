@@ -34,6 +34,14 @@ def test_table_of_a_committed_ppo_sweep(tmp_path, capsys):
     assert "Not ranked: the criterion needs counted pairs from 3 games." in text
     assert math.isfinite(first["b_crit"])
 
+    # p_null recomputed with the rates the sweep tried in the end: a target above the level no longer counts
+    realised = {"targets": [425.0, 475.0, 525.0], "false_crossing": [0.001, 0.03, 0.004], "level": 0.01}
+    (rung / "targets_realised.json").write_text(json.dumps(realised))
+    assert rl_gns(capsys, "table", rung, "--out", tmp_path / "table.md")[0] == 0
+    text = (tmp_path / "table.md").read_text()
+    assert "### Regime `ppo`: 2 counted pairs from 1 game(s)" in text
+    assert "p_null 0.03 above 0.01" in text
+
 
 def test_regimes_of_the_ladder():
     one_step = {"optimizer": "rmsprop", "n_epochs": 1, "n_minibatches": 1, "clip_range": 0.1}

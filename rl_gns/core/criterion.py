@@ -6,6 +6,7 @@ Shape glossary: ``P`` pairs (a game's fitted ``B_crit`` at one target, and each 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -62,3 +63,31 @@ def winners(primary: dict[str, float], baselines: dict[str, float]) -> list[str]
     bar = min(baselines.values(), default=math.inf)
     won = [name for name, value in primary.items() if value < bar - TIE]
     return sorted(won, key=lambda name: primary[name])
+
+
+def fastest(steps_by_run: Mapping[str, float]) -> str:
+    """The kept run of one seed at one size and target: the run that reached the target in fewest steps, the first
+    in name order among equals (v8: the fastest learning rate per seed).
+
+    :param steps_by_run: steps to the target (PPO iterations) of every run that reached it, by run name (at least one).
+    """
+    return min(sorted(steps_by_run), key=lambda name: steps_by_run[name])
+
+
+def beyond_edge(grid_R: Sequence[float], kept_S: Sequence[float], n_seeds: int, factor: float) -> float | None:
+    """Criterion v8's edge rule at one size and target: the learning rate one ``factor`` beyond the grid's lowest rate
+    (``grid[0] / factor``) or highest (``grid[-1] · factor``) where a majority of the ``n_seeds`` seeds kept that
+    rate; ``None`` where neither end holds a majority, or the grid has fewer than 3 rates (it has no inside).
+
+    :param grid_R: ``(R,)`` every learning rate tried at the size.
+    :param kept_S: the kept rate of each seed that reached the target (:func:`fastest`), ``S <= n_seeds``.
+    :param n_seeds: seeds run at the size: a majority is more than half of them, reached or not.
+    :param factor: the ratio between neighbouring rates of the grid (> 1).
+    """
+    grid = sorted(grid_R)
+    if len(grid) < 3:
+        return None
+    for end, beyond in ((grid[0], grid[0] / factor), (grid[-1], grid[-1] * factor)):
+        if 2 * sum(rate == end for rate in kept_S) > n_seeds:
+            return beyond
+    return None

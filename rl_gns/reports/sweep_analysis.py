@@ -37,6 +37,7 @@ import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS
 from rl_gns.core.atari import FRAME_SKIP
+from rl_gns.core.criterion import fastest
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
@@ -242,15 +243,14 @@ def iterations_to(reach: Reach, measure: StepsMeasure = "passage") -> float:
 def best_per_seed(
     runs: list[RunRecord], target: float, rollout_size: int, measure: StepsMeasure = "passage"
 ) -> dict[int, RunRecord]:
-    """For each seed at one rollout size, the run (over learning rates) that reached ``target`` in fewest steps."""
+    """For each seed at one rollout size, in the order the seeds first appear in ``runs``, the run (over learning
+    rates) that reached ``target`` in fewest steps (:func:`~rl_gns.core.criterion.fastest`)."""
+    reached = [run for run in runs if run.rollout_size == rollout_size and target in run.reached]
+    by_name = {run.name: run for run in reached}
     best: dict[int, RunRecord] = {}
-    for run in runs:
-        if run.rollout_size == rollout_size and target in run.reached:
-            current = best.get(run.seed)
-            if current is None or iterations_to(run.reached[target], measure) < iterations_to(
-                current.reached[target], measure
-            ):
-                best[run.seed] = run
+    for seed in dict.fromkeys(run.seed for run in reached):
+        steps = {run.name: iterations_to(run.reached[target], measure) for run in reached if run.seed == seed}
+        best[seed] = by_name[fastest(steps)]
     return best
 
 

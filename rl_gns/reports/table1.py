@@ -22,6 +22,7 @@ from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.criterion import (
     CONSTANT_BASELINE,
     GAMES_TO_RANK,
+    fastest,
     leave_one_game_out,
     median_log_error,
     rank_correlation,
@@ -77,16 +78,17 @@ def judged_regime(settings: dict) -> str:
 
 
 def kept_runs(runs: list[dict], target: float) -> dict[tuple[int, int], dict]:
-    """Per (rollout size, seed), the run that reached ``target`` in fewest iterations."""
-    kept: dict[tuple[int, int], dict] = {}
+    """Per (rollout size, seed), the run that reached ``target`` in fewest iterations
+    (:func:`~rl_gns.core.criterion.fastest`)."""
+    reached: dict[tuple[int, int], dict[str, dict]] = {}
     for run in runs:
         reach = run["reached"].get(str(target)) or run["reached"].get(repr(target))
-        if reach is None:
-            continue
-        key = (run["rollout_size"], run["seed"])
-        if key not in kept or reach["iterations"] < kept[key]["_reach"]["iterations"]:
-            kept[key] = {**run, "_reach": reach}
-    return kept
+        if reach is not None:
+            reached.setdefault((run["rollout_size"], run["seed"]), {})[run["name"]] = {**run, "_reach": reach}
+    return {
+        key: by_name[fastest({name: run["_reach"]["iterations"] for name, run in by_name.items()})]
+        for key, by_name in reached.items()
+    }
 
 
 def edge_rate(runs: list[dict], targets: list[float]) -> tuple[int, int]:
@@ -120,15 +122,21 @@ def counted(entry: dict, kept: dict[tuple[int, int], dict]) -> str:
 
 
 def load_rows(directory: Path) -> tuple[list[Row], tuple[int, int]]:
-    """The rows of one game-and-rung directory, and its edge count."""
-    targets = read_json(directory / "targets.json")
+    """The rows of one game-and-rung directory, and its edge count. Each target's ``p_null`` is the one recomputed
+    with the learning rates the sweep tried in the end (``targets_realised.json``) where that was written, and a
+    target whose ``p_null`` exceeds the level does not count (v8)."""
+    realised = directory / "targets_realised.json"
+    targets = read_json(realised if realised.exists() else directory / "targets.json")
     results = read_json(directory / "sweep" / "results.json")
     settings = results["settings"]
     p_null = dict(zip(targets["targets"], targets["false_crossing"], strict=True))
+    level = targets.get("level", 0.01)
     rows = []
     for entry in results["targets"]:
         target = entry["target"]
         kept = kept_runs(results["runs"], target)
+        noise = p_null.get(target, math.nan)
+        why_not = counted(entry, kept) or (f"p_null {noise:.2g} above {level:g}" if noise > level else "")
         candidates = {name: c["value"] for name, c in entry["path_candidates"].items()}
         if DEFAULT in entry["candidates"]:
             candidates[f"default_{DEFAULT}"] = entry["candidates"][DEFAULT]["value"]
@@ -139,12 +147,12 @@ def load_rows(directory: Path) -> tuple[list[Row], tuple[int, int]]:
                 rung=directory.name,
                 regime=judged_regime(settings),
                 target=target,
-                p_null=p_null.get(target, math.nan),
+                p_null=noise,
                 sizes=len(entry["rollout_size_K"]),
                 b_crit=entry["b_crit"] if entry.get("b_crit") is not None else math.nan,
                 ci=tuple(ci) if ci else None,
-                counted=not counted(entry, kept),
-                why_not=counted(entry, kept),
+                counted=not why_not,
+                why_not=why_not,
                 candidates=candidates,
             )
         )

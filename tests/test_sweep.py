@@ -221,3 +221,43 @@ def test_a_spec_names_its_run_from_any_working_directory(tmp_path, monkeypatch):
     spec = spec_json(TrainConfig(env="Breakout", backend="ram", out=Path("sweep/runs/a"), init_from=Path("m.zip")))
     assert spec["out"] == str(tmp_path / "sweep" / "runs" / "a")
     assert spec["init_from"] == "m.zip"  # what it trains from stays as typed, as its sweep.json records it
+
+
+@pytest.mark.slow
+def test_edge_rounds_add_the_rate_beyond_an_edge_that_a_majority_of_seeds_kept(tmp_path):
+    """``--edge-rounds 2`` on a real sweep, checked against the rule re-derived round by round from analyze's kept
+    rates. Rates near 1e-7 barely move the policy, so every rate of a seed plays the same first game: the runs tie,
+    the first in name order (``lr1.00e-07``, the grid's lowest) is kept, and round 1 must add the rate below it."""
+    from rl_gns.core.criterion import beyond_edge
+    from rl_gns.reports.sweep_analysis import kept_rates, load_sweep
+
+    out = tmp_path / "sweep"
+    command = [*CLI, "sweep", "--env", "Breakout", "--backend", "ram", "--n-steps", "32", "--targets", "0",
+               "--window", "1", "--n-envs", "2,4", "--seeds", "2", "--budget-steps", "2048", "--lr-rule", "constant",
+               "--lr-ref", "2e-7", "--lr-points", "3", "--edge-rounds", "2", "--engine", "population", "--workers", "1",
+               "--out", str(out)]  # fmt: skip
+    sweep = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert sweep.returncode == 0, sweep.stderr
+    record = json.loads((out / "sweep.json").read_text())
+    added = record["edge_learning_rates"]
+    assert [5e-8, 1] in [entry[2:] for entry in added]  # the premise: the rule fired (below the lowest rate)
+    assert "edge round 1 adds 5e-08 at" in sweep.stdout
+
+    _, runs = load_sweep(out)
+    assert sorted(run.name for run in runs) == sorted(record["runs"]) and len(runs) == 2 * 3 * 2 + 2 * len(added)
+    assert all(run.status == "done" for run in runs)
+    added_in = {(n_envs, lr): r for n_envs, _, lr, r in added}  # the round that added a (size, rate); base rates: 0
+    for round_ in (1, 2):
+        tried = [run for run in runs if added_in.get((run.n_envs, run.learning_rate), 0) < round_]
+        expected = []
+        for size in sorted({run.rollout_size for run in tried}):
+            rates = kept_rates(tried, 0.0, size)
+            rate = beyond_edge(rates.grid, rates.kept, 2, 2.0)
+            if rate is not None:
+                expected.append([size // 32, 32, float(f"{rate:.3g}"), round_])
+        assert [entry for entry in added if entry[3] == round_] == expected
+    assert "edge round 2: no kept learning rate sits at an edge for a majority of seeds" in sweep.stdout
+
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((out / "sweep.json").read_text()) == record

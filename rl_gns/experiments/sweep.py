@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import math
 import os
+import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from rl_gns.core.batching import Batching
-from rl_gns.core.targets import DEFAULT_WINDOW
+from rl_gns.core.criterion import beyond_edge, fastest
+from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, steps_and_experience
 from rl_gns.core.tradeoff import MIN_FIT_SIZES
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
 from rl_gns.experiments.plan import (
@@ -46,7 +49,27 @@ from rl_gns.experiments.runner import (
 )
 from rl_gns.records.checkpoint import sha256
 from rl_gns.records.lock import RunLock
-from rl_gns.records.rundir import SWEEP, write_json
+from rl_gns.records.rundir import SWEEP, RunDir, read_json, read_record, write_json
+from rl_gns.records.schema import Count, Positive
+
+
+@dataclass(frozen=True)
+class EdgeRate:
+    """A learning rate that criterion v8's edge rule added to the grid of one size (``sweep.json``'s
+    :data:`EDGE_KEY`, as ``[n_envs, n_steps, learning_rate, round]``)."""
+
+    n_envs: int
+    n_steps: int
+    learning_rate: float
+    """The rate, rounded to the 3 significant digits runs are named by."""
+    round: int
+    """The edge round (1, 2, ...) that added it."""
+
+
+#: ``sweep.json``'s list of the learning rates added by edge rounds (absent: none, as in sweeps written before).
+EDGE_KEY = "edge_learning_rates"
+#: What ``sweep.json`` may hold under :data:`EDGE_KEY`.
+EDGE_KIND = list[tuple[Count, Count, Positive, Count]]
 
 
 @dataclass
@@ -83,6 +106,10 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
     """Games averaged by the score measure (the same at every size)."""
     init_from: Path | None = None
     """Every run starts from the policy and Adam state of this saved agent (a model.zip; rl-gns probe branches so)."""
+    edge_rounds: int = 0
+    """Rounds of criterion v8's edge rule once every run has finished: where, at a size and target, a majority of
+    seeds kept the grid's lowest or highest learning rate, one rate a factor --lr-factor beyond it is trained for every
+    seed (0: the grid stays as given; it may grow on a rerun)."""
 
     def sizes(self) -> list[tuple[int, int]]:
         """``(n_envs, n_steps)`` of every size: each env count at ``n_steps``, or each of ``n_steps_grid`` at the one
@@ -112,9 +139,12 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
             settings["init_from_sha256"] = sha256(self.init_from)
         return settings
 
-    def runs(self) -> dict[str, TrainConfig]:
+    def runs(self, added: Sequence[EdgeRate] = ()) -> dict[str, TrainConfig]:
         """Every run of the sweep, by run name ``n<envs>_lr<rate>_s<seed>`` (``n<envs>_t<n_steps>_lr<rate>_s<seed>``
-        where the sizes vary ``n_steps``)."""
+        where the sizes vary ``n_steps``).
+
+        :param added: learning rates the edge rule added to the grid (:func:`edge_rates`), each trained for every seed.
+        """
         base = base_train_config(
             self,
             total_steps=self.budget_steps,
@@ -130,7 +160,8 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
         for n_envs, n_steps in self.sizes():
             batching = Batching(n_envs, n_steps, self.n_minibatches)
             size = f"n{n_envs:04d}_t{n_steps:04d}" if self.n_steps_grid else f"n{n_envs:04d}"
-            for lr in self.learning_rates(batching.rollout_size):
+            extra = [entry.learning_rate for entry in added if (entry.n_envs, entry.n_steps) == (n_envs, n_steps)]
+            for lr in self.learning_rates(batching.rollout_size) + extra:
                 for seed in range(self.first_seed, self.first_seed + self.seeds):
                     name = f"{size}_lr{lr:.2e}_s{seed}"
                     specs[name] = TrainConfig(
@@ -145,6 +176,53 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
                         }
                     )
         return specs
+
+
+def recorded_edge_rates(out: Path) -> list[EdgeRate]:
+    """The learning rates earlier edge rounds added to the sweep in ``out`` (none for a new sweep).
+
+    :raises RecordError: naming ``sweep.json``, if its :data:`EDGE_KEY` is not a list of
+        ``[n_envs, n_steps, learning_rate, round]``.
+    """
+    if not (out / SWEEP).exists():
+        return []
+    entries = read_record(out / SWEEP, {EDGE_KEY: EDGE_KIND | None}).get(EDGE_KEY) or []
+    return [EdgeRate(int(n_envs), int(n_steps), float(lr), int(rnd)) for n_envs, n_steps, lr, rnd in entries]
+
+
+def edge_rates(config: SweepConfig, specs: dict[str, TrainConfig], round_: int) -> list[EdgeRate]:
+    """Criterion v8's edge rule over the finished runs ``specs``: for each size and target, the kept run of each seed
+    (:func:`~rl_gns.core.criterion.fastest` in PPO iterations to the target, each run's games read back), and the rate
+    one ``lr_factor`` beyond an edge that a majority of the sweep's seeds kept
+    (:func:`~rl_gns.core.criterion.beyond_edge`). A rate already tried, or outside the rates a run may have, is left out.
+
+    :param config: the sweep (its targets, window, seeds and factor).
+    :param specs: every run of the sweep so far, finished.
+    :param round_: the round these rates are added in.
+    """
+    grids: dict[tuple[int, int], set[float]] = {}
+    steps: dict[tuple[int, int, float, int], dict[str, float]] = {}  # (n_envs, n_steps, target, seed) -> {run: S}
+    for name, spec in specs.items():
+        size = (spec.n_envs, spec.n_steps)
+        grids.setdefault(size, set()).add(spec.learning_rate)
+        games = RunDir(spec.out).episodes()  # type: ignore[arg-type]  # every spec of a sweep has its out
+        for target in config.targets:
+            game = first_reached(games["env_steps"], games["score"], target, config.window)
+            if game is not None:
+                iterations, _ = steps_and_experience(int(games["env_steps"][game]), spec.rollout_size)
+                steps.setdefault((*size, target, spec.seed), {})[name] = iterations
+    added: list[EdgeRate] = []
+    for size, grid in grids.items():
+        for target in config.targets:
+            kept = [specs[fastest(by_run)].learning_rate for key, by_run in steps.items() if key[:3] == (*size, target)]
+            rate = beyond_edge(sorted(grid), kept, config.seeds, config.lr_factor)
+            if rate is None:
+                continue
+            rate = float(f"{rate:.3g}")
+            new = EdgeRate(*size, rate, round_)
+            if rate not in grid and SMALLEST_LEARNING_RATE <= rate <= MAX_LEARNING_RATE and new not in added:
+                added.append(new)
+    return added
 
 
 def check_lr_span(lr_points: int, lr_factor: float) -> None:
@@ -192,6 +270,10 @@ def check_nonempty(config: SweepConfig) -> None:
         raise ValueError(f"--n-envs must be >= 1, got {list(config.n_envs)}")
 
 
+#: Settings of ``sweep.json`` that a rerun may change: how runs execute, and how many edge rounds to go to.
+SWEEP_RERUN_FIELDS = (*EXECUTION_FIELDS, "edge_rounds")
+
+
 def check(config: SweepConfig, restart: bool = False) -> None:
     """Validate the sweep without writing anything (raises ``ValueError`` with the reason).
 
@@ -210,6 +292,10 @@ def check(config: SweepConfig, restart: bool = False) -> None:
         raise ValueError(f"--n-steps-grid needs one --n-envs, got {config.n_envs}")
     if config.n_steps_grid and min(config.n_steps_grid) < 1:
         raise ValueError(f"--n-steps-grid must be >= 1, got {config.n_steps_grid}")
+    if config.edge_rounds < 0:
+        raise ValueError(f"--edge-rounds must be >= 0, got {config.edge_rounds}")
+    if config.edge_rounds and config.lr_points < 3:
+        raise ValueError(f"--edge-rounds needs a grid with an inside: --lr-points 3 or more, got {config.lr_points}")
     for name in ("n_envs_ref", "budget_steps"):
         if getattr(config, name) < 1:
             raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")
@@ -232,8 +318,8 @@ def check(config: SweepConfig, restart: bool = False) -> None:
             "(to the 3 significant digits runs are named by); use a factor further from 1"
         )
     config.check_execution()
-    check_directory(config.out, "sweep", config.record(), EXECUTION_FIELDS, shares=("probe",))
-    check_runs(config.runs().values(), restart)
+    check_directory(config.out, "sweep", config.record(), SWEEP_RERUN_FIELDS, shares=("probe",))
+    check_runs(config.runs(recorded_edge_rates(config.out)).values(), restart)
 
 
 def warn_unfittable(config: SweepConfig) -> None:
@@ -258,8 +344,12 @@ def sweep_command(config: SweepConfig) -> dict[str, str]:
 
 
 def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:
-    """Run every unfinished run of the sweep, holding its directory's lock; return ``{run name: "done" | "skipped" |
-    "failed"}``.
+    """Run every unfinished run of the sweep, then its edge rounds (``edge_rounds``), holding its directory's lock;
+    return ``{run name: "done" | "skipped" | "failed" | "paused" | "waiting"}``.
+
+    Each edge round runs once every run before it has finished: the rates it adds (:func:`edge_rates`) are written to
+    ``sweep.json`` before any of their runs starts, so that a rerun goes on with the same grid. A round's runs form
+    their own populations (``--engine population``), as they do on a rerun.
 
     :param restart: start unfinished runs again from their start rather than resume them (:func:`run_all`).
 
@@ -270,9 +360,42 @@ def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:
     with RunLock(config.out).acquire():
         # again, under the lock, what another command may have written since check(): the directory, not every run
         record = config.record()
-        check_directory(config.out, "sweep", record, EXECUTION_FIELDS, shares=("probe",))
+        check_directory(config.out, "sweep", record, SWEEP_RERUN_FIELDS, shares=("probe",))
+        added = recorded_edge_rates(config.out)
         specs = config.runs()
         (config.out / "runs").mkdir(parents=True, exist_ok=True)
         if not (config.out / SWEEP).exists():  # a rerun (its settings checked equal) leaves the record as it was
             write_json(config.out / SWEEP, {**record, "runs": sorted(specs)})
-        return run_all(config.out, specs, config, label="sweep", restart=restart)
+        deadline = None if config.max_wall_minutes is None else time.time() + 60 * config.max_wall_minutes
+        outcome = run_all(config.out, specs, config, label="sweep", restart=restart)
+        for round_ in range(1, config.edge_rounds + 1):
+            if not all(state in ("done", "skipped") for state in outcome.values()):
+                print(f"sweep: edge round {round_} waits until every run has finished; rerun the same command to go on")
+                break
+            if not any(entry.round == round_ for entry in added):
+                new = edge_rates(config, config.runs(added), round_)
+                if not new:
+                    print(f"sweep: edge round {round_}: no kept learning rate sits at an edge for a majority of seeds")
+                    break
+                added += new
+                grown = config.runs(added)
+                write_json(
+                    config.out / SWEEP,
+                    {
+                        **read_json(config.out / SWEEP),
+                        "edge_rounds": config.edge_rounds,
+                        "runs": sorted(grown),
+                        EDGE_KEY: [[e.n_envs, e.n_steps, e.learning_rate, e.round] for e in added],
+                    },
+                )
+                rates = ", ".join(f"{e.learning_rate:.3g} at {e.n_envs} envs x {e.n_steps}" for e in new)
+                print(f"sweep: edge round {round_} adds {rates}")
+            earlier = config.runs([e for e in added if e.round < round_])
+            this_round = {name: spec for name, spec in config.runs(added).items() if name not in earlier}
+            left = None if deadline is None else (deadline - time.time()) / 60
+            if left is not None and left <= 0:
+                outcome.update(dict.fromkeys(this_round, "waiting"))
+                break
+            execution = replace(config, max_wall_minutes=left)
+            outcome.update(run_all(config.out, this_round, execution, label=f"sweep edge round {round_}", restart=restart))
+        return outcome

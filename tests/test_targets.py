@@ -1,6 +1,9 @@
 """Steps to target on hand-built score curves."""
 
+import json
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +21,10 @@ from rl_gns.core.targets import (
     steps_and_experience,
     window_midpoint,
 )
+from rl_gns.reports.targets_report import TargetsConfig, targets
+
+#: Breakout's committed null run (learning rate 0) and pilot of the one-step regime, and their targets.json.
+BREAKOUT = Path(__file__).resolve().parents[1] / "results" / "table1" / "Breakout" / "R0"
 
 
 def test_running_score_hand_computed():
@@ -123,3 +130,17 @@ def test_null_floor_is_the_lowest_target_at_the_level():
 def test_spaced_targets_lie_between_the_floor_and_the_pilot():
     assert spaced_targets(2.0, 8.0) == (4.0, 6.0)
     assert spaced_targets(2.0, 2.0) == ()
+
+
+def test_the_committed_targets_reproduce_and_given_targets_are_scored_at_any_count_of_rates(capsys):
+    config = TargetsConfig(null=BREAKOUT / "null", pilot=BREAKOUT / "pilot", budget_steps=500_000, learning_rates=3)
+    chosen = targets(config)
+    committed = json.loads((BREAKOUT / "targets.json").read_text())
+    assert (chosen["targets"], chosen["null_floor"]) == (committed["targets"], committed["null_floor"])
+    given = (1.9, 2.2)  # below the floor: noise reaches them, so the rates have something to multiply
+    one = targets(replace(config, given=given, learning_rates=1))
+    assert one["targets"] == list(given) and 0 < one["false_crossing"][0] < 1
+    for n_rates in (3, 5):
+        scored = targets(replace(config, given=given, learning_rates=n_rates))["false_crossing"]
+        assert scored == pytest.approx([1 - (1 - p) ** n_rates for p in one["false_crossing"]])
+    assert "target 2.2: p_null" in capsys.readouterr().out

@@ -51,6 +51,9 @@ class TargetsConfig:
     """Null runs resampled from the null run's games."""
     seed: int = 0
     """Seed of the resampling."""
+    given: tuple[float, ...] = ()
+    """Score these targets, set before, instead of choosing new ones: their false-crossing probabilities at this
+    --learning-rates (v8 recomputes them with the rates a sweep tried in the end)."""
     out: Path | None = None
     """Write the targets and their false-crossing probabilities here (JSON); if unset, print only."""
 
@@ -60,6 +63,8 @@ def check(config: TargetsConfig) -> None:
     for name in ("budget_steps", "learning_rates", "count", "window", "draws"):
         if getattr(config, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
+    if not all(math.isfinite(target) for target in config.given):
+        raise ValueError(f"--given must be finite scores, got {list(config.given)}")
     if not 0 < config.level < 1:
         raise ValueError(f"--level must be in (0, 1), got {config.level}")
     for path in (config.null, config.pilot):
@@ -79,7 +84,7 @@ def targets(config: TargetsConfig) -> dict:
     maxima = null_max_running_scores(null["score"], n_games, config.window, config.draws, np.random.default_rng(config.seed))
     floor = null_floor(maxima, config.learning_rates, config.level)
     best = float(np.nanmax(running_score(pilot["score"], config.window)))
-    chosen = [float(f"{t:.4g}") for t in spaced_targets(floor, best, config.count)]
+    chosen = list(config.given) or [float(f"{t:.4g}") for t in spaced_targets(floor, best, config.count)]
     false_crossing = [null_crossing(maxima, t, config.learning_rates) for t in chosen]
     result = {
         "null": str(config.null),
@@ -101,7 +106,7 @@ def targets(config: TargetsConfig) -> dict:
         f"-> {n_games:,} looks per run of {config.budget_steps:,} agent steps, best of {config.learning_rates} rates"
     )
     print(f"null floor (p_null <= {config.level:g}): {floor:.4g}; pilot's best running score: {best:.4g}")
-    if not chosen:
+    if not chosen:  # only where none was given
         print("no target: the pilot did not pass the null floor (criterion v8 replaces the game)")
     for target, p in zip(chosen, false_crossing, strict=True):
         print(f"target {target:.4g}: p_null {p:.2g}")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Criterion v8's protocol on one game (docs/prediction-criterion.md): null run -> pilot -> targets -> sweep -> analyze.
+# Criterion v8's protocol on one game (docs/prediction-criterion.md): null run -> pilot -> targets -> sweep and its edge
+# rounds -> targets at the rates tried -> analyze.
 # Usage: bash results/table1/protocol.sh <Game> [R0|R1|R2|R3|R4]   (R0, the one-step regime, by default)
 # Resumable: rerun the same command; finished runs are kept, unfinished ones go on from their checkpoints.
 set -euo pipefail
@@ -44,9 +45,15 @@ rl-gns targets "$dir/null" "$dir/pilot" --budget-steps "$budget" --learning-rate
 mapfile -t targets < <(python -c "import json, sys; print(*json.load(open(sys.argv[1]))['targets'], sep='\n')" "$dir/targets.json")
 if [[ ${#targets[@]} -eq 0 ]]; then echo "$game $rung: no target above the null floor; v8 replaces the game" >&2; exit 3; fi
 
-# 4. the sweep: n_envs 8..256 at n_steps 5, 3 learning rates around 7e-4 (rollout / 80)^0.5, 3 seeds, to the top target
+# 4. the sweep: n_envs 8..256 at n_steps 5, 3 learning rates around 7e-4 (rollout / 80)^0.5, 3 seeds, to the top target;
+#    then v8's edge rule, at most twice: a rate beyond an edge that a majority of seeds kept, for every seed
 rl-gns sweep "${common[@]}" "${ladder[@]}" --n-envs 8 16 32 64 128 256 --seeds 3 --budget-steps "$budget" \
-  --targets "${targets[@]}" --engine population --workers 2 --threads-per-run 1 --out "$dir/sweep"
+  --targets "${targets[@]}" --edge-rounds 2 --engine population --workers 2 --threads-per-run 1 --out "$dir/sweep"
 
-# 5. the fit and the noise-scale candidates
+# 5. p_null of the same targets again, with L the most learning rates any size tried in the end
+rates="$(python -c "import json, sys; s = json.load(open(sys.argv[1])); added = [tuple(e[:2]) for e in s.get('edge_learning_rates', [])]; print(s['lr_points'] + max([added.count(k) for k in added], default=0))" "$dir/sweep/sweep.json")"
+rl-gns targets "$dir/null" "$dir/pilot" --budget-steps "$budget" --learning-rates "$rates" --given "${targets[@]}" \
+  --out "$dir/targets_realised.json"
+
+# 6. the fit and the noise-scale candidates
 rl-gns analyze "$dir/sweep"

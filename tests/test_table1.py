@@ -3,7 +3,9 @@ frames, the path averages, and criterion v8's table names the regime, both basel
 
 import json
 import math
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from rl_gns.reports.table1 import judged_regime
 from tests.conftest import rl_gns
 
 SWEEP = Path("results/sweeps/beamrider_ram")
+PROTOCOL = Path(__file__).resolve().parents[1] / "results" / "table1" / "protocol.sh"
 
 
 def test_table_of_a_committed_ppo_sweep(tmp_path, capsys):
@@ -54,3 +57,42 @@ def test_regimes_of_the_ladder():
 def test_a_directory_without_its_analysis_is_refused(tmp_path, capsys):
     status, err = rl_gns(capsys, "table", tmp_path)
     assert status == 2 and "no targets.json" in err
+
+
+@pytest.mark.slow
+def test_the_protocol_takes_a_game_from_its_null_run_to_the_criterion_and_resumes(tmp_path):
+    """The one command per regime, end to end on Breakout with tiny budgets: null run, pilot, targets, the sweep with
+    its edge rounds, the targets at the rates tried, analyze, and the tables; a rerun trains nothing again."""
+    tiny = {"TABLE1_DIR": str(tmp_path), "NULL_STEPS": "6000", "PILOT_STEPS": "40000", "BUDGET": "3000",
+            "SIZES": "2 4 8", "SEEDS": "1"}  # fmt: skip
+    env = {**os.environ, **tiny}
+    first = subprocess.run(["bash", PROTOCOL, "Breakout"], env=env, capture_output=True, text=True, timeout=900)
+    game = tmp_path / "Breakout" / "R0"
+    chosen = json.loads((game / "targets.json").read_text())
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert chosen["targets"] and chosen["pilot_best"] > chosen["null_floor"]  # the premise: the tiny pilot learned
+    realised = json.loads((game / "targets_realised.json").read_text())
+    assert realised["targets"] == chosen["targets"] and realised["learning_rates"] >= 3
+    assert (game / "sweep" / "results.json").exists() and (game / "sweep" / "report.md").exists()
+    assert "## Table 1" in (tmp_path / "table_R0.md").read_text()
+    again = subprocess.run(["bash", PROTOCOL, "Breakout"], env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "0 to resume from checkpoints, 0 to run from the start" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [([], "usage: bash results/table1/protocol.sh <Game>"), (["Breakout", "R9"], "unknown rung R9 (R0..R4)")],
+)
+def test_the_protocol_refuses_bad_input_in_one_line_with_status_2(tmp_path, args, message):
+    env = {**os.environ, "TABLE1_DIR": str(tmp_path)}
+    refused = subprocess.run(["bash", PROTOCOL, *args], env=env, capture_output=True, text=True, timeout=60)
+    assert (refused.returncode, refused.stderr.strip()) == (2, refused.stderr.strip().splitlines()[0])
+    assert message in refused.stderr and not any(tmp_path.iterdir())
+
+
+def test_a_protocol_run_that_fails_stops_with_its_status_and_writes_no_targets(tmp_path):
+    env = {**os.environ, "TABLE1_DIR": str(tmp_path)}
+    failed = subprocess.run(["bash", PROTOCOL, "NoSuchGame"], env=env, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 2, failed.stderr[-2000:]
+    assert "NoSuchGame" in failed.stderr and not (tmp_path / "NoSuchGame" / "R0" / "targets.json").exists()

@@ -459,6 +459,17 @@ def test_a_probe_states_its_cost_and_max_cost_caps_it(source, tmp_path):
     assert not (tmp_path / "q").exists()
 
 
+def test_a_probe_with_edge_rounds_passes_them_to_its_branches_and_counts_every_rate_they_may_add(source, tmp_path):
+    """Each edge round may add one rate beyond each edge of a size's grid: the cost and the null floor's count of rates
+    (L) take the most a size may try, 3 + 2 x 2 = 7 here."""
+    point = branch_point(source)
+    config = ProbeConfig(source=source, n_envs=(2, 4), seeds=2, budget_steps=10_000, anchor_steps=1_000, edge_rounds=2)
+    assert config.sweep_config(point, (1.0,)).edge_rounds == 2 and config.most_rates() == 7
+    assert probe_cost(config, point, 2).branches == 2 * 7 * 2
+    with pytest.raises(ValueError, match="--edge-rounds needs a grid with an inside"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), lr_points=1, edge_rounds=1, out=tmp_path / "p"))
+
+
 #: A committed run of Space Invaders from RAM (8 envs x 32 steps) with a snapshot at 50,176 agent steps.
 SPACE_INVADERS = Path(__file__).resolve().parents[1] / "results" / "probes" / "trunks" / "SpaceInvaders"
 

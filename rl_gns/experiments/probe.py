@@ -63,7 +63,7 @@ from rl_gns.experiments.config import EnvSettings, PPOSettings, TrainConfig, to_
 from rl_gns.experiments.console import duration
 from rl_gns.experiments.plan import check_inert, largest_seed
 from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_runs, connect, run_all
-from rl_gns.experiments.sweep import SweepConfig, sweep
+from rl_gns.experiments.sweep import SweepConfig, recorded_edge_rates, sweep
 from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint, sha256
 from rl_gns.records.lock import RunLock, check_unlocked
@@ -270,6 +270,8 @@ class ProbeConfig(ExecutionConfig):
     """Learning rates per size, spaced by lr_factor around the rule (the fastest per seed is kept)."""
     lr_factor: float = 2.0
     """Ratio between neighbouring learning rates of the grid."""
+    edge_rounds: int = 0
+    """Rounds of criterion v8's edge rule over the branches' learning rates (as rl-gns sweep --edge-rounds)."""
     window: int = DEFAULT_WINDOW
     """Games in the running score of every branch."""
     steps: StepsMeasure = "midpoint"
@@ -330,6 +332,10 @@ class ProbeConfig(ExecutionConfig):
             snapshot_steps=None,
         )
 
+    def most_rates(self) -> int:
+        """The most learning rates a size may try: the grid, and at each edge round one rate beyond each edge."""
+        return self.lr_points + 2 * self.edge_rounds
+
     def recorded(self) -> dict[str, object]:
         """What ``probe.json`` records of the settings (:data:`RECORDED`), as JSON values."""
         return {name: value for name, value in to_json(self).items() if name in RECORDED}
@@ -373,6 +379,7 @@ GRID = (
     "lr_rule",
     "lr_points",
     "lr_factor",
+    "edge_rounds",
     "window",
     "gns_every",
 )
@@ -394,7 +401,8 @@ class NullFloor:
     :param floor: the lowest target such a branch reaches with at most the probe's ``null_level``.
     :param looks: games a branch plays within its budget (each a look at its running score).
     :param targets: the probe's targets, each raised to ``floor`` (ascending, without repeats).
-    :param false_crossing: each target's probability of being reached by the best of ``lr_points`` null branches.
+    :param false_crossing: each target's probability of being reached by the best of the most learning rates a size may
+        try (:meth:`ProbeConfig.most_rates`) null branches.
     """
 
     floor: float
@@ -413,9 +421,10 @@ def null_floor_of(config: ProbeConfig, anchor: Path, targets: tuple[float, ...])
     looks = max(config.window, math.ceil(config.budget_steps / per_game))
     rng = np.random.default_rng(config.first_seed)
     maxima = null_max_running_scores(games["score"], looks, config.window, NULL_DRAWS, rng)
-    floor = null_floor(maxima, config.lr_points, config.null_level)
+    rates = config.most_rates()
+    floor = null_floor(maxima, rates, config.null_level)
     raised = tuple(sorted({max(target, floor) for target in targets}))
-    return NullFloor(floor, looks, raised, tuple(null_crossing(maxima, t, config.lr_points) for t in raised))
+    return NullFloor(floor, looks, raised, tuple(null_crossing(maxima, t, rates) for t in raised))
 
 
 def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
@@ -478,7 +487,7 @@ def probe_cost(config: ProbeConfig, point: BranchPoint, sizes: int) -> ProbeCost
             speed = float(run.progress().get("time/fps", [math.nan])[-1])
     except (RunFileError, IndexError, ValueError):
         pass  # the speed is an estimate: without it the cost is given in agent steps only
-    branches = sizes * config.lr_points * config.seeds
+    branches = sizes * config.most_rates() * config.seeds
     return ProbeCost(config.anchor_steps + branches * config.budget_steps, branches, point.env_steps, speed)
 
 
@@ -610,12 +619,13 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         null = {"null_floor": floor.floor, "null_looks": floor.looks, "false_crossing": list(floor.false_crossing)}
         print(
             f"probe {directory}: a branch that learns nothing reaches {floor.floor:.4g} with probability at most "
-            f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.lr_points} rates): targets raised to it "
+            f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.most_rates()} rates): targets raised to it "
             "where below",
             flush=True,
         )
     branches = config.sweep_config(point, targets)
-    unfinished = sum(started(run.out) for run in branches.runs().values() if run.out is not None)
+    added = recorded_edge_rates(directory)
+    unfinished = sum(started(run.out) for run in branches.runs(added).values() if run.out is not None)
     restarts["branches"] = restarts.get("branches", 0) + unfinished
     write_json(
         directory / PROBE,

@@ -200,7 +200,7 @@ def test_every_flag_help_is_one_line():
         (["sweep", "--workers", "0"], "--workers must be >= 1"),
         (["sweep", "--checkpoint-minutes", "-2"], "--checkpoint-minutes must be >= 0"),
         (["sweep", "--edge-rounds", "-1"], "--edge-rounds must be >= 0, got -1"),
-        (["targets", "null", "pilot", "--given", "nan"], "--given must be finite scores, got [nan]"),
+        (["targets", "null", "pilot", "--given", "nan"], "--given must be a finite number, got nan"),
         (["sweep", "--edge-rounds", "2", "--lr-points", "1"], "--edge-rounds needs a grid with an inside: --lr-points 3"),
         (["analyze", "no_such_sweep"], "not a sweep directory"),
         (["advise", "no_such_run"], "holds no progress.csv"),

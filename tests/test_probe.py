@@ -305,7 +305,7 @@ def test_a_size_whose_fastest_learning_rate_is_at_the_grid_edge_is_named():
         return {} if s is None else {target: Reach(s, s * size, 1.0)}
 
     runs = [
-        RunRecord(f"n{size}_s{seed}", size // 32, size, size // 4, 4, lr, seed, "done", 0, reached(s, size))
+        RunRecord(f"n{size}_lr{lr:.2e}_s{seed}", size // 32, size, size // 4, 4, lr, seed, "done", 0, reached(s, size))
         for (size, lr), steps in iterations.items()
         for seed, s in enumerate(steps)
     ]

@@ -107,9 +107,7 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
     init_from: Path | None = None
     """Every run starts from the policy and Adam state of this saved agent (a model.zip; rl-gns probe branches so)."""
     edge_rounds: int = 0
-    """Rounds of criterion v8's edge rule once every run has finished: where, at a size and target, a majority of
-    seeds kept the grid's lowest or highest learning rate, one rate a factor --lr-factor beyond it is trained for every
-    seed (0: the grid stays as given; it may grow on a rerun)."""
+    """Once all runs finish, add a rate --lr-factor beyond a grid edge most seeds kept, for every seed; at most N times."""
 
     def sizes(self) -> list[tuple[int, int]]:
         """``(n_envs, n_steps)`` of every size: each env count at ``n_steps``, or each of ``n_steps_grid`` at the one

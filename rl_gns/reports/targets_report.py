@@ -52,8 +52,7 @@ class TargetsConfig:
     seed: int = 0
     """Seed of the resampling."""
     given: tuple[float, ...] = ()
-    """Score these targets, set before, instead of choosing new ones: their false-crossing probabilities at this
-    --learning-rates (v8 recomputes them with the rates a sweep tried in the end)."""
+    """Targets set before: give their false-crossing probabilities at this --learning-rates instead of choosing new ones."""
     out: Path | None = None
     """Write the targets and their false-crossing probabilities here (JSON); if unset, print only."""
 
@@ -63,8 +62,6 @@ def check(config: TargetsConfig) -> None:
     for name in ("budget_steps", "learning_rates", "count", "window", "draws"):
         if getattr(config, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
-    if not all(math.isfinite(target) for target in config.given):
-        raise ValueError(f"--given must be finite scores, got {list(config.given)}")
     if not 0 < config.level < 1:
         raise ValueError(f"--level must be in (0, 1), got {config.level}")
     for path in (config.null, config.pilot):

@@ -389,7 +389,8 @@ def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:
                 rates = ", ".join(f"{e.learning_rate:.3g} at {e.n_envs} envs x {e.n_steps}" for e in new)
                 print(f"sweep: edge round {round_} adds {rates}")
             earlier = config.runs([e for e in added if e.round < round_])
-            this_round = {name: spec for name, spec in config.runs(added).items() if name not in earlier}
+            upto = config.runs([e for e in added if e.round <= round_])
+            this_round = {name: spec for name, spec in upto.items() if name not in earlier}
             left = None if deadline is None else (deadline - time.time()) / 60
             if left is not None and left <= 0:
                 outcome.update(dict.fromkeys(this_round, "waiting"))

@@ -75,6 +75,15 @@ def test_one_step_runs_get_the_measurement_without_the_ppo_validation():
     assert any("predictor's error" in line for line in advise("env_value", g2, trace, 16, 5, 1).lines())
 
 
+def test_a_lower_bound_below_one_env_reads_as_a_fraction_of_one():
+    """A fresh PPO run whose |G|² is not resolved has a lower bound below one env's rollout: "at least a fraction of
+    one env's rollout", not "at least less than one env's rollout"."""
+    signs = np.tile([1.0, -1.0], 10)
+    lines = advise("env_value", 0.5 * signs, 10.0 + signs, n_envs=8, n_steps=128, n_minibatches=4).lines()
+    assert "  = at least a fraction of one env's rollout at n_steps 128; this run: 8 envs" in lines[1]
+    assert not any("at least less" in line for line in lines)
+
+
 def test_env_counts_read_as_english():
     assert (env_count(1), env_count(1.3), env_count(63.0), env_count(0.2)) == (
         "1 env",

@@ -138,10 +138,11 @@ class Advice:
             ]
         else:  # |G|² not resolved: a lower bound only, and the ratio of sums is no estimate
             cut, extra = self.doubling(b.low)
+            fewest = "a fraction of one env's rollout" if envs_low < 0.5 else env_count(envs_low)
             lines = [
                 f"critical rollout size ({self.predictor}): at least {b.low:,.0f} agent steps at 95 % (|G|² not "
                 "resolved: no upper bound and no point estimate)",
-                f"  = at least {env_count(envs_low)} at n_steps {self.n_steps}; "
+                f"  = at least {fewest} at n_steps {self.n_steps}; "
                 f"this run: {env_count(self.n_envs)} ({size:,} agent steps per rollout)",
                 f"  with {checked}: B_crit at least {error_low:,.0f} agent steps {regime}",
                 f"  if B_crit is at least {b.low:,.0f}: doubling the envs cuts the PPO iterations to a target by at "

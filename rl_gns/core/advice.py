@@ -52,6 +52,12 @@ def parse_predictor(name: str) -> tuple[str, bool, str]:
     return schemes[parts[0]], len(parts) == 3, parts[-1]
 
 
+def at_least_envs(n_envs: float) -> str:
+    """A lower bound on an env count as a sentence says it: ``at least 3 envs``, or ``at least a fraction of one env's
+    rollout`` below half an env."""
+    return "at least " + ("a fraction of one env's rollout" if n_envs < 0.5 else env_count(n_envs))
+
+
 def env_count(n_envs: float) -> str:
     """An env count as a sentence says it: ``1 env``, ``63 envs``, or ``less than one env's rollout`` below 0.5."""
     if n_envs < 0.5:
@@ -116,9 +122,13 @@ class Advice:
         envs, envs_low, envs_high = self.n_envs_critical
         if self.regime != "ppo":
             high = f"{b.high:,.0f}" if b.resolved else "inf"
+            if math.isfinite(b.point) and b.point > 0:
+                value, count = f"{b.point:,.0f} agent steps", env_count(envs)
+            else:  # |G|² not resolved: the lower end is all there is
+                value, count = "no point estimate", at_least_envs(envs_low)
             return [
-                f"noise scale ({self.predictor}): {b.point:,.0f} agent steps [95 % interval {b.low:,.0f}, {high}] "
-                f"= {env_count(envs)} at n_steps {self.n_steps}; this run: {env_count(self.n_envs)}",
+                f"noise scale ({self.predictor}): {value} [95 % interval {b.low:,.0f}, {high}] "
+                f"= {count} at n_steps {self.n_steps}; this run: {env_count(self.n_envs)}",
                 f"  no noise scale is validated as a predictor of the critical rollout size in the {self.regime} regime "
                 "yet (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it directly",
             ]
@@ -138,11 +148,10 @@ class Advice:
             ]
         else:  # |G|² not resolved: a lower bound only, and the ratio of sums is no estimate
             cut, extra = self.doubling(b.low)
-            fewest = "a fraction of one env's rollout" if envs_low < 0.5 else env_count(envs_low)
             lines = [
                 f"critical rollout size ({self.predictor}): at least {b.low:,.0f} agent steps at 95 % (|G|² not "
                 "resolved: no upper bound and no point estimate)",
-                f"  = at least {fewest} at n_steps {self.n_steps}; "
+                f"  = {at_least_envs(envs_low)} at n_steps {self.n_steps}; "
                 f"this run: {env_count(self.n_envs)} ({size:,} agent steps per rollout)",
                 f"  with {checked}: B_crit at least {error_low:,.0f} agent steps {regime}",
                 f"  if B_crit is at least {b.low:,.0f}: doubling the envs cuts the PPO iterations to a target by at "

@@ -398,7 +398,7 @@ def test_a_directory_where_a_report_writes_a_file_is_one_line(tmp_path, capsys, 
 @pytest.mark.parametrize(
     ("command", "source"),
     [
-        ("validate-probes", RESULTS / "probes_v5" / "SpaceInvaders" / "at50k"),
+        ("validate-probes", RESULTS / "probes_v6" / "Pong" / "at500k"),
         ("validate-predictors", RESULTS / "sweeps" / "beamrider_ram"),
     ],
 )
@@ -419,7 +419,7 @@ def test_a_validation_is_not_written_into_a_run_or_study(tmp_path, capsys, comma
         ("bench-report", BENCH, [], bench_report.OUTPUTS),
         ("compare-adaptive", ADAPTIVE, ["--fixed", RESULTS / "sweeps" / "beamrider_ram"], adaptive_report.OUTPUTS),
         ("validate-predictors", RESULTS / "sweeps" / "beamrider_ram", ["--out"], predictor_validation.OUTPUTS),
-        ("validate-probes", RESULTS / "probes_v5" / "SpaceInvaders" / "at50k", ["--out"], probe_validation.OUTPUTS),
+        ("validate-probes", RESULTS / "probes_v6" / "Pong" / "at500k", ["--out"], probe_validation.OUTPUTS),
     ],
     ids=lambda value: value if isinstance(value, str) else None,
 )

@@ -4,7 +4,7 @@
 # plus rl-gns itself built from this checkout. The machine's image already holds torch, numpy, scipy, pandas,
 # matplotlib, tensorboard, tqdm, rich, cloudpickle and statsmodels (/work/.library/device/KINDS.md).
 # Also, into .carry/ (git-ignored too): the pixel Beam Rider trunk to go on with (session.sh trunk), the newest one under
-# results/gpu/ or TRUNK; and, with PROBES=1, the RAM probes' protocol scripts and trunks (session.sh probes) under
+# results/gpu/ (its 2.75M snapshot) or TRUNK; and, with PROBES=1, the RAM probes' protocol scripts and trunks (session.sh probes) under
 # .carry/results/. A device command carries at most 64 MiB: the trunk with its snapshot takes about 46 MiB, the RAM
 # probes' files about 18 MiB, so carry one or the other.
 # Then every device command carries .whl and .carry and runs: bash benchmarks/gpu/session.sh <stage>
@@ -26,9 +26,13 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 python3 -m pip wheel -q --no-deps -w .whl rliable==1.2.0 .
 du -sh .whl && ls .whl
 grep -qx '/.carry/' "$exclude" || echo '/.carry/' >> "$exclude"
-trunk="${TRUNK:-$(find results/gpu -maxdepth 2 -type d -name beamrider_trunk 2>/dev/null | sort | tail -1)}"
-rm -rf .carry && mkdir -p .carry
-if [ -n "$trunk" ]; then cp -r "$trunk" .carry/beamrider_trunk; fi
+# The pixel trunks' model files (23 MB each) are kept in the repository's history, not in its tree (results/README.md):
+# the trunk is taken whole from the last commit that held them.
+models_commit=949a211b97f63a40433b01fd8f090856633c09f6
+trunk="${TRUNK:-results/gpu/h200_2026-11-26/beamrider_trunk}"
+trunk="${trunk%/}"
+rm -rf .carry && mkdir -p .carry/beamrider_trunk
+git archive "$models_commit" "$trunk" | tar -x -C .carry/beamrider_trunk --strip-components="$(awk -F/ '{print NF}' <<<"$trunk")"
 if [ "${PROBES:-0}" = 1 ]; then
   git ls-files -z results/probes/trunks results/probes/trunks.sh results/probes_v4/protocol.sh results/probes_v5/protocol.sh \
     | xargs -0 cp --parents -t .carry/

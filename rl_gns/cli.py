@@ -27,32 +27,27 @@ import tyro
 
 from rl_gns.core.distributed import rank_and_size
 from rl_gns.core.ppo import TrainingDivergedError
-from rl_gns.experiments import bench, population_train, probe, scaling, sweep, train
+from rl_gns.experiments import bench, population_train, probe, scaling, train
 from rl_gns.experiments.config import TrainConfig, apply_regime, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, die_with_parent, under_torchrun
 from rl_gns.experiments.plan import EVERY_SETTING, flag
 from rl_gns.experiments.runner import WORKER_OF, RayAddressError, RunsFailedError
 from rl_gns.experiments.signals import Interrupted
 from rl_gns.experiments.streams import console_may_close
-from rl_gns.records import compact
 from rl_gns.records.checkpoint import CheckpointError
 from rl_gns.records.lock import RunLockedError
 from rl_gns.records.logs import OutputError, check_outputs
 from rl_gns.records.rundir import RunDir, RunFileError, read_json
 from rl_gns.records.schema import RecordError
+from rl_gns.registry import COMMANDS
 from rl_gns.reports import (
-    adaptive_report,
     advise,
     bench_report,
-    predictor_validation,
     probe_report,
-    probe_validation,
     run_plot,
     scaling_report,
     sweep_analysis,
     sweep_report,
-    table1,
-    targets_report,
 )
 from rl_gns.reports.figures import FigureError
 
@@ -232,48 +227,6 @@ def check_scaling(config: ScalingCommand) -> None:
         raise ValueError(f"--report-only needs {config.out}/measurements.jsonl")
     else:
         scaling_report.check(scaling_report.ScalingReportConfig(**options, scaling_dir=config.out))
-
-
-Prepare = Callable[[Any, frozenset[str]], Callable[[], Any]]
-
-
-def checked(check: Callable[[Any], object], run: Callable[[Any], Any]) -> Prepare:
-    """The preparation of a command without a plan: ``check`` (raises on bad settings, writes nothing), then ``run``."""
-
-    def prepare(config: Any, given: frozenset[str]) -> Callable[[], Any]:
-        check(config)
-        return partial(run, config)
-
-    return prepare
-
-
-#: subcommand -> (config dataclass, preparation: checks everything before anything is written and returns the work)
-COMMANDS: dict[str, tuple[type, Prepare]] = {
-    "train": (TrainConfig, prepare_train),
-    "sweep": (sweep.SweepConfig, checked(sweep.check, sweep.sweep_command)),
-    "probe": (probe.ProbeConfig, checked(check_probe, probe_and_report)),
-    "probe-report": (probe_report.ProbeReportConfig, checked(probe_report.check, probe_report.report)),
-    "analyze": (sweep_analysis.AnalyzeConfig, checked(check_analyze, analyze)),
-    "plot": (run_plot.PlotConfig, checked(run_plot.check, run_plot.plot_run)),
-    "bench": (BenchCommand, checked(check_bench, bench_and_report)),
-    "bench-report": (bench_report.BenchReportConfig, checked(bench_report.check, bench_report.report)),
-    "scaling": (ScalingCommand, checked(check_scaling, scaling_and_report)),
-    "scaling-report": (scaling_report.ScalingReportConfig, checked(scaling_report.check, scaling_report.report)),
-    "compare-adaptive": (adaptive_report.CompareConfig, checked(adaptive_report.check, adaptive_report.compare)),
-    "advise": (advise.AdviseConfig, checked(advise.check, advise.advise)),
-    "targets": (targets_report.TargetsConfig, checked(targets_report.check, targets_report.targets)),
-    "table": (table1.TableConfig, checked(table1.check, table1.table)),
-    "validate-probes": (
-        probe_validation.ProbeValidationConfig,
-        checked(probe_validation.check, probe_validation.validate),
-    ),
-    "validate-predictors": (
-        predictor_validation.ValidationConfig,
-        checked(predictor_validation.check, predictor_validation.validate),
-    ),
-    "compact": (compact.CompactConfig, checked(compact.check, compact.compact)),
-    "run": (RunSpecConfig, prepare_spec),
-}
 
 
 def number_setting(hint: Any) -> str | None:
@@ -468,17 +421,17 @@ def one_line_warning(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse and run one of :data:`COMMANDS`, ``argv`` its name and flags; the console script's front
+    """Parse and run one of :data:`rl_gns.registry.COMMANDS`, ``argv`` its name and flags; the console script's front
     (:func:`rl_gns.commands.main`) answers anything else (no command, ``--help``, ``--version``, an unknown name) and
     hands a command here. Returns the exit status (2 for bad settings or input).
 
-    :raises KeyError: for a name that is not one of :data:`COMMANDS`.
+    :raises KeyError: for a name that is not one of :data:`rl_gns.registry.COMMANDS`.
     """
     argv = sys.argv[1:] if argv is None else argv
     name = argv[0] if argv else ""
     if name not in COMMANDS:
         raise KeyError(f"{name!r} is not a command of rl-gns (rl_gns.commands.main answers the console)")
-    config_cls, prepare = COMMANDS[name]
+    config_cls, prepare = COMMANDS[name].load()
     warnings.formatwarning = one_line_warning
     config = None
     try:
@@ -500,11 +453,6 @@ def main(argv: list[str] | None = None) -> int:
         return run_work(name, work)
 
 
-#: Commands that go on where they stopped when run again (they keep their finished runs and resume the others): what
-#: they say after a disk error (full, read-only) of their own.
-GO_ON_BY_RERUNNING = frozenset({"sweep", "probe", "bench"})
-
-
 def run_work(name: str, work: Callable[[], Any]) -> int:
     """Do a command's checked ``work``; returns the exit status, each error in one line."""
     try:
@@ -516,7 +464,7 @@ def run_work(name: str, work: Callable[[], Any]) -> int:
         print(f"rl-gns {name}: {one_line_text(stop)}", file=sys.stderr)
         return stop.exit_status
     except (RankFailedError, RunsFailedError, TrainingDivergedError, OSError) as error:
-        go_on = isinstance(error, OSError) and name in GO_ON_BY_RERUNNING
+        go_on = isinstance(error, OSError) and COMMANDS[name].resumes  # after a disk error (full, read-only) of its own
         hint = "; once that is fixed, rerun the same command to go on" if go_on else ""
         print(f"rl-gns {name}: error: {one_line_text(error)}{hint}", file=sys.stderr)
         return 1

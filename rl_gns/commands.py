@@ -9,34 +9,13 @@ from __future__ import annotations
 import sys
 
 from rl_gns.experiments.streams import send_to_devnull
-
-#: Every command, in the order of a study, and what it does in one line.
-SUMMARIES = {
-    "train": "train PPO on an Atari game while measuring the gradient noise scale",
-    "sweep": "train at several env counts, learning rates and seeds, each run to a target score or its budget",
-    "analyze": "fit the steps-experience tradeoff of a sweep: report.md, results.json, figures",
-    "probe": "measure the critical rollout size where a run is: branches from one of its agents",
-    "probe-report": "fit the critical rollout size of a probe directory",
-    "targets": "target scores a run that learns nothing reaches with probability <= 1 %, from a null run and a pilot",
-    "table": "the paper's Table 1 from analysed one-step sweeps, and criterion v8's table per regime",
-    "advise": "the critical rollout size a run's noise scale predicts, with its interval",
-    "plot": "redraw a run's training.png from its progress.csv",
-    "bench": "train every game of a benchmark tier for several seeds, then write the report",
-    "bench-report": "aggregate a benchmark directory into a report",
-    "scaling": "measure PPO throughput against n_envs on this machine, then fit and predict",
-    "scaling-report": "fit the throughput model to a scaling directory",
-    "compare-adaptive": "compare adaptive-rollout runs with a fixed-size sweep",
-    "validate-probes": "rank the noise-scale predictors against probes (docs/prediction-criterion.md)",
-    "validate-predictors": "rank the noise-scale predictors on analysed sweeps (docs/prediction-criterion.md)",
-    "compact": "keep the logs of finished runs compact: progress.csv.gz with the columns read, episodes.csv.gz",
-    "run": "run one training run from a spec file of a sweep or benchmark (what their workers do)",
-}
+from rl_gns.registry import COMMANDS
 
 
 def listing() -> str:
     """The usage line and every command with its summary."""
-    width = max(map(len, SUMMARIES))
-    lines = [f"  {name:<{width}}  {summary}" for name, summary in SUMMARIES.items()]
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items()]
     return "\n".join([
         "usage: rl-gns COMMAND [OPTIONS]   (rl-gns COMMAND --help: its flags, with units)",
         "",
@@ -45,10 +24,6 @@ def listing() -> str:
         "commands:",
         *lines,
     ])  # fmt: skip
-
-
-#: The commands that train, and stop at a checkpoint of their own on a first Ctrl-C.
-TRAINING = frozenset({"train", "sweep", "probe", "bench", "scaling", "run"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         send_to_devnull(sys.stdout)
         return 1
     except KeyboardInterrupt:
-        command = argv[0] if argv[:1] and argv[0] in SUMMARIES else None
+        command = argv[0] if argv[:1] and argv[0] in COMMANDS else None
         name = f"rl-gns {command}" if command else "rl-gns"
-        when = " before it could stop at a checkpoint" if command in TRAINING else ""
+        when = " before it could stop at a checkpoint" if command and COMMANDS[command].trains else ""
         print(f"{name}: stopped by SIGINT{when}; what it wrote is kept", file=sys.stderr)
         return 130
 
@@ -83,8 +58,8 @@ def answer(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(listing())
         return 0
-    if argv[0] not in SUMMARIES:
-        print(f"rl-gns: error: unknown command {argv[0]!r}; one of: {', '.join(SUMMARIES)} (rl-gns --help)", file=sys.stderr)
+    if argv[0] not in COMMANDS:
+        print(f"rl-gns: error: unknown command {argv[0]!r}; one of: {', '.join(COMMANDS)} (rl-gns --help)", file=sys.stderr)
         return 2
     from rl_gns.cli import main as run
 

@@ -61,6 +61,20 @@ def answer(argv: list[str]) -> int:
     if argv[0] not in COMMANDS:
         print(f"rl-gns: error: unknown command {argv[0]!r}; one of: {', '.join(COMMANDS)} (rl-gns --help)", file=sys.stderr)
         return 2
+    if argv[1:] in (["--help"], ["-h"]):
+        return command_help(argv[0])
     from rl_gns.cli import main as run
 
     return run(argv)
+
+
+def command_help(name: str) -> int:
+    """Print ``rl-gns NAME --help`` as tyro formats it from the command's settings dataclass alone: without torch where
+    the settings need none (``train``'s, for one). Returns the exit status."""
+    import tyro
+
+    try:
+        tyro.cli(COMMANDS[name].settings(), args=["--help"], prog=f"rl-gns {name}")
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else 0
+    return 0

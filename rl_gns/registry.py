@@ -33,9 +33,13 @@ class Command:
     resumes: bool = False
     """Run again, it goes on where it stopped: it keeps its finished runs and resumes the others."""
 
+    def settings(self) -> type:
+        """Import the command's settings dataclass alone."""
+        return attribute(self.config)
+
     def load(self) -> tuple[type, Callable[[Any, frozenset[str]], Callable[[], Any]]]:
         """Import the command: its settings dataclass, and its preparation ``(settings, given) -> work``."""
-        config, run = attribute(self.config), attribute(self.run)
+        config, run = self.settings(), attribute(self.run)
         if self.check is None:
             return config, run
         check = attribute(self.check)
@@ -56,86 +60,111 @@ def attribute(reference: str) -> Any:
     return found
 
 
+def checked_in(module: str, summary: str, config: str, run: str) -> Command:
+    """A command whose settings ``config``, work ``run`` and ``check`` all live in ``module``."""
+    return Command(summary, f"{module}:{config}", f"{module}:{run}", f"{module}:check")
+
+
 _CLI, _REPORTS, _EXPERIMENTS = "rl_gns.cli", "rl_gns.reports", "rl_gns.experiments"
 
 #: Every command, in the order of a study: the one registry of the command line. A new command is one entry here.
 COMMANDS = {
     "train": Command(
         "train PPO on an Atari game while measuring the gradient noise scale",
-        f"{_EXPERIMENTS}.config:TrainConfig", f"{_CLI}:prepare_train", trains=True,
+        f"{_EXPERIMENTS}.config:TrainConfig",
+        f"{_CLI}:prepare_train",
+        trains=True,
     ),
     "sweep": Command(
         "train at several env counts, learning rates and seeds, each run to a target score or its budget",
-        f"{_EXPERIMENTS}.sweep:SweepConfig", f"{_EXPERIMENTS}.sweep:sweep_command", f"{_EXPERIMENTS}.sweep:check",
-        trains=True, resumes=True,
+        f"{_EXPERIMENTS}.sweep:SweepConfig",
+        f"{_EXPERIMENTS}.sweep:sweep_command",
+        f"{_EXPERIMENTS}.sweep:check",
+        trains=True,
+        resumes=True,
     ),
     "analyze": Command(
         "fit the steps-experience tradeoff of a sweep: report.md, results.json, figures",
-        f"{_REPORTS}.sweep_analysis:AnalyzeConfig", f"{_CLI}:analyze", f"{_CLI}:check_analyze",
+        f"{_REPORTS}.sweep_analysis:AnalyzeConfig",
+        f"{_CLI}:analyze",
+        f"{_CLI}:check_analyze",
     ),
     "probe": Command(
         "measure the critical rollout size where a run is: branches from one of its agents",
-        f"{_EXPERIMENTS}.probe:ProbeConfig", f"{_CLI}:probe_and_report", f"{_CLI}:check_probe", trains=True, resumes=True,
+        f"{_EXPERIMENTS}.probe:ProbeConfig",
+        f"{_CLI}:probe_and_report",
+        f"{_CLI}:check_probe",
+        trains=True,
+        resumes=True,
     ),
-    "probe-report": Command(
-        "fit the critical rollout size of a probe directory",
-        f"{_REPORTS}.probe_report:ProbeReportConfig", f"{_REPORTS}.probe_report:report", f"{_REPORTS}.probe_report:check",
+    "probe-report": checked_in(
+        f"{_REPORTS}.probe_report", "fit the critical rollout size of a probe directory", "ProbeReportConfig", "report"
     ),
-    "targets": Command(
+    "targets": checked_in(
+        f"{_REPORTS}.targets_report",
         "target scores a run that learns nothing reaches with probability <= 1 %, from a null run and a pilot",
-        f"{_REPORTS}.targets_report:TargetsConfig", f"{_REPORTS}.targets_report:targets",
-        f"{_REPORTS}.targets_report:check",
+        "TargetsConfig",
+        "targets",
     ),
-    "table": Command(
+    "table": checked_in(
+        f"{_REPORTS}.table1",
         "the paper's Table 1 from analysed one-step sweeps, and criterion v8's table per regime",
-        f"{_REPORTS}.table1:TableConfig", f"{_REPORTS}.table1:table", f"{_REPORTS}.table1:check",
+        "TableConfig",
+        "table",
     ),
-    "advise": Command(
+    "advise": checked_in(
+        f"{_REPORTS}.advise",
         "the critical rollout size a run's noise scale predicts, with its interval",
-        f"{_REPORTS}.advise:AdviseConfig", f"{_REPORTS}.advise:advise", f"{_REPORTS}.advise:check",
+        "AdviseConfig",
+        "advise",
     ),
-    "plot": Command(
-        "redraw a run's training.png from its progress.csv",
-        f"{_REPORTS}.run_plot:PlotConfig", f"{_REPORTS}.run_plot:plot_run", f"{_REPORTS}.run_plot:check",
-    ),
+    "plot": checked_in(f"{_REPORTS}.run_plot", "redraw a run's training.png from its progress.csv", "PlotConfig", "plot_run"),
     "bench": Command(
         "train every game of a benchmark tier for several seeds, then write the report",
-        f"{_CLI}:BenchCommand", f"{_CLI}:bench_and_report", f"{_CLI}:check_bench", trains=True, resumes=True,
+        f"{_CLI}:BenchCommand",
+        f"{_CLI}:bench_and_report",
+        f"{_CLI}:check_bench",
+        trains=True,
+        resumes=True,
     ),
-    "bench-report": Command(
-        "aggregate a benchmark directory into a report",
-        f"{_REPORTS}.bench_report:BenchReportConfig", f"{_REPORTS}.bench_report:report", f"{_REPORTS}.bench_report:check",
+    "bench-report": checked_in(
+        f"{_REPORTS}.bench_report", "aggregate a benchmark directory into a report", "BenchReportConfig", "report"
     ),
     "scaling": Command(
         "measure PPO throughput against n_envs on this machine, then fit and predict",
-        f"{_CLI}:ScalingCommand", f"{_CLI}:scaling_and_report", f"{_CLI}:check_scaling", trains=True,
+        f"{_CLI}:ScalingCommand",
+        f"{_CLI}:scaling_and_report",
+        f"{_CLI}:check_scaling",
+        trains=True,
     ),
-    "scaling-report": Command(
-        "fit the throughput model to a scaling directory",
-        f"{_REPORTS}.scaling_report:ScalingReportConfig", f"{_REPORTS}.scaling_report:report",
-        f"{_REPORTS}.scaling_report:check",
+    "scaling-report": checked_in(
+        f"{_REPORTS}.scaling_report", "fit the throughput model to a scaling directory", "ScalingReportConfig", "report"
     ),
-    "compare-adaptive": Command(
-        "compare adaptive-rollout runs with a fixed-size sweep",
-        f"{_REPORTS}.adaptive_report:CompareConfig", f"{_REPORTS}.adaptive_report:compare",
-        f"{_REPORTS}.adaptive_report:check",
+    "compare-adaptive": checked_in(
+        f"{_REPORTS}.adaptive_report", "compare adaptive-rollout runs with a fixed-size sweep", "CompareConfig", "compare"
     ),
-    "validate-probes": Command(
+    "validate-probes": checked_in(
+        f"{_REPORTS}.probe_validation",
         "rank the noise-scale predictors against probes (docs/prediction-criterion.md)",
-        f"{_REPORTS}.probe_validation:ProbeValidationConfig", f"{_REPORTS}.probe_validation:validate",
-        f"{_REPORTS}.probe_validation:check",
+        "ProbeValidationConfig",
+        "validate",
     ),
-    "validate-predictors": Command(
+    "validate-predictors": checked_in(
+        f"{_REPORTS}.predictor_validation",
         "rank the noise-scale predictors on analysed sweeps (docs/prediction-criterion.md)",
-        f"{_REPORTS}.predictor_validation:ValidationConfig", f"{_REPORTS}.predictor_validation:validate",
-        f"{_REPORTS}.predictor_validation:check",
+        "ValidationConfig",
+        "validate",
     ),
-    "compact": Command(
+    "compact": checked_in(
+        "rl_gns.records.compact",
         "keep the logs of finished runs compact: progress.csv.gz with the columns read, episodes.csv.gz",
-        "rl_gns.records.compact:CompactConfig", "rl_gns.records.compact:compact", "rl_gns.records.compact:check",
+        "CompactConfig",
+        "compact",
     ),
     "run": Command(
         "run one training run from a spec file of a sweep or benchmark (what their workers do)",
-        f"{_CLI}:RunSpecConfig", f"{_CLI}:prepare_spec", trains=True,
+        f"{_CLI}:RunSpecConfig",
+        f"{_CLI}:prepare_spec",
+        trains=True,
     ),
-}  # fmt: skip
+}

@@ -248,6 +248,21 @@ def test_an_unknown_flag_points_to_the_commands_own_help():
     assert "--bogus" in result.stderr + result.stdout and "rl-gns train --help" in result.stderr + result.stdout
 
 
+def test_train_help_comes_from_its_settings_without_torch():
+    """``rl-gns train --help`` is read from TrainConfig alone (no torch, SB3 or gymnasium), and it is the help the
+    command itself parses with."""
+    code = (
+        "import sys; from rl_gns.commands import main; status = main(['train', '--help'])\n"
+        "print(status, sorted(m for m in ('torch', 'stable_baselines3', 'gymnasium') if m in sys.modules), file=sys.stderr)"
+    )
+    fast = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert fast.stderr.strip() == "0 []", fast.stderr[-2000:]
+    full = subprocess.run(
+        [sys.executable, "-c", "from rl_gns.cli import main; main(['train', '--help'])"], capture_output=True, text=True
+    )
+    assert "--n-envs" in full.stdout and fast.stdout == full.stdout
+
+
 def test_the_command_list_answers_without_importing_the_library():
     from rl_gns.registry import COMMANDS
 

@@ -90,8 +90,8 @@ def test_the_check_sees_a_bad_import():
     assert layer("rl_gns.reports.sweep_report") not in ALLOWED["experiments"]
 
 
-#: The maths of the core library: the estimator, intervals, tradeoff, targets, advice, throughput, sizes and names.
-MATHS = ("noise_scale", "tradeoff", "targets", "advice", "throughput", "batching", "names", "criterion")
+#: The torch-free core: the estimator, intervals, tradeoff, targets, advice, throughput, sizes, names and settings.
+MATHS = ("noise_scale", "tradeoff", "targets", "advice", "throughput", "batching", "names", "criterion", "settings")
 
 
 def test_the_maths_imports_with_numpy_and_scipy_alone():

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -38,28 +37,14 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.advice import parse_predictor
 from rl_gns.core.batching import env_seed
 from rl_gns.core.names import N_ENVS_KEY, Scheme, tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.settings import AdaptiveConfig
 
 #: ``make_env(n_envs, seed) -> VecEnv``: builds the environments of a grown rollout.
 EnvFactory = Callable[[int, int | None], VecEnv]
-
-
-@dataclass(frozen=True)
-class AdaptiveConfig:
-    """How :class:`AdaptivePPO` grows the rollout."""
-
-    r: float
-    """Exchange rate: agent steps one PPO iteration is worth. The rollout size is sqrt(r · M · B_simple)."""
-    max_n_envs: int = 64
-    """Largest env count the rollout may grow to."""
-    predictor: str = DEFAULT_PREDICTOR
-    """Noise-scale candidate whose prediction of the critical rollout size drives the rule (its scheme and loss must
-    be measured), e.g. ``env_value`` or ``mb_xM_total`` (:func:`~rl_gns.core.advice.parse_predictor`)."""
-    min_measurements: int = 8
-    """Noise-scale measurements before the first growth (the average of fewer is mostly noise)."""
 
 
 def adaptive_n_envs(b_noise: float, r: float, n_steps: int, n_envs: int, max_n_envs: int) -> int:

@@ -9,11 +9,10 @@ rl-zoo3 keeps for Atari.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import torch as th
-from stable_baselines3.common.type_aliases import Schedule
-from stable_baselines3.common.utils import LinearSchedule
+if TYPE_CHECKING:
+    from stable_baselines3.common.type_aliases import Schedule
 
 #: rl-zoo3 Atari PPO, in SB3's names (``batch_size`` is the minibatch); rates decay linearly unless stated otherwise.
 RL_ZOO3_ATARI_PPO: dict[str, Any] = {
@@ -33,6 +32,8 @@ RL_ZOO3_ATARI_PPO: dict[str, Any] = {
 
 def schedule(value: float, anneal: bool) -> float | Schedule:
     """A linear decay from ``value`` to 0 over training (rl-zoo3's ``lin_`` schedules), or the constant ``value``."""
+    from stable_baselines3.common.utils import LinearSchedule  # SB3 and torch load with the agent, not the settings
+
     return LinearSchedule(value, 0.0, 1.0) if anneal else value
 
 
@@ -59,5 +60,7 @@ def optimizer_policy_kwargs(optimizer: Optimizer) -> dict[str, Any]:
     if optimizer == "adam":
         return {}
     if optimizer == "rmsprop":
+        import torch as th  # loads with the agent, not the settings
+
         return {"optimizer_class": th.optim.RMSprop, "optimizer_kwargs": {"alpha": 0.99, "eps": 1e-5, "weight_decay": 0}}
     raise ValueError(f"unknown optimizer {optimizer!r}: use adam or rmsprop")

@@ -19,9 +19,8 @@ from typing import Annotated, Any, Literal, TypeVar, get_type_hints
 
 import tyro
 
-from rl_gns.core.adaptive import AdaptiveConfig
 from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO
-from rl_gns.core.ppo import NoiseScaleConfig
+from rl_gns.core.settings import AdaptiveConfig, NoiseScaleConfig
 from rl_gns.core.targets import DEFAULT_WINDOW
 from rl_gns.records.schema import require
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rl_gns.core.criterion import (
+    at_edge,
     beyond_edge,
     fastest,
     leave_one_game_out,
@@ -64,6 +65,22 @@ GRID = [1e-4, 2e-4, 4e-4]
 def test_a_rate_beyond_an_edge_that_a_majority_of_seeds_kept(kept, n_seeds, expected):
     rate = beyond_edge(GRID, kept, n_seeds, factor=2.0)
     assert rate == (None if expected is None else pytest.approx(expected))
+
+
+@pytest.mark.parametrize(
+    ("rate", "grid", "expected"),
+    [
+        (1e-4, [4e-4, 1e-4, 2e-4], True),  # the lowest, the grid in any order
+        (4e-4, [4e-4, 1e-4, 2e-4], True),  # the highest
+        (2e-4, [4e-4, 1e-4, 2e-4], False),  # inside
+        (1e-4, [1e-4, 2e-4], False),  # a grid of 2 has no inside
+        (2e-4, [2e-4], False),
+        (2e-4, [1e-4, 2e-4, 4e-4, 8e-4, 1.6e-3], False),  # inside an extended grid
+        (1.6e-3, [1e-4, 2e-4, 4e-4, 8e-4, 1.6e-3], True),
+    ],
+)
+def test_a_kept_rate_is_at_an_edge_of_a_grid_with_an_inside(rate, grid, expected):
+    assert at_edge(rate, grid) is expected
 
 
 def test_the_edge_rule_needs_a_grid_with_an_inside_and_reads_it_in_any_order():

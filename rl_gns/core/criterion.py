@@ -74,6 +74,16 @@ def fastest(steps_by_run: Mapping[str, float]) -> str:
     return min(sorted(steps_by_run), key=lambda name: steps_by_run[name])
 
 
+def at_edge(rate: float, grid_R: Sequence[float]) -> bool:
+    """Whether a kept learning ``rate`` is the lowest or highest of its size's grid of at least 3 rates (a grid of 1 or
+    2 has no inside): the best rate may then lie outside the grid, and the size's steps ``S`` be too high.
+
+    :param rate: the kept rate (:func:`fastest`).
+    :param grid_R: ``(R,)`` every learning rate tried at the size.
+    """
+    return len(grid_R) >= 3 and rate in (min(grid_R), max(grid_R))
+
+
 def beyond_edge(grid_R: Sequence[float], kept_S: Sequence[float], n_seeds: int, factor: float) -> float | None:
     """Criterion v8's edge rule at one size and target: the learning rate one ``factor`` beyond the grid's lowest rate
     (``grid[0] / factor``) or highest (``grid[-1] · factor``) where a majority of the ``n_seeds`` seeds kept that

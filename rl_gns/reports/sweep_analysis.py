@@ -37,7 +37,7 @@ import tyro
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS
 from rl_gns.core.atari import FRAME_SKIP
-from rl_gns.core.criterion import fastest
+from rl_gns.core.criterion import at_edge, fastest
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
@@ -274,9 +274,7 @@ class KeptRates:
     def at_edge(self) -> int:
         """Seeds whose fastest rate is the lowest or highest of a grid of at least 3: the best rate may lie outside
         the grid, so the size's ``S`` may be too high."""
-        if len(self.grid) < 3:
-            return 0
-        return sum(lr in (self.grid[0], self.grid[-1]) for lr in self.kept)
+        return sum(at_edge(lr, self.grid) for lr in self.kept)
 
     @property
     def one_edge(self) -> str | None:

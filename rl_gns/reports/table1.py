@@ -22,6 +22,7 @@ from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.criterion import (
     CONSTANT_BASELINE,
     GAMES_TO_RANK,
+    at_edge,
     fastest,
     leave_one_game_out,
     median_log_error,
@@ -96,13 +97,8 @@ def edge_rate(runs: list[dict], targets: list[float]) -> tuple[int, int]:
     grids: dict[int, set[float]] = {}
     for run in runs:
         grids.setdefault(run["rollout_size"], set()).add(run["learning_rate"])
-    at_edge = total = 0
-    for target in targets:
-        for (size, _), run in kept_runs(runs, target).items():
-            grid = sorted(grids[size])
-            total += 1
-            at_edge += len(grid) >= 3 and run["learning_rate"] in (grid[0], grid[-1])
-    return at_edge, total
+    kept = [(size, run["learning_rate"]) for target in targets for (size, _), run in kept_runs(runs, target).items()]
+    return sum(at_edge(rate, list(grids[size])) for size, rate in kept), len(kept)
 
 
 def counted(entry: dict, kept: dict[tuple[int, int], dict]) -> str:

@@ -1,7 +1,8 @@
-"""The ``rl-gns`` entry point's front: the commands and what each does, without importing torch.
+"""The ``rl-gns`` entry point's front: the commands of :data:`rl_gns.registry.COMMANDS` and what each does, without
+importing torch.
 
-``rl-gns``, ``rl-gns --help`` and ``rl-gns --version`` answer from here at once; a command is parsed and run by
-:func:`rl_gns.cli.main`, which imports the library.
+``rl-gns``, ``rl-gns --help`` and ``rl-gns --version`` answer from here at once, and ``rl-gns COMMAND --help`` from
+the command's settings alone; a command is parsed and run by :func:`rl_gns.cli.main`, which imports the library.
 """
 
 from __future__ import annotations

@@ -52,12 +52,9 @@ class Command:
 
 
 def attribute(reference: str) -> Any:
-    """The object a ``module:name`` reference names (``name`` may be dotted)."""
+    """The object a ``module:name`` reference names."""
     module, _, name = reference.partition(":")
-    found: Any = import_module(module)
-    for part in name.split("."):
-        found = getattr(found, part)
-    return found
+    return getattr(import_module(module), name)
 
 
 def checked_in(module: str, summary: str, config: str, run: str) -> Command:

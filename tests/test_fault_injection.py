@@ -4,13 +4,15 @@ A reader is handed committed results (copied into ``tmp_path``) with one file da
 half, overwritten with bytes that are not text, replaced by a folder, removed; one top-level JSON field removed or
 given a value of the wrong kind (null, and in turn a string, a negative, non-finite, huge, zero or fractional
 number, a boolean, a list, an object); one CSV cell that is not a finite number, a header without rows, a row too
-long or too short. Whatever the damage, the reader either uses what is whole (exit status 0) or refuses in one line
+long or too short. A compressed log (``.csv.gz``) takes the same damage inside, written back compressed, and a
+stream cut short. Whatever the damage, the reader either uses what is whole (exit status 0) or refuses in one line
 that names the command and the file it refuses (exit status 2); it never raises. ``test_readers.py`` pins what the
 answer is for the damage users meet most; this module sweeps the whole class.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from collections.abc import Iterator
@@ -96,16 +98,32 @@ def csv_damage(text: str) -> Iterator[tuple[str, object]]:
     yield "a row too short", "\n".join([header, *rows, "1"]) + "\n"
 
 
-def damage(path: Path) -> Iterator[tuple[str, object]]:
-    """Every damage of the file at ``path``, by its format."""
-    text = path.read_text()
-    yield from whole_file_damage(text)
-    if path.suffix == ".json":
+def content_damage(suffix: str, text: str) -> Iterator[tuple[str, object]]:
+    """Damage to the content of a file in the format its ``suffix`` names."""
+    if suffix == ".json":
         yield from json_damage(text)
-    elif path.suffix == ".jsonl":
+    elif suffix == ".jsonl":
         yield from json_lines_damage(text)
-    elif path.suffix == ".csv":
+    elif suffix == ".csv":
         yield from csv_damage(text)
+
+
+def damage(path: Path) -> Iterator[tuple[str, object]]:
+    """Every damage of the file at ``path``, by its format. A gzip file (``.csv.gz``, as ``rl-gns compact`` writes
+    logs) takes the whole-file damage to its bytes (so a stream cut short or not gzip at all) and the damage of the
+    format inside, written back compressed."""
+    if path.suffix != ".gz":
+        text = path.read_text()
+        yield from whole_file_damage(text)
+        yield from content_damage(path.suffix, text)
+        return
+    raw = path.read_bytes()
+    for name, new in whole_file_damage(""):
+        yield name, raw[: len(raw) // 2] if name == "cut" else new
+    inner = gzip.decompress(raw).decode()
+    yield "empty inside", gzip.compress(b"")
+    for name, new in content_damage(Path(path.stem).suffix, inner):
+        yield name, gzip.compress(str(new).encode())
 
 
 @dataclass(frozen=True)
@@ -147,11 +165,11 @@ READERS = (
             "probe/sweep.json",
             "probe/anchor/summary.json",
             "probe/anchor/config.json",
-            "probe/anchor/episodes.csv",
+            "probe/anchor/episodes.csv.gz",
             f"{DEMO_BRANCH}/config.json",
             f"{DEMO_BRANCH}/summary.json",
-            f"{DEMO_BRANCH}/episodes.csv",
-            f"{DEMO_BRANCH}/progress.csv",
+            f"{DEMO_BRANCH}/episodes.csv.gz",
+            f"{DEMO_BRANCH}/progress.csv.gz",
         ),
     ),
     Reader(
@@ -164,19 +182,19 @@ READERS = (
         "advise",
         ("demo_probe/run",),
         ("{w}/run",),
-        ("run/config.json", "run/summary.json", "run/progress.csv"),
+        ("run/config.json", "run/summary.json", "run/progress.csv.gz"),
     ),
     Reader(
         "plot",
         ("demo_probe/run",),
         ("{w}/run",),
-        ("run/config.json", "run/summary.json", "run/progress.csv", "run/episodes.csv"),
+        ("run/config.json", "run/summary.json", "run/progress.csv.gz", "run/episodes.csv.gz"),
     ),
     Reader(
         "bench-report",
         ("bench/cpu",),
         ("{w}/cpu", "--bootstrap", "200"),
-        ("cpu/bench.json", f"{BENCH_RUN}/config.json", f"{BENCH_RUN}/summary.json", f"{BENCH_RUN}/progress.csv"),
+        ("cpu/bench.json", f"{BENCH_RUN}/config.json", f"{BENCH_RUN}/summary.json", f"{BENCH_RUN}/progress.csv.gz"),
     ),
     Reader(
         "scaling-report",
@@ -198,7 +216,7 @@ READERS = (
         (
             f"{ADAPTIVE_RUN}/config.json",
             f"{ADAPTIVE_RUN}/summary.json",
-            f"{ADAPTIVE_RUN}/progress.csv",
+            f"{ADAPTIVE_RUN}/progress.csv.gz",
             "beamrider_ram/results.json",
         ),
     ),
@@ -208,11 +226,9 @@ READERS = (
 NOT_READ = ("*.zip", "events.out.tfevents.*", "*.png", "snapshots", "checkpoints")
 
 
-def cases() -> Iterator[object]:
+def cases() -> list[object]:
     """One test per reader and file it reads."""
-    for reader in READERS:
-        for file in reader.files:
-            yield pytest.param(reader, file, id=f"{reader.command}:{file}")
+    return [pytest.param(reader, file, id=f"{reader.command}:{file}") for reader in READERS for file in reader.files]
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import pytest
 
 from rl_gns.core.advice import Advice, advise, env_count, experience_factor, iterations_factor, parse_predictor
 from rl_gns.core.noise_scale import RatioInterval
+from rl_gns.core.schemes import Candidate
 from rl_gns.core.tradeoff import TradeoffFit
 
 
@@ -20,9 +21,10 @@ def test_doubling_factors_follow_the_fitted_hyperbola():
 
 
 def test_predictor_names():
-    assert parse_predictor("mb_xM_policy") == ("minibatch", True, "policy")
-    assert parse_predictor("env_total") == ("envs", False, "total")
-    for bad in ("mb_policy_xM", "envs_total", "mb_xM_advantage", "policy"):
+    assert parse_predictor("mb_xM_policy") == Candidate("minibatch", "policy", "xM")
+    assert parse_predictor("env_total") == Candidate("envs", "total")
+    # candidates that a run's own measurements do not give (pooled elsewhere, or times the epochs) are no predictors
+    for bad in ("mb_policy_xM", "envs_total", "mb_xM_advantage", "policy", "path_env_value", "mb_xEM_total"):
         with pytest.raises(ValueError):
             parse_predictor(bad)
 

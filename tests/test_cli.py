@@ -176,7 +176,7 @@ def test_every_flag_help_is_one_line():
         (["train", "--max-wall-minutes", "0"], "--max-wall-minutes must be > 0"),
         (["train", "--resume", "no_such_run"], "no run there"),
         (["train", "--adaptive-r", "64", "--no-anneal", "--adaptive-predictor", "env_advantage"], "unknown loss"),
-        (["train", "--adaptive-predictor", "env_bogus"], "unknown loss in predictor 'env_bogus'"),
+        (["train", "--adaptive-predictor", "env_bogus"], "unknown loss in candidate 'env_bogus'"),
         (["train", "--nproc", "0"], "--nproc must be >= 1"),
         (["train", "--no-gns", "--gns-every", "8"], "--gns-every 8 has no effect with --no-gns"),
         (["train", "--no-gns", "--gns-losses", "value"], "--gns-losses value has no effect with --no-gns"),

@@ -27,7 +27,7 @@ from rl_gns.reports.probe_report import plot_probe
 from rl_gns.reports.probe_validation import load_probe, plot_stages
 from rl_gns.reports.run_plot import plot_noise_scale, plot_score
 from rl_gns.reports.scaling_report import ScalingReportConfig, plot_scaling, report
-from rl_gns.reports.sweep_analysis import Candidate, TargetResult, load_sweep
+from rl_gns.reports.sweep_analysis import Prediction, TargetResult, load_sweep
 from rl_gns.reports.sweep_report import plot_noise_scale_by_size, plot_steps_vs_experience, plot_wall_vs_experience
 
 PILOT = Path("results/table1/Breakout/R0/pilot")
@@ -144,7 +144,7 @@ def test_noise_scale_by_size_plain_ticks():
 def test_sweep_predicted_vs_fitted_one_column_per_target():
     _, results = load_fixed_results(SWEEP)
     for result in results:
-        result.candidates = {name: Candidate(**fields) for name, fields in result.candidates.items()}
+        result.candidates = {name: Prediction(**fields) for name, fields in result.candidates.items()}
     _, ax = plt.subplots(figsize=(12, 5.5))
     sweep_report.plot_predicted_vs_fitted(results, ax)
     assert tick_labels(ax.xaxis) == [f"{r.target:g}" for r in results]

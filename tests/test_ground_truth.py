@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch as th
 
-from rl_gns.core.measure import measure_rollout, measurement_indices, rollout_samples
+from rl_gns.core.measure import measure_rollout, rollout_samples
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import g2_and_trace
+from rl_gns.core.schemes import SCHEMES
 from rl_gns.testing.exact import ChainMDP, exact, minibatch_expectation, per_sample_gradients, sample_rollout
 
 N_ENVS, ROLLOUTS = 4, 1000
@@ -28,7 +29,7 @@ def pooled_estimates(problem, scheme, rollouts=ROLLOUTS, seed=0):
     values = {loss: [] for loss in LOSSES}
     for _ in range(rollouts):
         buffer = sample_rollout(problem, policy, N_ENVS, n_steps, rng)
-        norms = measure_rollout(policy, buffer, measurement_indices(scheme, N_ENVS, n_steps, b_big, rng), b_big // b_small,
+        norms = measure_rollout(policy, buffer, SCHEMES[scheme].indices(N_ENVS, n_steps, b_big, rng), b_big // b_small,
                                 LOSSES, False, problem.clip_range, None, problem.ent_coef, problem.vf_coef)  # fmt: skip
         for loss, n in norms.items():
             values[loss].append(g2_and_trace(n.g2_small, n.g2_big, b_small, b_big))

@@ -90,8 +90,9 @@ def test_the_check_sees_a_bad_import():
     assert layer("rl_gns.reports.sweep_report") not in ALLOWED["experiments"]
 
 
-#: The torch-free core: the estimator, intervals, tradeoff, targets, advice, throughput, sizes, names and settings.
-MATHS = ("noise_scale", "tradeoff", "targets", "advice", "throughput", "batching", "names", "criterion", "settings")
+#: The torch-free core: the estimator, intervals, tradeoff, targets, advice, throughput, sizes, names, schemes and
+#: settings.
+MATHS = ("noise_scale", "tradeoff", "targets", "advice", "throughput", "batching", "names", "schemes", "criterion", "settings")
 
 
 def test_the_maths_imports_with_numpy_and_scipy_alone():

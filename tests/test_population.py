@@ -9,10 +9,11 @@ from stable_baselines3 import PPO
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
 from rl_gns.core.defaults import optimizer_policy_kwargs
-from rl_gns.core.measure import measure_rollout, measurement_indices
+from rl_gns.core.measure import measure_rollout
 from rl_gns.core.policies import ChannelsLastCnnPolicy
 from rl_gns.core.population import Population, PopulationPolicy, check_members, population_update
 from rl_gns.core.population_measure import measure_population
+from rl_gns.core.schemes import SCHEMES
 
 pytestmark = pytest.mark.atari
 
@@ -191,7 +192,7 @@ def test_population_measurement_equals_measure_rollout_for_every_member(clip_ran
         for scheme in config.schemes:
             b_small, b_big = member.gns_sizes[scheme]
             alone = measure_rollout(
-                member.policy, member.rollout_buffer, measurement_indices(scheme, 2, 32, b_big, rng), b_big // b_small,
+                member.policy, member.rollout_buffer, SCHEMES[scheme].indices(2, 32, b_big, rng), b_big // b_small,
                 config.losses, normalize_advantage=True, clip_range=0.2, clip_range_vf=clip_range_vf, ent_coef=0.01,
                 vf_coef=0.5,
             )  # fmt: skip

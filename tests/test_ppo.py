@@ -13,8 +13,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.measure import measurement_indices
 from rl_gns.core.policies import ChannelsLastCnnPolicy
+from rl_gns.core.schemes import SCHEMES
+from rl_gns.core.schemes import scheme as scheme_named
 from rl_gns.records.rundir import read_csv as read_progress
 
 pytestmark = pytest.mark.atari
@@ -119,12 +120,12 @@ def test_envs_scheme_groups_whole_trajectories(tmp_path):
     assert model.gns_sizes == {"envs": (32, 128)}  # one env's 32 steps per small batch, the whole rollout
     model.set_logger(configure(str(tmp_path), ["csv"]))
     model.learn(128)
-    idx = measurement_indices("envs", model.n_envs, model.n_steps, 128, np.random.default_rng(0))
+    idx = SCHEMES["envs"].indices(model.n_envs, model.n_steps, 128, np.random.default_rng(0))
     assert sorted(idx.reshape(4, 32)[:, 0] // 32) == [0, 1, 2, 3]
     assert np.all(np.diff(idx.reshape(4, 32), axis=1) == 1)
     assert np.isfinite(read_progress(tmp_path / "progress.csv")["gns/envs/trace_sigma_policy_raw"][0])
     with pytest.raises(ValueError, match="unknown noise-scale scheme 'env'"):  # not read as envs
-        measurement_indices("env", model.n_envs, model.n_steps, 128, np.random.default_rng(0))
+        scheme_named("env")
 
 
 def test_two_schemes_in_one_run_each_logged_under_its_name(tmp_path):

@@ -39,8 +39,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rl_gns.core.advice import parse_predictor
 from rl_gns.core.batching import env_seed
-from rl_gns.core.names import N_ENVS_KEY, Scheme, tracker_key
+from rl_gns.core.names import N_ENVS_KEY, tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.schemes import Scheme
 from rl_gns.core.settings import AdaptiveConfig
 
 #: ``make_env(n_envs, seed) -> VecEnv``: builds the environments of a grown rollout.
@@ -126,7 +127,8 @@ class AdaptivePPO(NoiseScalePPO):
         self.make_env = make_env
         self.adaptive = adaptive
         self.games_abandoned = 0
-        self.predictor_scheme, times_m, self.predictor_loss = parse_predictor(adaptive.predictor)
+        predictor = parse_predictor(adaptive.predictor)
+        self.predictor_scheme, self.predictor_loss = predictor.scheme, predictor.loss
         super().__init__(*args, **kwargs)
         measured = self.noise_scale is not None and self.predictor_scheme in self.noise_scale.schemes
         if not measured or self.predictor_loss not in self.noise_scale.losses:  # type: ignore[union-attr]
@@ -136,7 +138,7 @@ class AdaptivePPO(NoiseScalePPO):
         if callable(self.learning_rate):
             raise ValueError("adaptive rollout size needs a constant learning rate (it is rescaled at each growth)")
         self.n_minibatches = self.n_envs * self.n_steps // self.batch_size
-        self.units_factor = self.n_minibatches if times_m else 1
+        self.units_factor = predictor.times(self.n_epochs, self.n_minibatches)
         self.n_envs_0, self.learning_rate_0 = self.n_envs, float(self.learning_rate)
 
     def _excluded_save_params(self) -> list[str]:

@@ -18,11 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
+from rl_gns.core.schemes import Candidate
 
 #: The noise-scale candidate that predicts the critical rollout size, ``<scheme tag>_[xM_]<loss>``: B_simple of the
 #: value loss over groups of whole trajectories, the one the pre-registered criterion (docs/prediction-criterion.md)
 #: picked on four games (results/validation/predictors.md: median |log10(predicted / fitted)| 0.38).
 DEFAULT_PREDICTOR = "env_value"
+#: The default predictor as a candidate: its scheme and loss.
+DEFAULT_CANDIDATE = Candidate.parse(DEFAULT_PREDICTOR)
 #: The default predictor's error where it was checked: predicted / fitted ``B_crit`` ranged over 0.41–3.5 (0.68–3.5
 #: on three games at three targets each, 0.41, 0.53 and 1.05 on a Beam Rider sweep outside the validation; Breakout's
 #: fits were degenerate), docs/results.md. A prediction ``P`` thus leaves ``B_crit`` within ``[P / 3.5, P / 0.41]``.
@@ -34,22 +37,20 @@ VALIDATED_REGIME = (
 )
 #: Measurements below which the advice gives no number (its interval needs several batches of them).
 MIN_MEASUREMENTS = 8
-#: Candidate name tag of each measurement scheme.
-SCHEME_TAGS = {"minibatch": "mb", "envs": "env"}
+#: The units factors a predictor may carry: a run's B_simple as measured, or times its minibatches per epoch.
+PREDICTOR_FACTORS = ("", "xM")
 
 
-def parse_predictor(name: str) -> tuple[str, bool, str]:
-    """``mb_xM_policy`` -> ``("minibatch", True, "policy")``: scheme, whether it is multiplied by M, loss.
+def parse_predictor(name: str) -> Candidate:
+    """The predictor called ``name``: a candidate that a run's own measurements give, ``<tag>[_xM]_<loss>``
+    (``mb_xM_policy``: the minibatch scheme's policy-loss B_simple times M).
 
-    :raises ValueError: for a name outside the candidates.
+    :raises ValueError: for a name outside those candidates.
     """
-    parts = name.split("_")
-    schemes = {tag: scheme for scheme, tag in SCHEME_TAGS.items()}
-    if len(parts) not in (2, 3) or parts[0] not in schemes or (len(parts) == 3 and parts[1] != "xM"):
+    candidate = Candidate.parse(name)
+    if candidate.where or candidate.factor not in PREDICTOR_FACTORS:
         raise ValueError(f"unknown predictor {name!r}: use <mb|env>[_xM]_<policy|value|total>, e.g. {DEFAULT_PREDICTOR}")
-    if parts[-1] not in ("policy", "value", "total"):
-        raise ValueError(f"unknown loss in predictor {name!r}")
-    return schemes[parts[0]], len(parts) == 3, parts[-1]
+    return candidate
 
 
 def at_least_envs(n_envs: float) -> str:
@@ -194,9 +195,8 @@ def advise(
     :param n_minibatches: M, minibatches per epoch (the factor of ``_xM_`` predictors).
     :param regime: the run's training regime (``--regime``).
     """
-    _, times_m, _ = parse_predictor(predictor)
     b = b_simple_interval(g2_T, trace_sigma_T)
-    factor = n_minibatches if times_m else 1
+    factor = parse_predictor(predictor).times(n_epochs=1, n_minibatches=n_minibatches)
     n_measurements = int(
         np.sum(np.isfinite(np.asarray(g2_T, dtype=float)) & np.isfinite(np.asarray(trace_sigma_T, dtype=float)))
     )

@@ -41,9 +41,10 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rl_gns.core.batching import env_seed
 from rl_gns.core.measure import GradNormTap, SumOverRanks, normalize_advantages
-from rl_gns.core.names import FREE_SCHEMES, Scheme, size_key, tracker_key
+from rl_gns.core.names import size_key, tracker_key
 from rl_gns.core.noise_scale import NoiseScaleTracker, g2_and_trace
 from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
+from rl_gns.core.schemes import FREE_SCHEMES, Scheme
 
 
 def rank_and_size() -> tuple[int, int]:

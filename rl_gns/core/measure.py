@@ -200,24 +200,6 @@ def two_batch_grad_norms(
     return norms
 
 
-def measurement_indices(scheme: str, n_envs: int, n_steps: int, b_big: int, rng: np.random.Generator) -> np.ndarray:
-    """``(b_big,)`` flat rollout indices of a measurement's big batch (order of :func:`rollout_samples`).
-
-    ``minibatch``: ``b_big`` samples drawn at random without replacement, as a PPO minibatch is.
-    ``envs``: the whole trajectories of ``b_big / n_steps`` envs drawn at random, each contiguous, so that
-    contiguous small batches of a multiple of ``n_steps`` samples are groups of whole trajectories.
-
-    :param rng: the measurement's own generator (never NumPy's global one, which SB3's minibatches use).
-    :raises ValueError: for another scheme.
-    """
-    if scheme == "minibatch":
-        return rng.choice(n_envs * n_steps, size=b_big, replace=False)
-    if scheme != "envs":
-        raise ValueError(f"unknown noise-scale scheme {scheme!r}: 'minibatch' or 'envs'")
-    envs = rng.choice(n_envs, size=b_big // n_steps, replace=False)
-    return (envs[:, None] * n_steps + np.arange(n_steps)).ravel()
-
-
 def measure_rollout(
     policy: ActorCriticPolicy,
     buffer: RolloutBuffer,
@@ -234,8 +216,8 @@ def measure_rollout(
     """One measurement: the big batch ``indices`` of a filled rollout, advantages normalised over it as PPO
     normalises a minibatch, split into ``n_small`` contiguous small batches (:func:`two_batch_grad_norms`).
 
-    :param indices: ``(b_big,)`` flat indices (:func:`measurement_indices`); with ``sum_over_ranks``, this rank's
-        part of the big batch.
+    :param indices: ``(b_big,)`` flat indices (:meth:`~rl_gns.core.schemes.SchemeSpec.indices`); with
+        ``sum_over_ranks``, this rank's part of the big batch.
     :param n_small: small batches, ``b_big / b_small`` (with ``sum_over_ranks``, this rank's).
     :param sum_over_ranks: sums a tensor over data-parallel ranks in place; the big batch is then the union of
         every rank's part (advantages normalised over all of it).

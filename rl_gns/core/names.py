@@ -1,5 +1,6 @@
-"""The names of the noise-scale log, formatted and parsed here alone: the schemes, the losses, and the SB3 logger
-keys ``gns/<scheme>/<quantity>_<loss>[_<suffix>]`` that ``progress.csv`` and TensorBoard hold.
+"""The names of the noise-scale log, formatted and parsed here alone: the losses and the SB3 logger keys
+``gns/<scheme>/<quantity>_<loss>[_<suffix>]`` that ``progress.csv`` and TensorBoard hold (the schemes are
+:mod:`rl_gns.core.schemes`).
 
 ========================================  ===================================================================
 ``gns/<scheme>/g2_<loss>_raw``            this measurement's unbiased ``|G|²`` estimate
@@ -16,12 +17,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-Scheme = Literal["minibatch", "envs"]
-#: How the big and small batches of a fixed-parameter measurement are drawn from a rollout.
-SCHEMES: tuple[Scheme, ...] = ("minibatch", "envs")
-#: The free schemes of a data-parallel run, measured from its ranks' gradients (loss ``total`` only): the first
-#: epoch's optimiser steps, and every epoch's.
-FREE_SCHEMES = ("ranks", "ranks_all")
 Loss = Literal["policy", "value", "total"]
 #: The PPO losses whose noise scale is measured (``total`` is the loss PPO optimises).
 LOSSES: tuple[Loss, ...] = ("policy", "value", "total")

@@ -14,10 +14,11 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import get_device
 
-from rl_gns.core.measure import GradNorms, GradNormTap, SumOverRanks, measure_rollout, measurement_indices
-from rl_gns.core.names import Scheme, gns_key, size_key, tracker_key
+from rl_gns.core.measure import GradNorms, GradNormTap, SumOverRanks, measure_rollout
+from rl_gns.core.names import gns_key, size_key, tracker_key
 from rl_gns.core.noise_scale import NoiseScaleTracker, g2_and_trace
 from rl_gns.core.policies import ChannelsLastCnnPolicy
+from rl_gns.core.schemes import SCHEMES, Scheme
 from rl_gns.core.settings import NoiseScaleConfig
 
 #: A measurement's squared gradient norms, per scheme and loss (:func:`~rl_gns.core.measure.measure_rollout` per scheme).
@@ -215,7 +216,7 @@ class NoiseScalePPO(PPO):
             b_part = b_big // self._measuring_ranks
             batches[scheme] = (
                 b_part // b_small,
-                measurement_indices(scheme, self.n_envs, self.n_steps, b_part, self._gns_rng),
+                SCHEMES[scheme].indices(self.n_envs, self.n_steps, b_part, self._gns_rng),
             )
         return batches
 

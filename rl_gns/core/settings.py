@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR
-from rl_gns.core.names import LOSSES, SCHEMES, Loss, Scheme
+from rl_gns.core.names import LOSSES, Loss
+from rl_gns.core.schemes import SCHEMES, Scheme, scheme
 
 
 @dataclass(frozen=True)
@@ -17,13 +18,13 @@ class NoiseScaleConfig:
     """How :class:`NoiseScalePPO` measures the gradient noise scale."""
 
     schemes: tuple[Scheme, ...] = ("envs",)
-    """One or more of: ``envs`` (default): the big batch is ``b_big / n_steps`` whole env trajectories, the small
-    batches groups of ``b_small / n_steps`` envs, as data-parallel workers would hold them; unbiased on RL data
-    (the steps of one trajectory are correlated); its value-loss B_simple is the default candidate predictor of
-    the critical rollout size (``env_value``), which no criterion has yet shown to beat a constant
-    (``docs/prediction-criterion.md``). ``minibatch``: a big batch of ``b_big`` samples
-    drawn at random from the rollout (a PPO minibatch), split into small batches of ``b_small``; B_simple per
-    gradient step, in samples; its |G|² is biased upwards on RL data by ``(tr Σ_traj - tr Σ_step) / (N - 1)``
+    """One or more of :data:`~rl_gns.core.schemes.SCHEMES`: ``envs`` (default): the big batch is ``b_big / n_steps``
+    whole env trajectories, the small batches groups of ``b_small / n_steps`` envs, as data-parallel workers would
+    hold them; unbiased on RL data (the steps of one trajectory are correlated); its value-loss B_simple is the
+    default candidate predictor of the critical rollout size (``env_value``), which no criterion has yet shown to
+    beat a constant (``docs/prediction-criterion.md``). ``minibatch``: a big batch of ``b_big`` samples drawn at
+    random from the rollout (a PPO minibatch), split into small batches of ``b_small``; B_simple per gradient step,
+    in samples; its |G|² is biased upwards on RL data by ``(tr Σ_traj - tr Σ_step) / (N - 1)``
     (``results/validation/ground_truth.md``). Each scheme is logged under ``gns/<scheme>/``."""
     losses: tuple[Loss, ...] = LOSSES
     """Losses to measure, from ``policy``, ``value``, ``total`` (the loss PPO optimises)."""
@@ -50,38 +51,24 @@ class NoiseScaleConfig:
         if not self.losses or set(self.losses) - set(LOSSES) or len(set(self.losses)) != len(self.losses):
             raise ValueError(f"noise scale losses must be distinct names from {LOSSES}, got {self.losses}")
         if not self.schemes or set(self.schemes) - set(SCHEMES) or len(set(self.schemes)) != len(self.schemes):
-            raise ValueError(f"noise scale schemes must be distinct names from {SCHEMES}, got {self.schemes}")
+            raise ValueError(f"noise scale schemes must be distinct names from {tuple(SCHEMES)}, got {self.schemes}")
         if len(self.schemes) > 1 and (self.b_big or self.b_small):
             raise ValueError("b_big and b_small can only be set with a single noise scale scheme")
         if not 0.0 <= self.ema_beta < 1.0:
             raise ValueError(f"noise scale ema_beta must be in [0, 1), got {self.ema_beta}")
 
-    def sizes(self, scheme: Scheme, n_envs: int, n_steps: int, minibatch_size: int) -> tuple[int, int]:
-        """Resolve and check ``(b_small, b_big)`` of ``scheme`` for a rollout of ``n_envs * n_steps`` samples.
+    def sizes(self, name: Scheme, n_envs: int, n_steps: int, minibatch_size: int) -> tuple[int, int]:
+        """Resolve and check ``(b_small, b_big)`` of the scheme ``name`` for a rollout of ``n_envs * n_steps``
+        samples: the scheme's own defaults and rules (:meth:`~rl_gns.core.schemes.SchemeSpec.default_sizes`), then
+        those of every scheme.
 
         :raises ValueError: with the reason, when the settings cannot be measured.
         """
         self.check()
         rollout_size = n_envs * n_steps
-        if scheme == "minibatch":
-            b_big = self.b_big or minibatch_size
-            b_small = self.b_small or small_batch(b_big)
-        elif scheme == "envs":
-            b_big = self.b_big or rollout_size
-            if b_big // n_steps < 2:
-                raise ValueError(
-                    f"scheme 'envs' needs b_big to hold at least 2 env trajectories of n_steps ({n_steps}) agent steps, "
-                    f"got b_big {b_big}: use more envs or the minibatch scheme"
-                )
-            b_small = self.b_small or n_steps * small_batch(b_big // n_steps)
-            if b_small % n_steps or b_big % n_steps:
-                raise ValueError(
-                    f"scheme 'envs' needs b_small ({b_small}) and b_big ({b_big}) to be multiples of n_steps ({n_steps})"
-                )
-        else:
-            raise ValueError(f"unknown noise scale scheme {scheme!r}: use one of {SCHEMES}")
+        b_small, b_big = scheme(name).default_sizes(n_envs, n_steps, minibatch_size, self.b_big, self.b_small)
         if not 0 < b_small < b_big:
-            raise ValueError(f"noise scale ({scheme}) needs 0 < b_small < b_big, got b_small={b_small}, b_big={b_big}")
+            raise ValueError(f"noise scale ({name}) needs 0 < b_small < b_big, got b_small={b_small}, b_big={b_big}")
         if b_big % b_small:
             raise ValueError(f"b_small ({b_small}) must divide b_big ({b_big})")
         if b_big > rollout_size:
@@ -94,16 +81,7 @@ class NoiseScaleConfig:
         :raises ValueError: also for no scheme at all, which would measure nothing.
         """
         self.check()
-        return {scheme: self.sizes(scheme, n_envs, n_steps, minibatch_size) for scheme in self.schemes}
-
-
-def small_batch(units: int) -> int:
-    """Default small batch, in units of a sample or of a trajectory: a quarter of the big batch's ``units`` where
-    4 divides them, else the largest divisor below ``units`` (so there are always at least 2 small batches);
-    0 where ``units < 2`` (nothing to compare)."""
-    if units % 4 == 0:
-        return units // 4
-    return max((d for d in range(1, units // 2 + 1) if units % d == 0), default=0)
+        return {name: self.sizes(name, n_envs, n_steps, minibatch_size) for name in self.schemes}
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from stable_baselines3.common.logger import KVWriter
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR
 from rl_gns.core.names import gns_key
 
 
@@ -60,7 +60,7 @@ class ConsoleLine(KVWriter):
         self.min_interval_s, self.clock = min_interval_s, clock
         self._printed_at = -math.inf
         self._b_simple: tuple[float, float, float] | None = None
-        scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
+        scheme, loss = DEFAULT_CANDIDATE.scheme, DEFAULT_CANDIDATE.loss
         self.b_simple_keys = tuple(gns_key(scheme, "b_simple", loss, suffix) for suffix in ("avg", "avg_low", "avg_high"))
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:

@@ -476,7 +476,8 @@ def check_adaptive(config: TrainConfig, batching: Batching) -> None:
         raise ValueError(f"--max-n-envs ({config.max_n_envs}) must be above --n-envs ({config.n_envs}): the run only grows")
     if config.anneal:
         raise ValueError("an adaptive run rescales a constant learning rate at each growth: pass --no-anneal")
-    scheme, _, loss = parse_predictor(config.adaptive_predictor)
+    predictor = parse_predictor(config.adaptive_predictor)
+    scheme, loss = predictor.scheme, predictor.loss
     noise_scale = config.noise_scale_config()
     if noise_scale is None or loss not in noise_scale.losses or scheme not in noise_scale.schemes:
         raise ValueError(

@@ -47,7 +47,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
-from rl_gns.core.advice import DEFAULT_PREDICTOR, MIN_MEASUREMENTS, Advice, advise, parse_predictor
+from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, MIN_MEASUREMENTS, Advice, advise
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
 from rl_gns.core.defaults import optimizer_policy_kwargs, schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
@@ -470,8 +470,7 @@ def clear_run_files(run: RunDir) -> None:
 def final_advice(model: NoiseScalePPO, plan: RunPlan) -> Advice | None:
     """What the default predictor's measurements over the whole run say (:func:`rl_gns.core.advice.advise`), at the
     run's last env count; ``None`` if it did not measure the predictor's scheme and loss."""
-    scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
-    tracker = (model.gns_trackers or {}).get(tracker_key(scheme, loss))
+    tracker = (model.gns_trackers or {}).get(tracker_key(DEFAULT_CANDIDATE.scheme, DEFAULT_CANDIDATE.loss))
     if tracker is None:
         return None
     n_envs = model.n_envs * plan.batching.nproc

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from rl_gns.core.names import FREE_SCHEMES, LOSSES, SCHEMES, Scheme
+from rl_gns.core.names import LOSSES
+from rl_gns.core.schemes import FREE_SCHEMES, SCHEMES, Scheme
 
 #: The largest count (envs, agent steps, samples) a record of rl-gns holds: ale-py's env seeds are 32-bit, so no run
 #: steps more envs or agent steps, and no rollout of more samples fits in a machine's memory.
@@ -389,7 +390,7 @@ class RunConfig:
             raise RecordError(f"{path}: not a run's config (a JSON object)")
         scheme = data.get("gns_scheme", "minibatch")  # runs before 2026-11-22 measured one scheme, named as a string
         if not conforms(scheme, Scheme | list[Scheme]):
-            raise RecordError(f"{path}: 'gns_scheme' is {scheme!r}, not one of {SCHEMES} or a list of them")
+            raise RecordError(f"{path}: 'gns_scheme' is {scheme!r}, not one of {tuple(SCHEMES)} or a list of them")
         schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
         counts = ("n_envs", "n_steps", "minibatch_size", "rollout_size")
         sizes = {name: _field(data, name, int, path) for name in counts}

@@ -47,8 +47,8 @@ def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: st
     :param progress: the run's ``progress.csv`` columns.
     :param config: the run's ``config.json``.
     """
-    scheme, _, loss = parse_predictor(predictor)
-    columns = noise_columns(progress, config, scheme, loss)
+    candidate = parse_predictor(predictor)
+    columns = noise_columns(progress, config, candidate.scheme, candidate.loss)
     if columns is None:
         return None
     n_envs = int(progress[N_ENVS_KEY][-1]) if N_ENVS_KEY in progress else config.n_envs
@@ -65,9 +65,10 @@ def advise(config: AdviseConfig) -> Advice:
     run = RunDir(config.run_dir)
     advice = run_advice(run.logged_progress(), run.config(), config.predictor)
     if advice is None:
-        scheme, _, loss = parse_predictor(config.predictor)
+        candidate = parse_predictor(config.predictor)
         raise NotMeasuredError(
-            f"{config.run_dir} did not measure the {loss} loss with scheme {scheme} (--gns-scheme, --gns-losses)"
+            f"{config.run_dir} did not measure the {candidate.loss} loss with scheme {candidate.scheme} "
+            "(--gns-scheme, --gns-losses)"
         )
     print("\n".join(advice.lines()), flush=True)
     return advice

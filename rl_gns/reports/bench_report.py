@@ -42,8 +42,8 @@ from rliable import metrics
 from rl_gns.core.advice import DEFAULT_PREDICTOR
 from rl_gns.core.atari import FRAME_SKIP, resolve_game
 from rl_gns.core.names import LOSSES as MEASURED_LOSSES
-from rl_gns.core.names import SCHEMES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
+from rl_gns.core.schemes import SCHEMES, scheme_label
 from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import (
@@ -62,7 +62,6 @@ from rl_gns.reports.figures import (
     DEFAULT_LOSS,
     DEFAULT_SCHEME,
     LOSS_COLORS,
-    SCHEME_LABELS,
     Axes,
     interval_bars,
     is_default_predictor,
@@ -83,8 +82,6 @@ OUTPUTS = (FIGURE, RESULTS, REPORT)
 START_FRACTION = 0.25
 #: Losses in the report: the default predictor's first, then the paper's Table 1 (policy) and what PPO optimises.
 LOSSES = (DEFAULT_LOSS, *(loss for loss in MEASURED_LOSSES if loss != DEFAULT_LOSS))
-#: What the ``B_simple`` of each scheme counts, as the report says it.
-SCHEME_UNITS = {"envs": "agent steps of a rollout", "minibatch": "samples per gradient step"}
 #: Training windows of the pooled noise scale.
 WINDOWS = ("start", "average")
 
@@ -130,8 +127,9 @@ class BenchRun:
 
 @dataclass
 class NoiseScale:
-    """Pooled ``B_simple`` of one loss over one window, in agent steps (:data:`SCHEME_UNITS`: of a rollout for the
-    envs scheme, samples per gradient step for the minibatch scheme)."""
+    """Pooled ``B_simple`` of one loss over one window, in agent steps (its scheme's
+    :attr:`~rl_gns.core.schemes.SchemeSpec.unit`: of a rollout for the envs scheme, samples per gradient step for the
+    minibatch scheme)."""
 
     b_simple: float
     """NaN where not resolved (pooled ``|G|²`` not positive)."""
@@ -413,7 +411,7 @@ def plot_noise_scales(games: list[GameResult], scheme: str, ranges: dict, rollou
     words = noise_label(DEFAULT_SCHEME, DEFAULT_LOSS)
     default = f"large, black-edged: {words}" if scheme == DEFAULT_SCHEME else f"not measured: {words}"
     fig.suptitle(
-        f"B_simple pooled over seeds, {scheme} scheme ({SCHEME_LABELS[scheme]}), in {SCHEME_UNITS[scheme]}\n"
+        f"B_simple pooled over seeds, {scheme} scheme ({scheme_label(scheme)}), in {SCHEMES[scheme].unit}\n"
         f"{default}; bars: 95 % interval over seeds; no marker: not resolved",
         fontsize=10,
     )
@@ -478,7 +476,7 @@ def scheme_paragraph(scheme: str, tier: dict) -> str:
     """
     rollout_size = tier["n_envs"] * tier["n_steps"]
     text = (
-        f"Scheme: **{scheme}** ({SCHEME_LABELS[scheme]}), so B_simple counts {SCHEME_UNITS[scheme]}; in frames "
+        f"Scheme: **{scheme}** ({scheme_label(scheme)}), so B_simple counts {SCHEMES[scheme].unit}; in frames "
         "(= 4 × agent steps, frame skip 4) as in the paper, then in agent steps. "
     )
     if scheme == DEFAULT_SCHEME:
@@ -489,7 +487,7 @@ def scheme_paragraph(scheme: str, tier: dict) -> str:
         )
     return text + (
         f"The default predictor of the critical rollout size (`{DEFAULT_PREDICTOR}`: {DEFAULT_LOSS} loss, "
-        f"{SCHEME_LABELS[DEFAULT_SCHEME]}) was not measured by these runs; this scheme's B_simple compares with the "
+        f"{scheme_label(DEFAULT_SCHEME)}) was not measured by these runs; this scheme's B_simple compares with the "
         f"minibatch size, {tier['minibatch_size']:,} samples, not with the rollout size ({rollout_size:,} agent steps)."
     )
 
@@ -510,7 +508,7 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
         f"Directory `{bench_dir.resolve().name}`. Tier: {tier['description']}. {tier['total_steps']:,} agent steps "
         f"({tier['total_steps'] * FRAME_SKIP:,} frames) per run, {tier['n_envs']} envs × {tier['n_steps']} steps "
         f"per rollout, minibatch {tier['minibatch_size']}, {tier['n_epochs']} epochs, noise scale measured every "
-        f"{tier['every']} iteration(s) ({scheme} scheme: {SCHEME_LABELS[scheme]}), device `{settings['device']}`.",
+        f"{tier['every']} iteration(s) ({scheme} scheme: {scheme_label(scheme)}), device `{settings['device']}`.",
         "",
         f"Runs: {status['planned']} planned; {status['done']} finished, {status['failed']} failed, "
         f"{status['unfinished']} unfinished or not started. Only finished runs are used.",

@@ -19,8 +19,9 @@ from matplotlib.axis import Axis
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
+from rl_gns.core.schemes import scheme_label
 from rl_gns.records.logs import OutputError, check_output, printable
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
     "DEFAULT_SCHEME",
     "DEFAULT_WORDS",
     "LOSS_COLORS",
-    "SCHEME_LABELS",
     "Axes",
     "colors",
     "env_count_ticks",
@@ -56,18 +56,12 @@ __all__ = [
 ]
 
 #: The default predictor's scheme and loss (``envs``, ``value``).
-DEFAULT_SCHEME, _, DEFAULT_LOSS = parse_predictor(DEFAULT_PREDICTOR)
+DEFAULT_SCHEME: str = DEFAULT_CANDIDATE.scheme
+DEFAULT_LOSS: str = DEFAULT_CANDIDATE.loss
 #: The colour of each loss in every noise-scale figure.
 LOSS_COLORS = {"policy": "tab:blue", "value": "tab:orange", "total": "tab:green"}
-#: How each scheme draws its batches, as the legends say it.
-SCHEME_LABELS = {
-    "envs": "whole trajectories",
-    "minibatch": "random minibatch",
-    "ranks": "ranks, free, first epoch",
-    "ranks_all": "ranks, free, all epochs",
-}
 #: The default predictor in words, where it was not measured.
-DEFAULT_WORDS = f"the default predictor {DEFAULT_PREDICTOR} ({DEFAULT_LOSS} loss, {SCHEME_LABELS[DEFAULT_SCHEME]})"
+DEFAULT_WORDS = f"the default predictor {DEFAULT_PREDICTOR} ({DEFAULT_LOSS} loss, {scheme_label(DEFAULT_SCHEME)})"
 
 
 def relative(path: Path, report_dir: Path) -> str:
@@ -152,7 +146,7 @@ def is_default_predictor(scheme: str, loss: str) -> bool:
 
 def noise_label(scheme: str, loss: str) -> str:
     """A legend's words for one noise scale, what it is and no claim: ``value loss, whole trajectories (env_value)``."""
-    label = f"{loss} loss, {SCHEME_LABELS.get(scheme, scheme)}"
+    label = f"{loss} loss, {scheme_label(scheme)}"
     return label + (f" ({DEFAULT_PREDICTOR})" if is_default_predictor(scheme, loss) else "")
 
 
@@ -160,10 +154,11 @@ def predictor_label(name: str) -> str:
     """A legend's words for one candidate predictor of the critical rollout size: the default's as
     :func:`noise_label` says it, another's with its name, ``policy loss, random minibatch, × M (mb_xM_policy)``
     (``× M``: times the minibatches per epoch)."""
-    scheme, times_m, loss = parse_predictor(name)
+    candidate = parse_predictor(name)
     if name == DEFAULT_PREDICTOR:
-        return noise_label(scheme, loss)
-    return f"{loss} loss, {SCHEME_LABELS[scheme]}{', × M' if times_m else ''} ({name})"
+        return noise_label(candidate.scheme, candidate.loss)
+    times = f", × {candidate.factor[1:]}" if candidate.factor else ""
+    return f"{candidate.loss} loss, {scheme_label(candidate.scheme)}{times} ({name})"
 
 
 def prediction_marker(

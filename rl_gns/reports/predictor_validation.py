@@ -132,7 +132,7 @@ def rank(pairs: list[Pair]) -> list[Ranking]:
 
     def key(r: Ranking) -> tuple:
         tied = r.median_error <= best + TIE
-        cheaper = 0 if parse_predictor(r.name)[0] == "minibatch" else 1
+        cheaper = 0 if parse_predictor(r.name).scheme == "minibatch" else 1
         return (not tied, -r.overlap if tied else 0.0, cheaper if tied else 0, r.median_error)
 
     return sorted(rankings, key=key)
@@ -161,8 +161,7 @@ def plot_candidate(pairs: list[Pair], ranking: Ranking, place: int, sizes: list[
     :param limits: the panel's limits on both axes, agent steps.
     """
     markers = dict(zip(sorted({p.game for p in pairs}), "osD^v<>", strict=False))
-    _, _, loss = parse_predictor(ranking.name)
-    color, default = LOSS_COLORS[loss], ranking.name == DEFAULT_PREDICTOR
+    color, default = LOSS_COLORS[parse_predictor(ranking.name).loss], ranking.name == DEFAULT_PREDICTOR
     if sizes:
         swept = f"rollout sizes the fits used ({number(sizes[0])}–{number(sizes[-1])})"
         ax.axhspan(sizes[0], sizes[-1], color="gray", alpha=0.1, label=swept)

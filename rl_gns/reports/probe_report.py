@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.names import LOSSES
+from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR
+from rl_gns.core.names import LOSSES, tracker_key
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.targets import StepsMeasure
 from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
@@ -350,8 +350,7 @@ def report(config: ProbeReportConfig) -> Path:
     chosen = headline(rungs, earliest)
     target, batch_N, steps_N, fit, rates = chosen.target, chosen.batch_N, chosen.steps_N, chosen.fit, chosen.rates
     noise = noise_at_branch_point(RunDir(config.probe_dir / ANCHOR))
-    scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
-    predictor = noise.get(f"{scheme}/{loss}")
+    predictor = noise.get(tracker_key(DEFAULT_CANDIDATE.scheme, DEFAULT_CANDIDATE.loss))
     line = verdict(fit, batch_N, sum(target in run.reached for run in runs), len(runs))
     rate = edge_note(rates) or single_rate_note(rates)
     floor = first_window_note(rates, int(probe["window"]))

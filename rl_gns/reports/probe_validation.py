@@ -27,6 +27,7 @@ from scipy.stats import spearmanr
 
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.core.schemes import Candidate
 from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import ANCHOR, PROBE, SWEEP, RunDir, noise_sums, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_FIT_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS, require
@@ -124,6 +125,11 @@ class ProbePair:
         return self.first_window >= FLOORED or self.resolution < RESOLVED
 
 
+#: The units factors of the candidates at a probe's branch point, per scheme (see
+#: :data:`~rl_gns.reports.sweep_analysis.PATH_FACTORS`).
+ANCHOR_FACTORS = {"minibatch": ("", "xM"), "envs": ("",)}
+
+
 def path_noise(probe_dir: Path, target: float, rollout_size: int) -> dict[str, float]:
     """``{"path_env_<L>": B_simple}``: the envs scheme pooled over the branches at ``rollout_size`` (the source's),
     each from its start to the iteration that reached ``target``; absent if none reached it."""
@@ -136,7 +142,7 @@ def path_noise(probe_dir: Path, target: float, rollout_size: int) -> dict[str, f
         config, progress = branch.config(), branch.progress()
         for loss in LOSSES:
             sums[loss] = sums[loss] + noise_sums(progress, config, "envs", loss, run.reached[target].env_steps)
-    return {f"path_env_{loss}": s.b_simple for loss, s in sums.items() if s.count}
+    return {Candidate("envs", loss, where="path").name: s.b_simple for loss, s in sums.items() if s.count}
 
 
 def load_probe(probe_dir: Path) -> ProbePair:
@@ -153,12 +159,10 @@ def load_probe(probe_dir: Path) -> ProbePair:
     identified = bool(fit and fit["identified"])
     candidates: dict[str, tuple[float, tuple[float, float] | None]] = {}
     for key, (point, low, high) in results["noise_at_branch_point"].items():
-        scheme, loss = key.split("/")
-        short = "env" if scheme == "envs" else "mb"
-        candidates[f"anchor_{short}_{loss}"] = (point, (low, high))
-        if scheme == "minibatch":
-            m = settings["n_minibatches"]
-            candidates[f"anchor_mb_xM_{loss}"] = (m * point, (m * low, m * high))
+        for factor in ANCHOR_FACTORS[Candidate.of(key).scheme]:
+            candidate = Candidate.of(key, factor, "anchor")
+            m = candidate.times(settings["n_epochs"], settings["n_minibatches"])
+            candidates[candidate.name] = (m * point, (m * low, m * high))
     source_size = int(settings["n_envs_ref"]) * int(settings["n_steps"])
     for name, value in path_noise(probe_dir, float(results["target"]), source_size).items():
         candidates[name] = (value, None)

@@ -21,9 +21,10 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS, parse_predictor
+from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.noise_scale import RatioInterval
+from rl_gns.core.schemes import SCHEMES, Candidate
 from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
 from rl_gns.core.tradeoff import TradeoffFit
 from rl_gns.records.logs import check_outputs, write_atomically
@@ -148,8 +149,8 @@ def noise_predictions(run: RunDir) -> tuple[dict[str, RatioInterval], bool]:
     default = run_advice(progress, config, DEFAULT_PREDICTOR)
     if default is not None:
         return {DEFAULT_PREDICTOR: default.b_crit}, True
-    tag = SCHEME_TAGS.get(config.measured_schemes[0])
-    names = [f"{tag}_xM_{loss}" for loss in ("policy", "total")] if tag else []
+    first = config.measured_schemes[0]
+    names = [Candidate(SCHEMES[first].name, loss, "xM").name for loss in ("policy", "total")] if first in SCHEMES else []
     advice = {name: run_advice(progress, config, name) for name in names}
     return {name: a.b_crit for name, a in advice.items() if a is not None and math.isfinite(a.b_crit.point)}, False
 
@@ -221,7 +222,7 @@ def report(config: ScalingReportConfig) -> Path:
         for name, b in predictions.items():
             label = f"B_simple of the noise run, {predictor_label(name)}: {interval_text(b.point, (b.low, b.high))}"
             envs = [b.point / n_steps, float(b.low) / n_steps, float(b.high) / n_steps]
-            marks[label] = {"n_envs": envs, "loss": parse_predictor(name)[2], "default": name == DEFAULT_PREDICTOR}
+            marks[label] = {"n_envs": envs, "loss": parse_predictor(name).loss, "default": name == DEFAULT_PREDICTOR}
     prediction = None
     if config.sweep is not None:
         target, fit, ci, sweep_settings = sweep_fit(config.sweep, config.target)

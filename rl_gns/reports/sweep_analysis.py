@@ -35,11 +35,12 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, SCHEME_TAGS
+from rl_gns.core.advice import DEFAULT_PREDICTOR
 from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.criterion import at_edge, fastest
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
+from rl_gns.core.schemes import Candidate
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
 from rl_gns.core.tradeoff import MIN_FIT_SIZES, TradeoffFit, fit_tradeoff
 from rl_gns.records.rundir import (
@@ -183,7 +184,7 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
 
 
 @dataclass
-class Candidate:
+class Prediction:
     """One noise-scale prediction of the critical rollout size at one target (agent steps)."""
 
     value: float
@@ -219,9 +220,9 @@ class TargetResult:
     ci_s_min: tuple[float, float] | None = None
     ci_e_min: tuple[float, float] | None = None
     ci_b_crit: tuple[float, float] | None = None
-    candidates: dict[str, Candidate] = field(default_factory=dict)
+    candidates: dict[str, Prediction] = field(default_factory=dict)
     """Noise-scale predictions of the critical rollout size, by name (``mb_xM_policy``, ``env_total``, ...)."""
-    path_candidates: dict[str, Candidate] = field(default_factory=dict)
+    path_candidates: dict[str, Prediction] = field(default_factory=dict)
     """Criterion v8's path averages and start values over the kept runs, by name (``path_env_value``, ...)."""
     flags: list[str] = field(default_factory=list)
     """Why the fit may be unreliable."""
@@ -306,7 +307,7 @@ def resolved_or_inf(sums: NoiseSums) -> float:
     return sums.b_simple if sums.g2 > 0 else math.inf
 
 
-def median_candidate(sums_KR: list[list[NoiseSums]], factor: float, reps: int, rng: np.random.Generator) -> Candidate:
+def median_candidate(sums_KR: list[list[NoiseSums]], factor: float, reps: int, rng: np.random.Generator) -> Prediction:
     """``factor × median_k B_k`` with ``B_k`` pooled over the ``R`` runs of size ``k``, and its bootstrap interval.
 
     :param sums_KR: per rollout size, the pooled sums of each run of that size (``R >= 1`` each).
@@ -330,12 +331,12 @@ def median_candidate(sums_KR: list[list[NoiseSums]], factor: float, reps: int, r
             medians[i] = np.median(b)
         low, high = np.quantile(factor * medians, [0.025, 0.975], method="nearest")
         ci = (float(low), float(high))
-    return Candidate(value, ci, b_K, [pool(sums_R).count for sums_R in sums_KR])
+    return Prediction(value, ci, b_K, [pool(sums_R).count for sums_R in sums_KR])
 
 
 def noise_candidates(
     runs: list[RunRecord], target: float, sizes: list[int], n_minibatches: int, reps: int, rng: np.random.Generator
-) -> dict[str, Candidate]:
+) -> dict[str, Prediction]:
     """Every candidate measured in the runs that reached ``target`` (see the module docstring); none where no size
     reached it."""
     if not sizes:
@@ -343,21 +344,20 @@ def noise_candidates(
     keys = sorted({key for run in runs for reach in run.reached.values() for key in reach.noise})
     candidates = {}
     for key in keys:
-        scheme, loss = key.split("/")
         sums_KR = [[run.reached[target].noise[key] for run in runs if run.rollout_size == size and target in run.reached]
                    for size in sizes]  # fmt: skip
         if any(all(s.count == 0 for s in sums_R) for sums_R in sums_KR):
             continue
-        tag, m = SCHEME_TAGS[scheme], n_minibatches
-        per_gradient_step = median_candidate(sums_KR, 1.0, reps, rng)
-        ci = per_gradient_step.ci
-        candidates[f"{tag}_{loss}"] = per_gradient_step
-        candidates[f"{tag}_xM_{loss}"] = replace(per_gradient_step, value=m * per_gradient_step.value,
-                                                 ci=None if ci is None else (m * ci[0], m * ci[1]))  # fmt: skip
+        measured = median_candidate(sums_KR, 1.0, reps, rng)  # one bootstrap, scaled to each units factor
+        for factor in MEDIAN_FACTORS:
+            candidate = Candidate.of(key, factor)
+            m = candidate.times(runs[0].n_epochs, n_minibatches)
+            ci = None if measured.ci is None else (m * measured.ci[0], m * measured.ci[1])
+            candidates[candidate.name] = replace(measured, value=m * measured.value, ci=ci)
     return candidates
 
 
-def pooled_candidate(sums_R: list[NoiseSums], factor: float, reps: int, rng: np.random.Generator) -> Candidate:
+def pooled_candidate(sums_R: list[NoiseSums], factor: float, reps: int, rng: np.random.Generator) -> Prediction:
     """``factor × Σ tr(Σ) / Σ |G|²`` pooled over ``R`` runs (+∞ where not resolved), with a percentile bootstrap
     interval over the runs (``None`` with fewer than 2 runs or no resamples).
 
@@ -376,30 +376,33 @@ def pooled_candidate(sums_R: list[NoiseSums], factor: float, reps: int, rng: np.
         draws = np.where(g2 > 0, trace / np.where(g2 > 0, g2, 1.0), math.inf)
         low, high = np.quantile(factor * draws, [0.025, 0.975], method="nearest")
         ci = (float(low), float(high))
-    return Candidate(value, ci, [value / factor], [pool(sums_R).count])
+    return Prediction(value, ci, [value / factor], [pool(sums_R).count])
 
 
 def path_candidates(
     runs: list[RunRecord], target: float, sizes: list[int], n_minibatches: int, reps: int, rng: np.random.Generator
-) -> dict[str, Candidate]:
+) -> dict[str, Prediction]:
     """Criterion v8's candidates at ``target`` (see the module docstring), over the kept runs of every reached size."""
     kept = [run for size in sizes for run in best_per_seed(runs, target, size).values()]
+    n_epochs = kept[0].n_epochs if kept else 1
     keys = sorted({key for run in kept for key in run.reached[target].noise})
     candidates = {}
     for key in keys:
-        scheme, loss = key.split("/")
-        tag = SCHEME_TAGS[scheme]
-        for kind in ("path", "start"):
-            sums_R = [getattr(run.reached[target], f"{kind}_noise" if kind == "start" else "noise")[key] for run in kept]
+        for where in ("path", "start"):
+            sums_R = [getattr(run.reached[target], "start_noise" if where == "start" else "noise")[key] for run in kept]
             if all(s.count == 0 for s in sums_R):
                 continue
-            factors = {"": 1.0}
-            if scheme == "minibatch":
-                n_epochs = kept[0].n_epochs
-                factors |= {"_xM": float(n_minibatches), "_xEM": float(n_epochs * n_minibatches)}
-            for suffix, factor in factors.items():
-                candidates[f"{kind}_{tag}{suffix}_{loss}"] = pooled_candidate(sums_R, factor, reps, rng)
+            for factor in PATH_FACTORS[Candidate.of(key).scheme]:
+                candidate = Candidate.of(key, factor, where)
+                candidates[candidate.name] = pooled_candidate(sums_R, candidate.times(n_epochs, n_minibatches), reps, rng)
     return candidates
+
+
+#: The units factors of the per-size medians (:func:`noise_candidates`), every scheme's.
+MEDIAN_FACTORS = ("", "xM")
+#: The units factors of criterion v8's path and start candidates (:func:`path_candidates`), per scheme: the
+#: minibatch scheme's B_simple counts samples per gradient step, so it is also scaled to a rollout's.
+PATH_FACTORS = {"minibatch": ("", "xM", "xEM"), "envs": ("",)}
 
 
 #: A fitted B_crit more than this factor beyond the rollout sizes that reached the target is not identified by them.

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.noise_scale import b_simple_interval
+from rl_gns.core.schemes import scheme_label
 from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import (
     LOSS_COLORS,
-    SCHEME_LABELS,
     Axes,
     colors,
     fmt,
@@ -36,7 +36,7 @@ from rl_gns.reports.figures import (
 )
 from rl_gns.reports.sweep_analysis import (
     IDENTIFIED_FACTOR,
-    Candidate,
+    Prediction,
     RunRecord,
     TargetResult,
     identified_reach,
@@ -116,7 +116,7 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes) -
     training so far (:func:`cumulative_b_simple`, agent steps, log scale), one line per rollout size: its seed-0 run
     at the grid's upper-middle learning rate, with the 95 % interval of the whole run's average at its end
     (:func:`b_simple_interval`) and a marker at the right edge at its rollout size."""
-    scheme, _, loss = parse_predictor(DEFAULT_PREDICTOR)
+    scheme, loss = DEFAULT_CANDIDATE.scheme, DEFAULT_CANDIDATE.loss
     sizes = sorted({run.rollout_size for run in runs})
     bands = []
     for size, color in zip(sizes, colors(len(sizes)), strict=True):
@@ -145,14 +145,14 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes) -
     ax.set_ylabel("B_simple averaged so far (agent steps)")
     ax.set_title(f"{noise_label(scheme, loss)}\nbars: 95 % interval of each run's whole average, at its end", fontsize=9)
     ax.grid(alpha=0.3, which="both")
-    empty = f"no run measured the {loss} loss with {SCHEME_LABELS[scheme]} ({DEFAULT_PREDICTOR})"
+    empty = f"no run measured the {loss} loss with {scheme_label(scheme)} ({DEFAULT_PREDICTOR})"
     legend(ax, empty, title="rollout size (◀ at the right edge)", fontsize=7, title_fontsize=8,
            loc="upper left", bbox_to_anchor=(1.04, 1.0))  # fmt: skip
     return ax
 
 
 #: The marker of each candidate's scheme and units factor (``× M`` or not); its colour is its loss's.
-CANDIDATE_MARKERS = {("envs", False): "o", ("envs", True): "s", ("minibatch", False): "D", ("minibatch", True): "P"}
+CANDIDATE_MARKERS = {("envs", ""): "o", ("envs", "xM"): "s", ("minibatch", ""): "D", ("minibatch", "xM"): "P"}
 
 
 def swept_sizes(results: list[TargetResult]) -> list[int]:
@@ -173,14 +173,15 @@ def candidates_limits(results: list[TargetResult]) -> tuple[float, float]:
     return (min(values) / 2, max(values) * 2) if values else (1.0, 10.0)
 
 
-def plot_candidate(name: str, candidate: Candidate, x: float, limits: tuple[float, float], ax: Axes) -> None:
+def plot_candidate(name: str, prediction: Prediction, x: float, limits: tuple[float, float], ax: Axes) -> None:
     """One candidate at one target in its loss's colour (:func:`prediction_marker`; faint unless it is the default),
     with its 95 % interval as a bar (open above where resamples do not resolve ``|G|²``)."""
-    scheme, times_m, loss = parse_predictor(name)
-    default = name == DEFAULT_PREDICTOR
-    prediction_marker(ax, x, candidate.value, limits, CANDIDATE_MARKERS[scheme, times_m], LOSS_COLORS[loss], default, 0.6)
-    if candidate.ci is not None:
-        interval_bars(ax, [x], [candidate.ci[0]], [candidate.ci[1]], LOSS_COLORS[loss], limits,
+    candidate = parse_predictor(name)
+    loss, default = candidate.loss, name == DEFAULT_PREDICTOR
+    marker = CANDIDATE_MARKERS[candidate.scheme, candidate.factor]
+    prediction_marker(ax, x, prediction.value, limits, marker, LOSS_COLORS[loss], default, 0.6)
+    if prediction.ci is not None:
+        interval_bars(ax, [x], [prediction.ci[0]], [prediction.ci[1]], LOSS_COLORS[loss], limits,
                       alpha=(0.6, 0.25) if default else (0.35, 0.12), lw=3.0 if default else 1.5)  # fmt: skip
 
 
@@ -210,9 +211,9 @@ def plot_predicted_vs_fitted(results: list[TargetResult], ax: Axes) -> Axes:
     limits = candidates_limits(results)
     ax.plot([], [], ls="none", marker="*", ms=12, color="black", label="fitted B_crit (95 % bootstrap interval over seeds)")
     for name in names:  # one legend entry per candidate, the default's first
-        scheme, times_m, loss = parse_predictor(name)
-        default, color = name == DEFAULT_PREDICTOR, LOSS_COLORS[loss]
-        ax.plot([], [], ls="none", marker=CANDIDATE_MARKERS[scheme, times_m], ms=10 if default else 6, color=color,
+        named = parse_predictor(name)
+        default, color = name == DEFAULT_PREDICTOR, LOSS_COLORS[named.loss]
+        ax.plot([], [], ls="none", marker=CANDIDATE_MARKERS[named.scheme, named.factor], ms=10 if default else 6, color=color,
                 mec="black" if default else color, label=predictor_label(name))  # fmt: skip
     sizes = swept_sizes(results)
     if sizes:

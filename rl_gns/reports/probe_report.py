@@ -340,97 +340,168 @@ def fit_record(fit: LocalTradeoffFit | None) -> dict[str, float | bool] | None:
     return None if fit is None else {**fit.__dict__, "b_crit": fit.b_crit, "identified": fit.identified}
 
 
-def report(config: ProbeReportConfig) -> Path:
-    """Write ``report.md``, ``probe_results.json`` and ``steps_vs_rollout_size.png`` of a probe; print the verdict."""
-    probe = read_probe(config.probe_dir)
-    settings, runs = load_sweep(config.probe_dir)
+@dataclass
+class ProbeResult:
+    """What a probe's files say: the targets' fits, the one reported, and the notes on how far to trust it."""
+
+    probe: dict
+    """``probe.json``."""
+    runs: list[RunRecord]
+    """The branches."""
+    measure: StepsMeasure
+    """How a branch's steps to a target are read."""
+    earliest: float
+    """The agent step a branch's first running score stands for (:func:`measure_floor`)."""
+    rungs: list[Rung]
+    """One per target, in the probe's order."""
+    chosen: Rung
+    """The target reported (:func:`headline`)."""
+    noise: dict[str, RatioInterval]
+    """The noise scale at the branch point, by ``<scheme>/<loss>``."""
+    verdict: str
+    """The critical rollout size in words (:func:`verdict`)."""
+    notes: list[str | None]
+    """The learning-rate, first-window and resolution notes (``None`` where none applies)."""
+    interrupted: list[str]
+    """What interruptions may have changed (:func:`interruption_notes`)."""
+
+    @property
+    def predictor(self) -> RatioInterval | None:
+        """The default predictor's noise scale at the branch point, if the anchor measured it."""
+        return self.noise.get(tracker_key(DEFAULT_CANDIDATE.scheme, DEFAULT_CANDIDATE.loss))
+
+    @property
+    def all_notes(self) -> list[str]:
+        """Every note that applies, in the order they are printed."""
+        return [note for note in (*self.notes, *self.interrupted) if note is not None]
+
+    @property
+    def at(self) -> str:
+        """Where the probe stands: ``at 100,000 agent steps of <source> (score ... -> target ...)``."""
+        score = f"score {self.probe['start_score']:.1f} at fixed parameters -> target {self.chosen.target:.1f}"
+        return f"at {self.probe['env_steps']:,} agent steps of {self.probe['source']} ({score})"
+
+
+def analyse(probe_dir: Path) -> ProbeResult:
+    """Fit every target of a probe and choose the one to report, from its files alone."""
+    probe = read_probe(probe_dir)
+    settings, runs = load_sweep(probe_dir)
     measure: StepsMeasure = probe.get("steps", "passage")
     earliest = measure_floor(runs)
     rungs = [rung(runs, float(target), measure) for target in settings["targets"]]
     chosen = headline(rungs, earliest)
-    target, batch_N, steps_N, fit, rates = chosen.target, chosen.batch_N, chosen.steps_N, chosen.fit, chosen.rates
-    noise = noise_at_branch_point(RunDir(config.probe_dir / ANCHOR))
-    predictor = noise.get(tracker_key(DEFAULT_CANDIDATE.scheme, DEFAULT_CANDIDATE.loss))
-    line = verdict(fit, batch_N, sum(target in run.reached for run in runs), len(runs))
-    rate = edge_note(rates) or single_rate_note(rates)
-    floor = first_window_note(rates, int(probe["window"]))
-    resolution = resolution_note(fit, earliest, int(probe["window"]))
-    interrupted = interruption_notes(config.probe_dir, probe)
-    score = f"score {probe['start_score']:.1f} at fixed parameters -> target {target:.1f}"
-    at = f"at {probe['env_steps']:,} agent steps of {probe['source']} ({score})"
-    print(f"critical rollout size {at}: {line}", flush=True)
-    if len(rungs) > 1:
-        resolved = chosen.resolved(earliest)
-        why = "the lowest resolved" if resolved else f"none resolved (E_min at least {RESOLVED:g}x the first window's step)"
-        print(f"  targets {', '.join(f'{r.target:.1f}' for r in rungs)}: reported {target:.1f}, {why}", flush=True)
-    if predictor is not None:
-        interval = f"[{fmt(predictor.low)}, {fmt(predictor.high)}]"
-        print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(predictor.point)} {interval}", flush=True)
-    for note in (rate, floor, resolution, *interrupted):
-        if note is not None:
-            print(f"  note: {note}", flush=True)
+    window = int(probe["window"])
+    n_reached = sum(chosen.target in run.reached for run in runs)
+    return ProbeResult(
+        probe=probe,
+        runs=runs,
+        measure=measure,
+        earliest=earliest,
+        rungs=rungs,
+        chosen=chosen,
+        noise=noise_at_branch_point(RunDir(probe_dir / ANCHOR)),
+        verdict=verdict(chosen.fit, chosen.batch_N, n_reached, len(runs)),
+        notes=[
+            edge_note(chosen.rates) or single_rate_note(chosen.rates),
+            first_window_note(chosen.rates, window),
+            resolution_note(chosen.fit, earliest, window),
+        ],
+        interrupted=interruption_notes(probe_dir, probe),
+    )
 
-    fig, ax = plt.subplots(figsize=(7.0, 5.5))
-    plot_probe(batch_N, steps_N, fit, predictor, ax)
-    if measure == "midpoint":
+
+def print_verdict(result: ProbeResult) -> None:
+    """The verdict, the targets tried, the default predictor's noise scale there, and the notes, on stdout."""
+    chosen = result.chosen
+    print(f"critical rollout size {result.at}: {result.verdict}", flush=True)
+    if len(result.rungs) > 1:
+        resolved = chosen.resolved(result.earliest)
+        why = "the lowest resolved" if resolved else f"none resolved (E_min at least {RESOLVED:g}x the first window's step)"
+        targets = ", ".join(f"{r.target:.1f}" for r in result.rungs)
+        print(f"  targets {targets}: reported {chosen.target:.1f}, {why}", flush=True)
+    if result.predictor is not None:
+        interval = f"[{fmt(result.predictor.low)}, {fmt(result.predictor.high)}]"
+        print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(result.predictor.point)} {interval}", flush=True)
+    for note in result.all_notes:
+        print(f"  note: {note}", flush=True)
+
+
+def plot(result: ProbeResult, ax: Axes) -> Axes:
+    """The reported target's steps against rollout size with its fit (:func:`plot_probe`), titled with the probe."""
+    chosen = result.chosen
+    plot_probe(chosen.batch_N, chosen.steps_N, chosen.fit, result.predictor, ax)
+    if result.measure == "midpoint":
         ax.set_ylabel("PPO iterations to the target (midpoint of the reaching games)")
-    ax.set_title(f"{probe['source']} {at.split(' of ')[0]}", fontsize=10)
-    save_figure(fig, config.probe_dir / FIGURE)
-    results = {
+    ax.set_title(f"{result.probe['source']} {result.at.split(' of ')[0]}", fontsize=10)
+    return ax
+
+
+def results_record(result: ProbeResult) -> dict:
+    """``probe_results.json``: ``probe.json`` with the reported target's fit, the ladder of targets and the notes."""
+    chosen, probe = result.chosen, result.probe
+    return {
         **probe,
-        "target": target,
-        "improvement": target - probe["start_score"],
-        "branches": len(runs),
-        "steps": measure,
-        "reached": [{"rollout_size": int(b), "iterations": float(s)} for b, s in zip(batch_N, steps_N, strict=True)],
-        "fit": fit_record(fit),
-        "verdict": line,
-        "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in rates],
-        "first_window": sum(r.first_window for r in rates),
-        "first_window_midpoint": earliest,
-        "interrupted": interrupted,
-        "noise_at_branch_point": {key: [r.point, r.low, r.high] for key, r in noise.items()},
+        "target": chosen.target,
+        "improvement": chosen.target - probe["start_score"],
+        "branches": len(result.runs),
+        "steps": result.measure,
+        "reached": [
+            {"rollout_size": int(b), "iterations": float(s)} for b, s in zip(chosen.batch_N, chosen.steps_N, strict=True)
+        ],
+        "fit": fit_record(chosen.fit),
+        "verdict": result.verdict,
+        "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in chosen.rates],
+        "first_window": sum(r.first_window for r in chosen.rates),
+        "first_window_midpoint": result.earliest,
+        "interrupted": result.interrupted,
+        "noise_at_branch_point": {key: [r.point, r.low, r.high] for key, r in result.noise.items()},
         "ladder": [
             {
                 "target": r.target,
                 "reached": len(r.batch_N),
                 "sizes": r.n_sizes,
                 "fit": fit_record(r.fit),
-                "resolved": r.resolved(earliest),
+                "resolved": r.resolved(result.earliest),
             }
-            for r in rungs
+            for r in result.rungs
         ],
     }
-    write_json(config.probe_dir / RESULTS, results)
-    rows = "\n".join(f"| {key} | {fmt(r.point)} | [{fmt(r.low)}, {fmt(r.high)}] |" for key, r in sorted(noise.items()))
+
+
+def markdown(result: ProbeResult) -> str:
+    """``report.md``: the verdict and notes, the figure, the start score and targets, how steps are read, the noise
+    scale at the branch point, and the learning rates and best score of every branch."""
+    chosen, probe, fit, earliest = result.chosen, result.probe, result.chosen.fit, result.earliest
+    target = chosen.target
+    rows = "\n".join(f"| {key} | {fmt(r.point)} | [{fmt(r.low)}, {fmt(r.high)}] |" for key, r in sorted(result.noise.items()))
     best = "\n".join(
         f"| {size:,} | {fmt(run.learning_rate)} | {run.seed} | {run.best_running_score:.1f} | "
         f"{'yes' if target in run.reached else 'no'} |"
-        for size, run in sorted(((run.rollout_size, run) for run in runs), key=lambda pair: (pair[0], pair[1].name))
+        for size, run in sorted(((run.rollout_size, run) for run in result.runs), key=lambda pair: (pair[0], pair[1].name))
     )
     kept = "\n".join(
         f"| {r.rollout_size:,} | {', '.join(fmt(lr) for lr in r.grid)} | {', '.join(fmt(lr) for lr in r.kept) or '–'} "
         f"| {r.at_edge} | {r.first_window} |"
-        for r in rates
+        for r in chosen.rates
     )
-    text = "\n".join([
-        f"# Probe {at}",
+    return "\n".join([
+        f"# Probe {result.at}",
         "",
-        f"Critical rollout size: {line}.",
+        f"Critical rollout size: {result.verdict}.",
         "",
-        *(line for note in (rate, floor, resolution, *interrupted) if note for line in (f"Note: {note}.", "")),
+        *(line for note in result.all_notes for line in (f"Note: {note}.", "")),
         "![steps against rollout size](steps_vs_rollout_size.png)",
         "",
         f"Start score: {probe['start_score']:.1f} (sd {probe['start_score_sd']:.1f} over {probe['anchor_games']} games "
         f"of the agent at fixed parameters); target {target:.1f} (improvement {target - probe['start_score']:.1f}).",
         "",
         *null_lines(probe),
-        *ladder_lines(rungs, chosen, earliest, probe["start_score"]),
+        *ladder_lines(result.rungs, chosen, earliest, probe["start_score"]),
         "Steps S of a branch: "
         + (
             "the PPO iteration its running score's games stand for (their mean midpoint), when that score first "
             "reached the target."
-            if measure == "midpoint"
+            if result.measure == "midpoint"
             else "the PPO iteration at which its running score first reached the target."
         )
         + f" A branch's first running score stands for agent step {fmt(earliest)} (median over branches), the earliest"
@@ -458,8 +529,18 @@ def report(config: ProbeReportConfig) -> Path:
         best,
         "",
     ])  # fmt: skip
+
+
+def report(config: ProbeReportConfig) -> Path:
+    """Write ``report.md``, ``probe_results.json`` and ``steps_vs_rollout_size.png`` of a probe; print the verdict."""
+    result = analyse(config.probe_dir)
+    print_verdict(result)
+    fig, ax = plt.subplots(figsize=(7.0, 5.5))
+    plot(result, ax)
+    save_figure(fig, config.probe_dir / FIGURE)
+    write_json(config.probe_dir / RESULTS, results_record(result))
     path = config.probe_dir / REPORT
-    write_atomically(path, text)
+    write_atomically(path, markdown(result))
     return path
 
 

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -487,6 +487,92 @@ def say_outcome(
         print(f"  failed: {name} ({why})", flush=True)
 
 
+def prepare_runs(
+    out: Path, specs: dict[str, TrainConfig], run_dirs: dict[str, RunDir], restart: bool, whole: bool, n_workers: int
+) -> tuple[dict[str, str], list[str], list[str]]:
+    """Sort the runs of ``specs`` into those finished before and those to run, and make each of these ready: resumed
+    from its checkpoint (its old ``error.txt`` removed) or emptied to start again, its spec file written. Return the
+    outcome so far (``skipped`` for each finished run), the runs to run, and those of them that resume.
+
+    :param whole: restart whole populations (:func:`run_all`'s ``restart`` with ``--engine population``).
+    :param n_workers: jobs at once, which fix the populations.
+    """
+    finished = {name for name, run in run_dirs.items() if run.status() == "done"}
+    outcome = {name: "skipped" for name in finished - (unfinished_populations(specs, finished, n_workers) if whole else set())}
+    todo = [name for name in specs if name not in outcome]
+    resumed = []
+    for name in todo:  # unfinished runs resume from their checkpoint, or restart from scratch
+        spec, run = specs[name], run_dirs[name]
+        check_unlocked(run.path)  # never touch a run that a live process writes
+        if not restart and resumable(spec):
+            spec = as_resume(spec)
+            run.file(ERROR).unlink(missing_ok=True)
+            resumed.append(name)
+        else:
+            shutil.rmtree(run.path, ignore_errors=True)
+            run.path.mkdir(parents=True)
+        write_json(out / "specs" / f"{name}.json", spec_json(spec))
+    return outcome, todo, resumed
+
+
+#: A job's spec files and its log (:func:`run_all`).
+JobPaths = Callable[[list[str]], tuple[list[Path], Path]]
+#: What :func:`run_all` does when a job ends: its runs' outcomes from the job's return code (``None``: killed).
+JobEnded = Callable[[list[str], int | None], None]
+
+
+def run_jobs_locally(jobs: list[list[str]], paths: JobPaths, deadline: float | None, n_workers: int, label: str,
+                     ended: JobEnded) -> int | None:  # fmt: skip
+    """Run ``jobs`` in a local pool of ``n_workers`` processes at once; return the signal that stopped them (each run
+    in flight then stops with a checkpoint), if one did.
+
+    :param deadline: the wall-clock time (``time.time()``) at which the runs in flight pause, if any.
+    """
+    workers = Workers()
+    stopping = "stopping the runs in flight, each with a checkpoint"
+    with StopOnSignal(f"rl-gns {label}", stopping, workers.stop) as signals, ThreadPoolExecutor(n_workers) as pool:
+        futures = {pool.submit(run_spec, *paths(job), deadline, workers): i for i, job in enumerate(jobs)}
+        for future in as_completed(futures):
+            ended(jobs[futures[future]], future.result())
+    return signals.signum
+
+
+def run_jobs_on_ray(
+    jobs: list[list[str]], paths: JobPaths, deadline: float | None, execution: ExecutionConfig, ended: JobEnded
+) -> None:
+    """Run ``jobs`` as Ray tasks of ``execution.threads_per_run`` CPUs each, then disconnect from Ray.
+
+    :param deadline: the wall-clock time (``time.time()``) at which the runs in flight pause, if any.
+    """
+    import ray
+
+    connect(execution)
+    remote_run = ray.remote(num_cpus=execution.threads_per_run)(run_spec)
+    refs = {}
+    for i, job in enumerate(jobs):
+        spec_paths, log = paths(job)
+        refs[remote_run.remote([str(p) for p in spec_paths], str(log), deadline)] = i  # type: ignore[call-arg]
+    pending = list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        ended(jobs[refs[ready[0]]], ray.get(ready[0]))
+    ray.shutdown()  # disconnect now (and stop a local instance) rather than in an exit hook
+
+
+def raise_unless_all_ended(outcome: dict[str, str], n_runs: int, signum: int | None) -> None:
+    """Raise where a signal stopped the ``n_runs`` runs (:class:`Interrupted`) or one failed (:class:`RunsFailedError`)."""
+    if signum is not None:
+        name = signal.Signals(signum).name
+        raise Interrupted(signum, f"stopped by {name}: the runs in flight stopped with checkpoints; rerun to go on")
+    failed = sorted(name for name, status in outcome.items() if status == "failed")
+    if failed:
+        raise RunsFailedError(
+            f"{len(failed)} of {n_runs} runs failed (see the lines above); once that is fixed, rerun the same "
+            "command to go on: it keeps the finished runs and runs the others again, from their checkpoints where "
+            "they have one"
+        )
+
+
 def run_all(
     out: Path, specs: dict[str, TrainConfig], execution: ExecutionConfig, label: str = "sweep", restart: bool = False
 ) -> dict[str, str]:
@@ -509,21 +595,7 @@ def run_all(
     run_dirs = {name: RunDir(spec.out) for name, spec in specs.items() if spec.out is not None}
     n_workers = execution.workers or max(1, (os.cpu_count() or 1) // execution.threads_per_run)
     whole = restart and execution.engine == "population"
-    finished = {name for name, run in run_dirs.items() if run.status() == "done"}
-    outcome = {name: "skipped" for name in finished - (unfinished_populations(specs, finished, n_workers) if whole else set())}
-    todo = [name for name in specs if name not in outcome]
-    resumed = []
-    for name in todo:  # unfinished runs resume from their checkpoint, or restart from scratch
-        spec, run = specs[name], run_dirs[name]
-        check_unlocked(run.path)  # never touch a run that a live process writes
-        if not restart and resumable(spec):
-            spec = as_resume(spec)
-            run.file(ERROR).unlink(missing_ok=True)
-            resumed.append(name)
-        else:
-            shutil.rmtree(run.path, ignore_errors=True)
-            run.path.mkdir(parents=True)
-        write_json(out / "specs" / f"{name}.json", spec_json(spec))
+    outcome, todo, resumed = prepare_runs(out, specs, run_dirs, restart, whole, n_workers)
     print(
         f"{label} {out}: {len(specs)} runs, {len(outcome)} finished before, {len(resumed)} to resume from checkpoints, "
         f"{len(todo) - len(resumed)} to run from the start",
@@ -531,21 +603,17 @@ def run_all(
     )
     if todo:
         print(f"  {workload([specs[name] for name in todo], n_workers)}", flush=True)
-
     jobs = job_order(todo, specs, execution.engine, n_workers, whole)
+    deadline = None if execution.max_wall_minutes is None else time.time() + 60 * execution.max_wall_minutes
+    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not todo)
+    unwritten: dict[str, str] = {}  # failed runs whose error.txt could not be written: why, and where their output is
 
     def paths(job: list[str]) -> tuple[list[Path], Path]:
         """A job's spec files and its log: a run's ``log.txt``, a population's ``specs/<first run>.population.log``."""
         log = run_dirs[job[0]].path / LOG if len(job) == 1 else out / "specs" / f"{job[0]}.population.log"
         return [out / "specs" / f"{name}.json" for name in job], log
 
-    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not todo)
-
-    deadline = None if execution.max_wall_minutes is None else time.time() + 60 * execution.max_wall_minutes
-
-    unwritten: dict[str, str] = {}  # failed runs whose error.txt could not be written: why, and where their output is
-
-    def finish(job: list[str], returncode: int | None) -> None:
+    def ended(job: list[str], returncode: int | None) -> None:
         log = paths(job)[1]
         for name in job:
             try:
@@ -558,37 +626,10 @@ def run_all(
 
     signum = None
     if execution.executor == "local":
-        workers = Workers()
-        stopping = "stopping the runs in flight, each with a checkpoint"
-        with StopOnSignal(f"rl-gns {label}", stopping, workers.stop) as signals, ThreadPoolExecutor(n_workers) as pool:
-            futures = {pool.submit(run_spec, *paths(job), deadline, workers): i for i, job in enumerate(jobs)}
-            for future in as_completed(futures):
-                finish(jobs[futures[future]], future.result())
-        signum = signals.signum
+        signum = run_jobs_locally(jobs, paths, deadline, n_workers, label, ended)
     else:
-        import ray
-
-        connect(execution)
-        remote_run = ray.remote(num_cpus=execution.threads_per_run)(run_spec)
-        refs = {}
-        for i, job in enumerate(jobs):
-            spec_paths, log = paths(job)
-            refs[remote_run.remote([str(p) for p in spec_paths], str(log), deadline)] = i  # type: ignore[call-arg]
-        pending = list(refs)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            finish(jobs[refs[ready[0]]], ray.get(ready[0]))
-        ray.shutdown()  # disconnect now (and stop a local instance) rather than in an exit hook
+        run_jobs_on_ray(jobs, paths, deadline, execution, ended)
     bar.close()
     say_outcome(f"{label} {out}", outcome, run_dirs, unwritten, signum)
-    failed = sorted(name for name, status in outcome.items() if status == "failed")
-    if signum is not None:
-        name = signal.Signals(signum).name
-        raise Interrupted(signum, f"stopped by {name}: the runs in flight stopped with checkpoints; rerun to go on")
-    if failed:
-        raise RunsFailedError(
-            f"{len(failed)} of {len(specs)} runs failed (see the lines above); once that is fixed, rerun the same "
-            "command to go on: it keeps the finished runs and runs the others again, from their checkpoints where "
-            "they have one"
-        )
+    raise_unless_all_ended(outcome, len(specs), signum)
     return outcome

@@ -13,11 +13,12 @@ from typing import NamedTuple
 
 import numpy as np
 import torch as th
-import torch.nn.functional as F
 from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
+
+from rl_gns.core.ppo_loss import clipped_losses
 
 #: Sums a tensor over the data-parallel ranks in place (``torch.distributed.all_reduce``); ``None``: one process.
 SumOverRanks = Callable[[th.Tensor], None] | None
@@ -119,7 +120,8 @@ def ppo_loss_terms(
     clip_range: float,
     clip_range_vf: float | None = None,
 ) -> LossTerms:
-    """The terms of ``stable_baselines3.PPO``'s loss on a batch whose advantages are already prepared.
+    """The terms of ``stable_baselines3.PPO``'s loss on a batch whose advantages are already prepared
+    (:func:`~rl_gns.core.ppo_loss.clipped_losses` of the policy's outputs).
 
     Mirrors ``PPO.train`` for one minibatch, so the measured gradients are those training follows.
 
@@ -132,15 +134,18 @@ def ppo_loss_terms(
     if isinstance(policy.action_space, spaces.Discrete):
         actions = actions.long().flatten()
     values, log_prob, entropy = policy.evaluate_actions(samples.observations, actions)
-    values = values.flatten()
-    ratio = th.exp(log_prob - samples.old_log_prob)
-    adv = samples.advantages
-    policy_loss = -th.min(adv * ratio, adv * th.clamp(ratio, 1 - clip_range, 1 + clip_range)).mean()
-    if clip_range_vf is not None:
-        values = samples.old_values + th.clamp(values - samples.old_values, -clip_range_vf, clip_range_vf)
-    value_loss = F.mse_loss(samples.returns, values)
-    entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
-    return LossTerms(policy_loss, value_loss, entropy_loss)
+    losses = clipped_losses(
+        log_prob,
+        -log_prob if entropy is None else entropy,
+        values.flatten(),
+        samples.old_log_prob,
+        samples.advantages,
+        samples.old_values,
+        samples.returns,
+        clip_range,
+        clip_range_vf,
+    )
+    return LossTerms(losses.policy, losses.value, losses.entropy)
 
 
 def two_batch_grad_norms(

@@ -18,6 +18,8 @@ from stable_baselines3.common.torch_layers import FlattenExtractor
 from torch import nn
 from torch.func import functional_call, vmap
 
+from rl_gns.core.ppo_loss import clipped_losses
+
 
 class _LogitsAndValues(nn.Module):
     """An SB3 actor-critic's action logits and values: the part of ``evaluate_actions`` before the distribution, over
@@ -209,7 +211,8 @@ def ppo_losses(
     ent_coef: float,
     vf_coef: float,
 ) -> PPOLosses:
-    """SB3's PPO losses of K members on their own minibatches, as ``PPO.train`` computes them for one.
+    """SB3's PPO losses of K members on their own minibatches, as ``PPO.train`` computes them for one
+    (:func:`~rl_gns.core.ppo_loss.clipped_losses` over each member's minibatch).
 
     :param logits: ``(K, M, A)`` action logits at the current parameters.
     :param values: ``(K, M)`` values at the current parameters.
@@ -226,13 +229,9 @@ def ppo_losses(
     advantages = batch["advantages"]
     if normalize_advantage and advantages.shape[1] > 1:
         advantages = (advantages - advantages.mean(1, keepdim=True)) / (advantages.std(1, keepdim=True) + 1e-8)
-    log_ratio = log_prob - batch["old_log_prob"]
-    ratio = th.exp(log_ratio)
-    policy = -th.min(advantages * ratio, advantages * th.clamp(ratio, 1 - eps, 1 + eps)).mean(1)
-    if eps_vf is not None:
-        values = batch["old_values"] + th.clamp(values - batch["old_values"], -eps_vf, eps_vf)
-    value = (batch["returns"] - values).square().mean(1)
-    entropy = -distribution.entropy().mean(1)
+    losses = clipped_losses(log_prob, distribution.entropy(), values, batch["old_log_prob"], advantages,
+                            batch["old_values"], batch["returns"], eps, eps_vf)  # fmt: skip
+    policy, value, entropy, log_ratio, ratio = losses
     with th.no_grad():
         clip_fraction = ((ratio - 1).abs() > eps).float().mean(1)
         approx_kl = ((ratio - 1) - log_ratio).mean(1)

@@ -54,3 +54,23 @@ def test_the_v7_verdict_and_its_errors(tmp_path, capsys):
     assert f"identified `B_crit` on {games[1]} games where a ranking needs {games[2]}" in text
     claim = f"(median |log10 error| {errors['anchor_env_value']:.3f} against {errors['leave-one-game-out constant']:.3f})"
     assert claim in text
+
+
+def docs_results() -> str:
+    """docs/results.md as one line of text."""
+    return re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+
+
+def test_table_1_and_the_docs_qbert_numbers(tmp_path, capsys):
+    """``rl-gns table`` on every analysed one-step game rewrites the committed ``table_R0.md`` byte for byte, and
+    docs/results.md's experience to Qbert's first target at each size is its ``results.json``'s, rounded."""
+    games = sorted(d for d in (RESULTS / "table1").glob("*/R0") if (d / "sweep" / "results.json").is_file())
+    status, stderr = rl_gns(capsys, "table", *games, "--out", tmp_path / "table.md")
+    assert status == 0, stderr
+    assert (tmp_path / "table.md").read_text() == (RESULTS / "table1" / "table_R0.md").read_text()
+    results = json.loads((RESULTS / "table1" / "Qbert" / "R0" / "sweep" / "results.json").read_text())
+    first = results["targets"][0]
+    experience = {size: f"{round(e, -3):,.0f}" for size, e in zip(first["rollout_size_K"], first["experience_K"], strict=True)}
+    claim = f"({experience[40]}, {experience[80]}, {experience[160]} and {experience[320]} agent steps at 40, 80, 160 and 320)"
+    assert claim in docs_results()
+    assert f"({experience[640]} and {experience[1280]} agent steps, at the grid's highest rates)" in docs_results()

@@ -40,7 +40,7 @@ from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.criterion import at_edge, fastest
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
-from rl_gns.core.schemes import Candidate
+from rl_gns.core.schemes import FACTORS, Candidate
 from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
 from rl_gns.core.tradeoff import MIN_FIT_SIZES, TradeoffFit, fit_tradeoff
 from rl_gns.records.rundir import (
@@ -401,8 +401,9 @@ def path_candidates(
 #: The units factors of the per-size medians (:func:`noise_candidates`), every scheme's.
 MEDIAN_FACTORS = ("", "xM")
 #: The units factors of criterion v8's path and start candidates (:func:`path_candidates`), per scheme: the
-#: minibatch scheme's B_simple counts samples per gradient step, so it is also scaled to a rollout's.
-PATH_FACTORS = {"minibatch": ("", "xM", "xEM"), "envs": ("",)}
+#: minibatch scheme's B_simple counts samples per gradient step, so it takes every factor of the registry (a new
+#: entry of :data:`~rl_gns.core.schemes.FACTORS` is a new candidate here); the envs scheme's counts a rollout's.
+PATH_FACTORS = {"minibatch": tuple(FACTORS), "envs": ("",)}
 
 
 #: A fitted B_crit more than this factor beyond the rollout sizes that reached the target is not identified by them.

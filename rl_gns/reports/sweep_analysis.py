@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR
+from rl_gns.core.advice import DEFAULT_PREDICTOR, PREDICTOR_FACTORS
 from rl_gns.core.atari import FRAME_SKIP
 from rl_gns.core.criterion import at_edge, fastest
 from rl_gns.core.names import LOSSES
@@ -349,7 +349,7 @@ def noise_candidates(
         if any(all(s.count == 0 for s in sums_R) for sums_R in sums_KR):
             continue
         measured = median_candidate(sums_KR, 1.0, reps, rng)  # one bootstrap, scaled to each units factor
-        for factor in MEDIAN_FACTORS:
+        for factor in PREDICTOR_FACTORS:  # the per-size medians are the predictors a run's measurements give
             candidate = Candidate.of(key, factor)
             m = candidate.times(runs[0].n_epochs, n_minibatches)
             ci = None if measured.ci is None else (m * measured.ci[0], m * measured.ci[1])
@@ -398,8 +398,6 @@ def path_candidates(
     return candidates
 
 
-#: The units factors of the per-size medians (:func:`noise_candidates`), every scheme's.
-MEDIAN_FACTORS = ("", "xM")
 #: The units factors of criterion v8's path and start candidates (:func:`path_candidates`), per scheme: the
 #: minibatch scheme's B_simple counts samples per gradient step, so it takes every factor of the registry (a new
 #: entry of :data:`~rl_gns.core.schemes.FACTORS` is a new candidate here); the envs scheme's counts a rollout's.

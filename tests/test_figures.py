@@ -110,7 +110,7 @@ def test_steps_vs_experience_ticks_markers_and_title():
     assert len({line.get_marker() for line in points.values()}) == 3  # a target at another's place still shows
     assert points["target 5"].get_zorder() > points["target 4"].get_zorder()
     assert points["target 5"].get_markersize() < points["target 4"].get_markersize()
-    assert "★" not in ax.get_title()
+    assert "★" not in ax.get_title() and "lines: the fit over the sizes that reached the target" in ax.get_title()
     assert legend_texts(ax) == ["target 4", "target 5", "target 6", "B_crit (2·E_min, 2·S_min)"]
     curve = next(line for line in ax.get_lines() if line.get_label().startswith("_") and len(line.get_xdata()) > 2)
     experience = np.asarray(curve.get_xdata(), dtype=float)  # the fit over the sizes that reached the target only
@@ -120,6 +120,8 @@ def test_steps_vs_experience_ticks_markers_and_title():
     plot_steps_vs_experience(results[:2], ax)  # nothing fitted: no star, neither drawn nor named
     assert not any(line.get_marker() == "*" for line in ax.get_lines())
     assert legend_texts(ax) == ["target 4", "target 5"]
+    assert "lines" not in ax.get_title() and "no fit" in ax.get_title()  # the title names no line it does not draw
+    assert all(line.get_label().startswith("target") for line in ax.get_lines())  # points only
 
 
 def test_wall_vs_experience_plain_ticks():

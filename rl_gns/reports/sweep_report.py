@@ -90,7 +90,8 @@ def plot_steps_vs_experience(results: list[TargetResult], ax: Axes | None = None
     plain_log_axes(ax)
     ax.set_xlabel("experience E to target (agent steps)")
     ax.set_ylabel("steps S to target (PPO iterations)")
-    ax.set_title("labels: rollout size (agent steps); lines: the fit over the sizes that reached the target", fontsize=9)
+    lines = "lines: the fit over the sizes that reached the target" if fitted else "no target's B_crit identified: no fit"
+    ax.set_title(f"labels: rollout size (agent steps); {lines}", fontsize=9)
     ax.grid(alpha=0.3, which="both")
     legend(ax, "no run reached a target", fontsize=8)
     return ax

@@ -5,9 +5,21 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.advice import Advice, advise, env_count, experience_factor, iterations_factor, parse_predictor
+from rl_gns.core.advice import (
+    DEFAULT_PREDICTOR,
+    PREDICTORS_FILE,
+    Advice,
+    advise,
+    env_count,
+    experience_factor,
+    iterations_factor,
+    load_predictors,
+    parse_predictor,
+    predictor_for,
+)
 from rl_gns.core.noise_scale import RatioInterval
 from rl_gns.core.schemes import Candidate
+from rl_gns.core.shipped import shipped_path
 from rl_gns.core.tradeoff import TradeoffFit
 
 
@@ -36,16 +48,20 @@ def test_advise_scales_by_m_and_states_where_the_run_stands():
     assert advice.b_crit.point == pytest.approx(4 * trace_T.sum() / g2_T.sum())
     assert advice.b_crit.low < advice.b_crit.point < advice.b_crit.high
     assert advice.n_envs_critical[0] == pytest.approx(advice.b_crit.point / 32)
+    assert advice.n_measurements == 100
+    # the predictor validated in PPO (envs/predictors.toml) gets its checked error; another gets none
+    assert advice.with_predictor_error() is None and "is not validated" in advice.lines()[1]
+    advice = advise("env_value", g2_T, trace_T, n_envs=1, n_steps=16, n_minibatches=4)
     text = "\n".join(advice.lines())
-    assert advice.n_measurements == 100 and "cuts the PPO iterations" in text
-    # 64 agent steps per rollout lie below even the lower end widened by the predictor's error (low / 3.5)
+    assert advice.b_crit.point == pytest.approx(trace_T.sum() / g2_T.sum()) and "cuts the PPO iterations" in text
+    # 16 agent steps per rollout lie below even the lower end widened by the predictor's error (low / 3.5)
     assert advice.with_predictor_error()[0] == pytest.approx(advice.b_crit.low / 3.5) and "save iterations" in text
-    above = Advice("env_total", RatioInterval(100.0, 80.0, 120.0), n_envs=16, n_steps=32, n_measurements=50)
+    above = Advice("env_value", RatioInterval(100.0, 80.0, 120.0), n_envs=16, n_steps=32, n_measurements=50)
     assert "mostly burn experience" in "\n".join(above.lines())  # 512 > 120 / 0.41
-    inside = Advice("env_total", RatioInterval(100.0, 80.0, 120.0), n_envs=4, n_steps=32, n_measurements=50)
+    inside = Advice("env_value", RatioInterval(100.0, 80.0, 120.0), n_envs=4, n_steps=32, n_measurements=50)
     assert "not decided" in "\n".join(inside.lines()) and "burn" not in "\n".join(inside.lines())  # 128 in [23, 293]
     for point in (math.nan, 4_000.0):  # |G|² not resolved: a lower bound only, whatever the ratio of sums is
-        unresolved = Advice("mb_xM_policy", RatioInterval(point, 5_000.0, math.inf), n_envs=8, n_steps=128, n_measurements=50)
+        unresolved = Advice("env_value", RatioInterval(point, 5_000.0, math.inf), n_envs=8, n_steps=128, n_measurements=50)
         text = "\n".join(unresolved.lines())
         assert unresolved.lines()[0].endswith("at least 5,000 agent steps at 95 % (|G|² not resolved: no upper bound and "
                                               "no point estimate)")  # fmt: skip
@@ -72,7 +88,7 @@ def test_one_step_runs_get_the_measurement_without_the_ppo_validation():
     g2, trace = 1.0 + 0.1 * signs, 400.0 + 10.0 * signs[::-1]
     lines = advise("env_value", g2, trace, 16, 5, 1, regime="one-step").lines()
     assert lines[0].startswith("noise scale (env_value): 400 agent steps") and "= 80 envs at n_steps 5" in lines[0]
-    assert "no noise scale is validated" in lines[1] and "one-step regime" in lines[1]
+    assert "env_value is not validated" in lines[1] and "one-step regime" in lines[1]
     assert not any("predictor's error" in line or "more envs" in line for line in lines)
     assert any("predictor's error" in line for line in advise("env_value", g2, trace, 16, 5, 1).lines())
 
@@ -103,3 +119,20 @@ def test_env_counts_read_as_english():
         "63 envs",
         "less than one env's rollout",
     )
+
+
+def test_the_validated_predictors_are_data_that_are_checked(tmp_path):
+    """The findings the advice rests on live in envs/predictors.toml: each regime's predictor with its checked error;
+    a regime without an entry gets the default candidate and no error band."""
+    default, validated = load_predictors()
+    assert default == DEFAULT_PREDICTOR and set(validated) <= {"ppo", "one-step"}
+    for regime, entry in validated.items():
+        assert predictor_for(regime) == entry.predictor and entry.error[0] <= 1 <= entry.error[1]
+    assert predictor_for("a regime nobody validated") == DEFAULT_PREDICTOR
+    table = tmp_path / "predictors.toml"
+    for bad in ("error = [2.0, 3.5]", "error = [0.5]", 'predictor = "mb_policy_xM"', "extra = 1"):
+        key = bad.split(" = ")[0]
+        lines = [line for line in shipped_path(PREDICTORS_FILE).read_text().splitlines() if not line.startswith(f"{key} =")]
+        table.write_text("\n".join([*lines, bad, ""]))
+        with pytest.raises(ValueError):
+            load_predictors(table)

@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 from conftest import ONE_RATE, lock_held_elsewhere, rl_gns
 
+from rl_gns.core.shipped import shipped_path
 from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.records.checkpoint import FILES, FORMAT, MANIFEST, CheckpointError, sha256, verify
 from rl_gns.records.rundir import RunDir, RunFileError, read_csv, read_json, read_sweep_results
 from rl_gns.records.scaling_log import append_measurement, read_measurements
-from rl_gns.records.tables import SUITES_FILE, table_path
+from rl_gns.records.tables import SUITES_FILE
 from rl_gns.reports import (
     adaptive_report,
     bench_report,
@@ -795,7 +796,7 @@ def test_a_run_spec_with_a_setting_rl_gns_does_not_know_is_refused(tmp_path, cap
 )
 def test_a_bad_suites_table_is_one_line_before_anything_is_written(tmp_path, capsys, damage, message):
     suites = tmp_path / "suites.toml"
-    suites.write_text(damage(table_path(SUITES_FILE).read_text()))
+    suites.write_text(damage(shipped_path(SUITES_FILE).read_text()))
     out = tmp_path / "bench"
     assert_refused(*rl_gns(capsys, "bench", "--suite", "smoke", "--suite-file", suites, "--out", out), str(suites), message)
     assert not out.exists()

@@ -8,6 +8,7 @@ import torch as th
 from stable_baselines3 import A2C
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
+from rl_gns.core.advice import VALIDATED, predictor_for
 from rl_gns.experiments.config import REGIMES, TrainConfig, apply_regime
 from rl_gns.experiments.sweep import SweepConfig
 from rl_gns.experiments.train import ppo_kwargs
@@ -85,10 +86,16 @@ def test_measuring_does_not_change_one_step_training(scheme):
 def test_train_cli_records_the_regime(tmp_path, capsys):
     out = tmp_path / "run"
     args = ["train", "--env", "Breakout", "--backend", "ram", "--regime", "one-step", "--n-envs", 4, "--n-epochs", 2]
-    status, err = rl_gns(capsys, *args, "--total-steps", 200, "--out", out)
+    status, err = rl_gns(capsys, *args, "--total-steps", 200, "--gns-every", 1, "--out", out)
     assert status == 0, err
     settings = json.loads((out / "config.json").read_text())
     settings = settings.get("settings", settings)
     recipe = (settings["regime"], settings["n_steps"], settings["n_epochs"], settings["minibatch_size"])
     assert recipe == ("one-step", 5, 2, 20)
     assert settings["optimizer"] == "rmsprop" and settings["normalize_advantage"] is False
+    # the advice of its 10 measurements (enough for an interval): the regime's predictor, which none validates in
+    # one-step (envs/predictors.toml), so no band of a predictor's error
+    advice = json.loads((out / "summary.json").read_text())["advice"]
+    assert "one-step" not in VALIDATED and advice["predictor"] == predictor_for("one-step")
+    assert advice["n_measurements"] == 10 and advice["b_crit_ci95"] is not None
+    assert advice["b_crit_with_predictor_error"] is None

@@ -13,28 +13,55 @@ candidates and how the default is chosen).
 from __future__ import annotations
 
 import math
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.schemes import Candidate
+from rl_gns.core.shipped import shipped_path
 
-#: The noise-scale candidate that predicts the critical rollout size, ``<scheme tag>_[xM_]<loss>``: B_simple of the
-#: value loss over groups of whole trajectories, the one the pre-registered criterion (docs/prediction-criterion.md)
-#: picked on four games (results/validation/predictors.md: median |log10(predicted / fitted)| 0.38).
-DEFAULT_PREDICTOR = "env_value"
-#: The default predictor as a candidate: its scheme and loss.
-DEFAULT_CANDIDATE = Candidate.parse(DEFAULT_PREDICTOR)
-#: The default predictor's error where it was checked: predicted / fitted ``B_crit`` ranged over 0.41–3.5 (0.68–3.5
-#: on three games at three targets each, 0.41, 0.53 and 1.05 on a Beam Rider sweep outside the validation; Breakout's
-#: fits were degenerate), docs/results.md. A prediction ``P`` thus leaves ``B_crit`` within ``[P / 3.5, P / 0.41]``.
-PREDICTOR_ERROR = (0.41, 3.5)
-#: Where that error was measured: the regime outside which it says nothing.
-VALIDATED_REGIME = (
-    "Atari from RAM with an MLP, early-training targets, 4 games, where a constant predicted as well; late in "
-    "training, probes of 2 games found it 0.045-11x off, further off than a constant"
-)
+
+@dataclass(frozen=True)
+class Validated:
+    """A regime's predictor of the critical rollout size, with its error where a committed criterion checked it."""
+
+    predictor: str
+    """The candidate, ``<scheme tag>_[xM_]<loss>`` (:func:`parse_predictor`)."""
+    error: tuple[float, float]
+    """The range of predicted / fitted ``B_crit`` where it was checked: a prediction ``P`` leaves ``B_crit`` within
+    ``[P / error[1], P / error[0]]``."""
+    checked: str
+    """Where that error was measured: the regime outside which it says nothing."""
+
+
+#: The findings this advice rests on, as data (docs/prediction-criterion.md gives the verdicts behind them).
+PREDICTORS_FILE = "predictors.toml"
+
+
+def load_predictors(path: Path | None = None) -> tuple[str, dict[str, Validated]]:
+    """The default candidate and ``{regime: Validated}`` of the predictors table (``envs/predictors.toml``).
+
+    :param path: the table; if unset, the one shipped with rl-gns.
+    :raises ValueError: naming the file and the entry, for a table that does not hold them.
+    """
+    path = shipped_path(PREDICTORS_FILE) if path is None else path
+    table = tomllib.loads(path.read_text())
+    validated = {}
+    for regime, entry in table.get("regimes", {}).items():
+        error = entry.get("error")
+        if set(entry) != {"predictor", "error", "checked"} or not (
+            isinstance(error, list) and len(error) == 2 and 0 < error[0] <= 1 <= error[1]
+        ):
+            raise ValueError(f"{path}: regimes.{regime}: needs predictor, checked and error = [low <= 1, high >= 1]")
+        parse_predictor(entry["predictor"])
+        validated[regime] = Validated(entry["predictor"], (float(error[0]), float(error[1])), str(entry["checked"]))
+    parse_predictor(table["default"])
+    return table["default"], validated
+
+
 #: Measurements below which the advice gives no number (its interval needs several batches of them).
 MIN_MEASUREMENTS = 8
 #: The units factors a predictor may carry: a run's B_simple as measured, or times its minibatches per epoch.
@@ -49,8 +76,20 @@ def parse_predictor(name: str) -> Candidate:
     """
     candidate = Candidate.parse(name)
     if candidate.where or candidate.factor not in PREDICTOR_FACTORS:
-        raise ValueError(f"unknown predictor {name!r}: use <mb|env>[_xM]_<policy|value|total>, e.g. {DEFAULT_PREDICTOR}")
+        raise ValueError(f"unknown predictor {name!r}: use <mb|env>[_xM]_<policy|value|total>, e.g. env_value")
     return candidate
+
+
+#: The default candidate (what a run measures and prints where its regime validates none) and the validated predictor
+#: of each regime, from the shipped table.
+DEFAULT_PREDICTOR, VALIDATED = load_predictors()
+#: The default predictor as a candidate: its scheme and loss.
+DEFAULT_CANDIDATE = Candidate.parse(DEFAULT_PREDICTOR)
+
+
+def predictor_for(regime: str) -> str:
+    """The candidate that ``train`` and ``advise`` print for a run of ``regime``: its validated predictor, or the default."""
+    return VALIDATED[regime].predictor if regime in VALIDATED else DEFAULT_PREDICTOR
 
 
 def at_least_envs(n_envs: float) -> str:
@@ -89,7 +128,14 @@ class Advice:
     n_measurements: int
     """Measurements the prediction pools."""
     regime: str = "ppo"
-    """The run's training regime (``--regime``); the predictor's error was checked in ``ppo`` only."""
+    """The run's training regime (``--regime``): the predictor's error is known only where :data:`VALIDATED` gives it
+    for that regime."""
+
+    @property
+    def validated(self) -> Validated | None:
+        """The error of this predictor where it was checked in this run's regime; ``None`` where it was not."""
+        validated = VALIDATED.get(self.regime)
+        return validated if validated is not None and validated.predictor == self.predictor else None
 
     @property
     def rollout_size(self) -> int:
@@ -121,7 +167,8 @@ class Advice:
                 "with --gns-every)"
             ]
         envs, envs_low, envs_high = self.n_envs_critical
-        if self.regime != "ppo":
+        validated = self.validated
+        if validated is None:
             high = f"{b.high:,.0f}" if b.resolved else "inf"
             if math.isfinite(b.point) and b.point > 0:
                 value, count = f"{b.point:,.0f} agent steps", env_count(envs)
@@ -130,12 +177,12 @@ class Advice:
             return [
                 f"noise scale ({self.predictor}): {value} [95 % interval {b.low:,.0f}, {high}] "
                 f"= {count} at n_steps {self.n_steps}; this run: {env_count(self.n_envs)}",
-                f"  no noise scale is validated as a predictor of the critical rollout size in the {self.regime} regime "
-                "yet (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it directly",
+                f"  {self.predictor} is not validated as a predictor of the critical rollout size in the {self.regime} "
+                "regime (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it directly",
             ]
-        error_low, error_high = self.with_predictor_error()
-        checked = f"the predictor's error where it was checked ({PREDICTOR_ERROR[0]}-{PREDICTOR_ERROR[1]}x)"
-        regime = f"({VALIDATED_REGIME}; rl-gns probe measures it directly)"
+        error_low, error_high = self.b_crit.low / validated.error[1], self.b_crit.high / validated.error[0]
+        checked = f"the predictor's error where it was checked ({validated.error[0]}-{validated.error[1]}x)"
+        regime = f"({validated.checked}; rl-gns probe measures it directly)"
         if b.resolved:
             cut, extra = self.doubling(b.point)
             lines = [
@@ -170,10 +217,14 @@ class Advice:
             lines.append("  this run's rollout size lies inside the interval: whether more envs pay is not decided")
         return lines
 
-    def with_predictor_error(self) -> tuple[float, float]:
-        """The interval of ``B_crit`` with the measurement noise and the predictor's error where it was checked:
-        ``[low / 3.5, high / 0.41]`` (:data:`PREDICTOR_ERROR`), agent steps."""
-        return self.b_crit.low / PREDICTOR_ERROR[1], self.b_crit.high / PREDICTOR_ERROR[0]
+    def with_predictor_error(self) -> tuple[float, float] | None:
+        """The interval of ``B_crit`` with the measurement noise and the predictor's error where it was checked in this
+        run's regime, ``[low / error[1], high / error[0]]`` agent steps (:attr:`Validated.error`); ``None`` where it was
+        not checked."""
+        validated = self.validated
+        if validated is None:
+            return None
+        return self.b_crit.low / validated.error[1], self.b_crit.high / validated.error[0]
 
 
 def advise(

@@ -17,8 +17,9 @@ from typing import Any, TextIO
 
 from stable_baselines3.common.logger import KVWriter
 
-from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR
+from rl_gns.core.advice import DEFAULT_PREDICTOR
 from rl_gns.core.names import gns_key
+from rl_gns.core.schemes import Candidate
 
 
 def duration(seconds: float) -> str:
@@ -38,13 +39,14 @@ def number(value: float) -> str:
 class ConsoleLine(KVWriter):
     """A line per logged PPO iteration, at most one per ``min_interval_s`` (short rollouts log many iterations a
     second) and always the last: agent steps of the budget, the running score, speed, time left, and the noise scale
-    of the default predictor with its 95 % interval once measured (the latest measurement, whichever line shows it).
+    of the run's predictor with its 95 % interval once measured (the latest measurement, whichever line shows it).
 
     :param total_steps: the run's budget in agent steps (for the time left).
     :param score_games: games in the mean score SB3 logs (``rollout/ep_rew_mean``; SB3's ``stats_window_size``).
     :param stream: where the lines go.
     :param min_interval_s: seconds between two lines at least (0: every iteration).
     :param clock: seconds, monotonic.
+    :param predictor: the candidate whose ``B_simple`` the line shows (:func:`rl_gns.core.advice.predictor_for`).
     """
 
     def __init__(
@@ -54,13 +56,16 @@ class ConsoleLine(KVWriter):
         stream: TextIO | None = None,
         min_interval_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        predictor: str = DEFAULT_PREDICTOR,
     ) -> None:
         self.total_steps, self.score_games = total_steps, score_games
         self.stream = sys.stdout if stream is None else stream
         self.min_interval_s, self.clock = min_interval_s, clock
         self._printed_at = -math.inf
         self._b_simple: tuple[float, float, float] | None = None
-        scheme, loss = DEFAULT_CANDIDATE.scheme, DEFAULT_CANDIDATE.loss
+        self.predictor = predictor
+        candidate = Candidate.parse(predictor)
+        scheme, loss = candidate.scheme, candidate.loss
         self.b_simple_keys = tuple(gns_key(scheme, "b_simple", loss, suffix) for suffix in ("avg", "avg_low", "avg_high"))
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
@@ -79,7 +84,7 @@ class ConsoleLine(KVWriter):
             parts += [f"{fps:,} steps/s", f"ETA {duration((self.total_steps - steps) / fps)}"]
         if self._b_simple is not None:
             point, low, high = self._b_simple
-            parts.append(f"B_simple({DEFAULT_PREDICTOR}) {number(point)} [{number(low)}, {number(high)}]")
+            parts.append(f"B_simple({self.predictor}) {number(point)} [{number(low)}, {number(high)}]")
         self.stream.write("  ".join(parts) + "\n")
         self.stream.flush()
 

@@ -47,13 +47,14 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
-from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, MIN_MEASUREMENTS, Advice, advise
+from rl_gns.core.advice import MIN_MEASUREMENTS, Advice, advise, predictor_for
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
 from rl_gns.core.defaults import optimizer_policy_kwargs, schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
 from rl_gns.core.games import restore_games, save_games
 from rl_gns.core.names import tracker_key
 from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.schemes import Candidate
 from rl_gns.experiments.callbacks import CheckpointClock, Checkpointer, EpisodeLogger, RanksProgressBar, Snapshots
 from rl_gns.experiments.config import TrainConfig, to_json, training_settings
 from rl_gns.experiments.console import ConsoleLine
@@ -247,13 +248,14 @@ def close_run(opened: OpenRun, wall_s: float, lifecycle: dict[str, Any]) -> Path
     """
     plan, run, model = opened.plan, opened.run, opened.model
     model.save(run.file(MODEL))
+    predictor = predictor_for(plan.config.regime)
     advice = final_advice(model, plan)
     if advice:
         lines = advice.lines()
     elif model.noise_scale is None:
         lines = ["critical rollout size: no noise scale measured (--no-gns); `rl-gns probe` measures it directly"]
     else:
-        lines = [f"critical rollout size: the predictor {DEFAULT_PREDICTOR} was not measured"]
+        lines = [f"critical rollout size: the predictor {predictor} was not measured"]
     print("\n".join(lines), flush=True)
     key = "advice/critical_rollout_size"
     for output in model.logger.output_formats:  # the advice as TensorBoard text, without a row in progress.csv
@@ -263,7 +265,7 @@ def close_run(opened: OpenRun, wall_s: float, lifecycle: dict[str, Any]) -> Path
     lifecycle = {"resumes": opened.state["resumes"], "games_dropped": opened.state["games_dropped"], **lifecycle}
     wall_s += opened.state["wall_s"]
     reached_at = opened.episodes.reached_at
-    run.write_summary(summary(plan, model, wall_s, reached_at, lifecycle, advice_record(advice, lines)))
+    run.write_summary(summary(plan, model, wall_s, reached_at, lifecycle, advice_record(advice, lines, predictor)))
     remove_checkpoints(run.path)
     compact_run(run.path)  # the finished run's logs in their compact form (rl_gns.records.compact)
     return run.path
@@ -279,7 +281,11 @@ def run_training(plan: RunPlan) -> Path:
         th.set_num_threads(threads)
 
     # --- environments and agent, config.json, the logger
-    console = HumanOutputFormat(sys.stdout) if config.verbose else ConsoleLine(config.total_steps)
+    console = (
+        HumanOutputFormat(sys.stdout)
+        if config.verbose
+        else ConsoleLine(config.total_steps, predictor=predictor_for(config.regime))
+    )
     opened = open_run(plan, console if rank == 0 else None, rank)
     model, run = opened.model, opened.run
     if rank == 0:
@@ -468,31 +474,37 @@ def clear_run_files(run: RunDir) -> None:
 
 
 def final_advice(model: NoiseScalePPO, plan: RunPlan) -> Advice | None:
-    """What the default predictor's measurements over the whole run say (:func:`rl_gns.core.advice.advise`), at the
-    run's last env count; ``None`` if it did not measure the predictor's scheme and loss."""
-    tracker = (model.gns_trackers or {}).get(tracker_key(DEFAULT_CANDIDATE.scheme, DEFAULT_CANDIDATE.loss))
+    """What the measurements of the run's predictor (:func:`rl_gns.core.advice.predictor_for` its regime) over the
+    whole run say (:func:`rl_gns.core.advice.advise`), at the run's last env count; ``None`` if it did not measure the
+    predictor's scheme and loss."""
+    regime = plan.config.regime
+    predictor = predictor_for(regime)
+    candidate = Candidate.parse(predictor)
+    tracker = (model.gns_trackers or {}).get(tracker_key(candidate.scheme, candidate.loss))
     if tracker is None:
         return None
     n_envs = model.n_envs * plan.batching.nproc
     g2_T, trace_sigma_T = np.asarray(tracker.g2_T), np.asarray(tracker.trace_sigma_T)
     batching = plan.batching
-    return advise(DEFAULT_PREDICTOR, g2_T, trace_sigma_T, n_envs, batching.n_steps, batching.n_minibatches, plan.config.regime)
+    return advise(predictor, g2_T, trace_sigma_T, n_envs, batching.n_steps, batching.n_minibatches, regime)
 
 
-def advice_record(advice: Advice | None, lines: list[str]) -> dict:
-    """The advice as ``summary.json`` holds it: no number from too few measurements; ``high`` is ``null`` where
-    ``|G|²`` is not resolved; ``b_crit_with_predictor_error`` widens the interval by the predictor's checked error."""
+def advice_record(advice: Advice | None, lines: list[str], predictor: str) -> dict:
+    """The advice as ``summary.json`` holds it (``predictor``: the candidate of the run's regime, even unmeasured): no
+    number from too few measurements; ``high`` is ``null`` where
+    ``|G|²`` is not resolved; ``b_crit_with_predictor_error`` widens the interval by the predictor's checked error,
+    ``null`` where it was not checked in the run's regime."""
     if advice is None:
-        return {"predictor": DEFAULT_PREDICTOR, "text": lines}
+        return {"predictor": predictor, "text": lines}
     b, enough = advice.b_crit, advice.n_measurements >= MIN_MEASUREMENTS
     identified = enough and b.resolved and math.isfinite(b.point) and b.point > 0  # else a lower bound at most
-    error_low, error_high = advice.with_predictor_error()
+    widened = advice.with_predictor_error() if enough else None
     return {
         "predictor": advice.predictor,
         "n_measurements": advice.n_measurements,
         "b_crit": b.point if identified else None,
         "b_crit_ci95": [b.low, b.high if b.resolved else None] if enough else None,
-        "b_crit_with_predictor_error": [error_low, error_high if b.resolved else None] if enough else None,
+        "b_crit_with_predictor_error": [widened[0], widened[1] if b.resolved else None] if widened else None,
         "n_envs_critical": advice.n_envs_critical[0] if identified else None,
         "text": lines,
     }

@@ -8,10 +8,10 @@ after a plain ``pip install`` from any working directory.
 from __future__ import annotations
 
 import tomllib
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rl_gns.core.shipped import shipped_path
 from rl_gns.records.logs import check_exists, check_regular
 from rl_gns.records.schema import GAME_FIELDS, PAPER_RANGES_FIELDS, Count, RecordError, require, require_game
 
@@ -32,14 +32,6 @@ TIER_ENTRY: dict[str, Any] = {
 }
 
 
-def table_path(name: str) -> Path:
-    """Path of a shipped table: inside an installed package, or ``envs/`` of a source checkout."""
-    installed = Path(str(resources.files("rl_gns") / "envs" / name))
-    if installed.exists():
-        return installed
-    return Path(__file__).resolve().parents[2] / "envs" / name
-
-
 def read_table(path: Path | None, name: str) -> dict:
     """Parse a TOML table: ``path`` if given, else the shipped table ``name``.
 
@@ -47,7 +39,7 @@ def read_table(path: Path | None, name: str) -> dict:
     :raises RunFileError: for a path that is not a regular file (:func:`~rl_gns.records.rundir.check_regular`).
     :raises RecordError: for a file that is not TOML.
     """
-    path = table_path(name) if path is None else path
+    path = shipped_path(name) if path is None else path
     check_exists(path)
     check_regular(path, "a TOML file")
     try:
@@ -76,7 +68,7 @@ def load_games(path: Path | None = None) -> dict[str, dict]:
 
     :raises RecordError: for a table without ``games`` or an entry without one of :data:`~rl_gns.records.schema.GAME_FIELDS`.
     """
-    path = table_path(GAMES_FILE) if path is None else path
+    path = shipped_path(GAMES_FILE) if path is None else path
     games = require_entries(read_table(path, GAMES_FILE), path, "games", GAME_FIELDS)
     return {name: require_game(entry, f"{path}: games.{name}") for name, entry in games.items()}
 
@@ -86,7 +78,7 @@ def load_suites(path: Path | None = None) -> dict:
 
     :raises RecordError: for a table without them, or a tier whose fields are not :data:`TIER_ENTRY`'s.
     """
-    path = table_path(SUITES_FILE) if path is None else path
+    path = shipped_path(SUITES_FILE) if path is None else path
     suites = require(read_table(path, SUITES_FILE), path, {"paper_ranges_frames": dict})
     require(suites["paper_ranges_frames"], f"{path}: paper_ranges_frames", PAPER_RANGES_FIELDS)
     require_entries(suites, path, "tiers", TIER_ENTRY)

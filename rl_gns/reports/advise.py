@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, Advice, parse_predictor
+from rl_gns.core.advice import Advice, parse_predictor, predictor_for
 from rl_gns.core.advice import advise as predict
 from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.records.rundir import RunDir, noise_columns
@@ -30,23 +30,31 @@ class AdviseConfig:
 
     run_dir: tyro.conf.Positional[Path]
     """A run directory written by rl-gns train (finished or not)."""
-    predictor: str = DEFAULT_PREDICTOR
-    """Noise-scale candidate <mb|env>[_xM]_<policy|value|total>: mb/env the scheme, _xM × minibatches per epoch, the loss."""
+    predictor: str | None = None
+    """Noise-scale candidate <mb|env>[_xM]_<policy|value|total>; if unset, the run's regime's (envs/predictors.toml)."""
 
 
 def check(config: AdviseConfig) -> None:
     """Fail early (``ValueError``) on a directory without a logged row or an unknown predictor."""
-    parse_predictor(config.predictor)
+    if config.predictor is not None:
+        parse_predictor(config.predictor)
     RunDir(config.run_dir).logged_progress()
 
 
-def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: str = DEFAULT_PREDICTOR) -> Advice | None:
+def run_predictor(config: RunConfig, predictor: str | None) -> str:
+    """``predictor``, or where unset the one of the run's regime (:func:`rl_gns.core.advice.predictor_for`)."""
+    return predictor_for(config.settings.get("regime", "ppo")) if predictor is None else predictor
+
+
+def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: str | None = None) -> Advice | None:
     """The advice of a run's files (:func:`rl_gns.core.advice.advise`); ``None`` if it did not measure the
     predictor's scheme and loss. An adaptive run is judged at its last env count.
 
     :param progress: the run's ``progress.csv`` columns.
     :param config: the run's ``config.json``.
+    :param predictor: the candidate; if unset, the one of the run's regime (:func:`run_predictor`).
     """
+    predictor = run_predictor(config, predictor)
     candidate = parse_predictor(predictor)
     columns = noise_columns(progress, config, candidate.scheme, candidate.loss)
     if columns is None:
@@ -63,9 +71,11 @@ def advise(config: AdviseConfig) -> Advice:
     :raises RunFileError: naming a file of the run that cannot be read, or a ``progress.csv`` without rows.
     """
     run = RunDir(config.run_dir)
-    advice = run_advice(run.logged_progress(), run.config(), config.predictor)
+    run_config = run.config()
+    predictor = run_predictor(run_config, config.predictor)
+    advice = run_advice(run.logged_progress(), run_config, predictor)
     if advice is None:
-        candidate = parse_predictor(config.predictor)
+        candidate = parse_predictor(predictor)
         raise NotMeasuredError(
             f"{config.run_dir} did not measure the {candidate.loss} loss with scheme {candidate.scheme} "
             "(--gns-scheme, --gns-losses)"

@@ -90,8 +90,8 @@ def main(config: Config) -> None:
     ]
     for run, scheme, loss, label_template in CURVES:
         label = label_template.format(d=settings.nproc)
-        progress, run_settings = runs[run]
-        columns = noise_columns(progress, run_settings, scheme, loss)
+        progress = runs[run][0]
+        columns = noise_columns(progress, scheme, loss)
         if columns is None:
             continue
         _, g2, trace = columns

@@ -13,7 +13,7 @@ import pytest
 
 from rl_gns.cli import main
 from rl_gns.core.atari import resolve_game
-from rl_gns.core.names import gns_key, legacy_key
+from rl_gns.core.names import gns_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.experiments.bench import BenchConfig, check, load_games, load_tier, record
 from rl_gns.records.rundir import RunDir
@@ -96,8 +96,8 @@ def _write_run(
     run_dir: Path, game: str, seed: int, g2_T: list, trace_T: list, scores_N: list, scheme: str | None = None
 ) -> None:
     """A finished run directory: 4 iterations at 250, 500, 750, 1000 agent steps (budget 1000). Without ``scheme``,
-    logged as runs before 2026-11-22 logged the minibatch scheme (no ``gns/<scheme>/`` prefix), policy and total
-    losses only; with one, under ``gns/<scheme>/`` with the value loss too (:data:`G2_FACTORS`)."""
+    the minibatch scheme with the policy and total losses only; with one, that scheme with the value loss too
+    (:data:`G2_FACTORS`)."""
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(
         json.dumps(
@@ -105,7 +105,7 @@ def _write_run(
                 "game": game,
                 "seed": seed,
                 "total_steps": 1000,
-                "gns_scheme": "minibatch" if scheme is None else [scheme],
+                "gns_scheme": ["minibatch" if scheme is None else scheme],
                 "n_envs": 2,
                 "n_steps": 125,
                 "minibatch_size": 125,
@@ -114,11 +114,7 @@ def _write_run(
         )
     )
     losses = ("policy", "total") if scheme is None else ("policy", "value", "total")
-    keys = [
-        legacy_key(q, loss, "raw") if scheme is None else gns_key(scheme, q, loss, "raw")
-        for loss in losses
-        for q in ("g2", "trace_sigma")
-    ]
+    keys = [gns_key(scheme or "minibatch", q, loss, "raw") for loss in losses for q in ("g2", "trace_sigma")]
     with open(run_dir / "progress.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["time/total_timesteps", *keys])
@@ -181,7 +177,7 @@ def test_an_envs_scheme_bench_reports_the_default_predictor_in_agent_steps_of_a_
 
 
 def test_a_minibatch_scheme_bench_says_samples_per_gradient_step_and_what_it_did_not_measure(tmp_path):
-    _write_bench(tmp_path / "bench", scheme=None)  # logged before 2026-11-22: minibatch scheme, no value loss
+    _write_bench(tmp_path / "bench", scheme=None)  # minibatch scheme, no value loss
     text = report(BenchReportConfig(bench_dir=tmp_path / "bench", bootstrap=50)).read_text()
     assert "(minibatch scheme: random minibatch)" in text and "B_simple counts samples per gradient step" in text
     assert "| game | seeds | B_simple value loss, start (frames) | B_simple value loss, average (frames) |" in text

@@ -86,9 +86,8 @@ def test_every_reader_gives_the_same_for_both_forms(tmp_path, capsys):
         np.testing.assert_array_equal(column, before[key])
     for key, column in compact.episodes().items():
         np.testing.assert_array_equal(column, plain.episodes()[key])
-    config = plain.config()
     for loss in LOSSES:
-        assert noise_sums(after, config, "envs", loss) == noise_sums(before, config, "envs", loss)
+        assert noise_sums(after, "envs", loss) == noise_sums(before, "envs", loss)
     assert compact.env_steps() == plain.env_steps() == 100_352
     status, advised, _ = said(capsys, "advise", plain.path)
     assert status == 0 and "critical rollout size" in advised
@@ -197,8 +196,38 @@ def test_a_run_ends_with_compact_logs_and_a_new_run_in_its_directory_drops_them(
 
 def test_the_kept_columns_name_their_readers():
     assert all(reader.strip() for reader in KEPT_COLUMNS.values())
-    assert is_kept("gns/ranks_all/g2_total_raw") and is_kept("gns/g2_value_raw") and is_kept("gns/minibatch/b_small")
-    assert not any(map(is_kept, ("gns/envs/g2_value", "gns/envs/b_simple_value_avg", "train/loss", "time/fps")))
+    assert is_kept("gns/ranks_all/g2_total_raw") and is_kept("gns/envs/g2_value_raw") and is_kept("gns/minibatch/b_small")
+    unread = ("gns/envs/g2_value", "gns/envs/b_simple_value_avg", "gns/g2_value_raw", "train/loss", "time/fps")
+    assert not any(map(is_kept, unread))
+
+
+def as_before_2026_11_22(run: Path, scheme: str) -> None:
+    """Write a run of today as an rl-gns before 2026-11-22 wrote it: its one scheme named as a string in config.json,
+    and its noise-scale columns without their ``gns/<scheme>/`` prefix."""
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "gns_scheme": scheme}, indent=2) + "\n")
+    text = (run / PROGRESS).read_text()
+    header, rest = text.split("\n", 1)
+    (run / PROGRESS).write_text(header.replace(f"gns/{scheme}/", "gns/") + "\n" + rest)
+
+
+def test_compact_brings_the_files_of_an_earlier_rl_gns_to_todays_form(tmp_path, capsys):
+    """The one migration step: a run of before 2026-11-22 is refused in one line that names `rl-gns compact`; after it,
+    config.json names the scheme in a list, the columns carry its prefix, and every reader reads what today's run
+    gives. A second pass changes nothing."""
+    today, old = copy(RUN, tmp_path, "today"), copy(RUN, tmp_path, "old")
+    as_before_2026_11_22(old, "envs")
+    status, _, err = said(capsys, "advise", old)
+    hint = f"written by an rl-gns before 2026-11-22; `rl-gns compact {old}` brings it up to date"
+    assert status == 2 and err.strip().endswith(hint)
+    status, out, err = said(capsys, "compact", old)
+    assert status == 0 and "2 files of an rl-gns before 2026-11-22 brought to today's form" in out, err
+    assert json.loads((old / "config.json").read_text()) == json.loads((today / "config.json").read_text())
+    compact_run(today)
+    assert (old / compact_name(PROGRESS)).read_bytes() == (today / compact_name(PROGRESS)).read_bytes()
+    assert said(capsys, "advise", old)[:2] == said(capsys, "advise", today)[:2]
+    status, out, _ = said(capsys, "compact", old)
+    assert status == 0 and "brought to today's form" not in out
 
 
 def test_a_committed_compact_probe_gives_its_committed_report(tmp_path, capsys):

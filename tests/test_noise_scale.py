@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.names import gns_key, legacy_key
+from rl_gns.core.names import gns_key
 from rl_gns.core.noise_scale import (
     NoiseScaleEMA,
     NoiseScaleTracker,
@@ -260,4 +260,3 @@ def test_tracker_holds_the_moving_averages_every_estimate_and_their_pooled_sums(
 def test_noise_scale_keys_are_formatted_in_one_place():
     assert gns_key("envs", "g2", "value", "raw") == "gns/envs/g2_value_raw"
     assert gns_key("minibatch", "b_simple", "policy") == "gns/minibatch/b_simple_policy"
-    assert legacy_key("trace_sigma", "policy", "raw") == "gns/trace_sigma_policy_raw"

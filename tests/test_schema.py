@@ -71,10 +71,15 @@ def test_a_record_without_a_field_it_needs_names_its_file():
         RunConfig.from_json({"game": "pong", "n_envs": 2, "n_steps": 32, "minibatch_size": 32}, "run/config.json")
     with pytest.raises(RecordError, match=r"'n_envs' is 'eight', not int"):
         RunConfig.from_json({"game": "pong", "n_envs": "eight", "n_steps": 32, "minibatch_size": 32, "rollout_size": 64}, "c")
-    legacy = RunConfig.from_json(
-        {"game": "pong", "n_envs": 2, "n_steps": 32, "minibatch_size": 32, "rollout_size": 64, "gns_scheme": "minibatch"}, "c"
-    )
-    assert legacy.legacy_keys and legacy.measured_schemes == ("minibatch",) and math.isnan(legacy.learning_rate)
+    run = {"game": "pong", "n_envs": 2, "n_steps": 32, "minibatch_size": 32, "rollout_size": 64}
+    with pytest.raises(RecordError, match=r"c: no 'gns_scheme'"):
+        RunConfig.from_json(run, "c")
+    config = RunConfig.from_json({**run, "gns_scheme": ["minibatch"]}, "c")
+    assert config.measured_schemes == ("minibatch",) and math.isnan(config.learning_rate)
+    # one scheme named as a string: a run of an rl-gns before 2026-11-22, which `rl-gns compact` brings up to date
+    old = r"^runs/a/config.json: written by an rl-gns before 2026-11-22; `rl-gns compact runs/a` brings it up to date$"
+    with pytest.raises(RecordError, match=old):
+        RunConfig.from_json({**run, "gns_scheme": "minibatch"}, "runs/a/config.json")
 
 
 @pytest.mark.parametrize(
@@ -82,7 +87,8 @@ def test_a_record_without_a_field_it_needs_names_its_file():
     [("max_n_envs", "64"), ("max_n_envs", 0), ("max_n_envs", [64]), ("frame_skip", 0.5), ("learning_rate", -1)],
 )
 def test_a_config_whose_setting_a_reader_uses_is_of_the_wrong_kind_names_it(key, value):
-    config = {"game": "pong", "n_envs": 2, "n_steps": 32, "minibatch_size": 32, "rollout_size": 64, key: value}
+    config = {"game": "pong", "n_envs": 2, "n_steps": 32, "minibatch_size": 32, "rollout_size": 64, "gns_scheme": []}
+    config[key] = value
     with pytest.raises(RecordError, match=rf"c: '{key}' is"):
         RunConfig.from_json(config, "c")
     if key == "max_n_envs":  # null: a run that does not adapt its env count has no ceiling

@@ -9,8 +9,6 @@
 ``gns/<scheme>/b_simple_<loss>_avg``      ``Σ tr(Σ) / Σ |G|²`` so far, with ``_avg_low`` and ``_avg_high`` (95 %)
 ``gns/<scheme>/b_small``, ``b_big``       the measurement's batch sizes, in samples
 ========================================  ===================================================================
-
-Runs logged before 2026-11-22 measured one scheme and wrote ``gns/<quantity>_<loss>...`` (:func:`legacy_key`).
 """
 
 from __future__ import annotations
@@ -28,11 +26,6 @@ def gns_key(scheme: str, quantity: str, loss: str, suffix: str = "") -> str:
     """``gns/<scheme>/<quantity>_<loss>[_<suffix>]``: ``gns_key("envs", "g2", "value", "raw")`` is
     ``gns/envs/g2_value_raw``."""
     return f"gns/{scheme}/{quantity}_{loss}" + (f"_{suffix}" if suffix else "")
-
-
-def legacy_key(quantity: str, loss: str, suffix: str = "") -> str:
-    """The key of a run logged before 2026-11-22 (one scheme, no prefix): ``gns/<quantity>_<loss>[_<suffix>]``."""
-    return f"gns/{quantity}_{loss}" + (f"_{suffix}" if suffix else "")
 
 
 def tracker_key(scheme: str, loss: str) -> str:

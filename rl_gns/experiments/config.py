@@ -22,7 +22,7 @@ import tyro
 from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO
 from rl_gns.core.settings import AdaptiveConfig, NoiseScaleConfig
 from rl_gns.core.targets import DEFAULT_WINDOW
-from rl_gns.records.schema import require
+from rl_gns.records.schema import check_current, require
 
 _ZOO = RL_ZOO3_ATARI_PPO
 
@@ -294,8 +294,7 @@ def train_config_from_json(data: Any, path: PurePath | str) -> TrainConfig:
     :param path: that file, named in errors.
     :raises RecordError: naming the file and field, if a setting is not of its field's kind.
     """
-    if isinstance(data, dict) and isinstance(data.get("gns_scheme"), str):  # runs before 2026-11-22: one scheme
-        data = {**data, "gns_scheme": [data["gns_scheme"]]}
+    check_current(data, path)
     hints = get_type_hints(TrainConfig)
     data = require(data, path, {f.name: hints[f.name] for f in fields(TrainConfig)}, optional=True)
     kwargs: dict[str, Any] = {}

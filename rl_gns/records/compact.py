@@ -17,6 +17,12 @@ unfinished run keeps its CSV files, which a resume appends to.
 A compact file is written whole (a temporary file renamed over it) and read back before its CSV is removed, so a
 kill at any instant leaves the CSV, or both; where both are there the readers read the CSV
 (:meth:`~rl_gns.records.rundir.RunDir.log`), and compacting again finishes the job.
+
+``rl-gns compact`` is also the one migration step of files written by earlier versions of rl-gns, so that no reader
+keeps code for them (:func:`upgrade_directory`): runs before 2026-11-22 measured one noise-scale scheme, which their
+``config.json``, their study's specs, ``sweep.json`` and ``results.json`` named as a string (``"gns_scheme":
+"envs"``) and their ``progress.csv`` logged without its ``gns/<scheme>/`` prefix (``gns/g2_value_raw``). The step
+writes them as a run of today does: ``"gns_scheme": ["envs"]`` and ``gns/envs/g2_value_raw``; every other byte stays.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import tyro
 
@@ -40,14 +47,21 @@ from rl_gns.records.rundir import (
     CONFIG,
     LOGS,
     PROGRESS,
+    RESULTS,
     SNAPSHOTS,
+    SPECS,
     STEP_KEY,
     SUMMARY,
+    SWEEP,
     RunDir,
     compact_name,
+    read_json,
+    write_json,
 )
 
 _LOSS = "|".join(LOSSES)
+#: The records of a run or study that name its settings, besides the spec files (``specs/*.json``).
+RECORDS = (CONFIG, SWEEP, RESULTS)
 
 #: The columns of ``progress.csv`` that its compact form keeps, as patterns a column's name matches whole, each with
 #: the readers that need it. Every other column is left out: a reader of a new column adds it here.
@@ -56,10 +70,9 @@ KEPT_COLUMNS: dict[str, str] = {
     re.escape("time/iterations"): "benchmarks/kill_resume.py: one row per iteration, none missing across kills",
     re.escape("rollout/ep_rew_mean"): "rl-gns plot (run_plot.plot_score): the score panel of training.png",
     re.escape(N_ENVS_KEY): "rl-gns advise and compare-adaptive: an adaptive run's env count at each row",
-    rf"gns/(?:[a-z_]+/)?(?:g2|trace_sigma)_(?:{_LOSS})_raw": (
+    rf"gns/[a-z_]+/(?:g2|trace_sigma)_(?:{_LOSS})_raw": (
         "rundir.noise_columns and noise_sums: the raw estimates that analyze, probe-report, validate-probes, "
-        "bench-report, advise, plot, compare-adaptive and scaling-report pool (gns/<quantity>_<loss>_raw: runs "
-        "logged before 2026-11-22)"
+        "bench-report, advise, plot, compare-adaptive and scaling-report pool"
     ),
     r"gns/[a-z_]+/b_(?:small|big)": (
         "benchmarks/data_parallel.py and benchmarks/fixed_parameters.py: the batch sizes of a measurement"
@@ -169,6 +182,71 @@ def compact_run(run_path: Path) -> Compacted | None:
     return Compacted(run_path, sum(plain for plain, _ in done), sum(small for _, small in done))
 
 
+def upgraded(record: Any) -> Any | None:
+    """A settings record of before 2026-11-22 (``config.json``, a spec, ``sweep.json``, or ``results.json`` with its
+    ``settings``) as today's, its one scheme named in a list; ``None`` where it is today's already."""
+    if not isinstance(record, dict):
+        return None
+    if isinstance(record.get("gns_scheme"), str):
+        return {**record, "gns_scheme": [record["gns_scheme"]]}  # the key keeps its place
+    settings = upgraded(record.get("settings"))
+    return None if settings is None else {**record, "settings": settings}
+
+
+def prefixed_header(header: str, scheme: str) -> str:
+    """A ``progress.csv`` header of before 2026-11-22 with each noise-scale column under its scheme's prefix:
+    ``gns/g2_value_raw`` -> ``gns/<scheme>/g2_value_raw``."""
+    columns = header.split(",")
+    return ",".join(f"gns/{scheme}/{c[4:]}" if c.startswith("gns/") and "/" not in c[4:] else c for c in columns)
+
+
+def upgrade_log(path: Path, scheme: str) -> bool:
+    """Rewrite the header of a run's ``progress.csv`` or its compact form as :func:`prefixed_header` (the rows stay,
+    byte for byte); whether it changed.
+
+    :raises RunFileError: naming the file, for a compact form that is not gzip.
+    """
+    compressed = path.name.endswith(".gz")
+    try:
+        data = gzip.decompress(path.read_bytes()) if compressed else path.read_bytes()
+    except (OSError, EOFError) as error:
+        raise RunFileError(f"{path}: not a gzip file ({error}); left as it is") from error
+    header, newline, rows = data.partition(b"\n")
+    new = prefixed_header(header.decode(), scheme).encode()
+    if new == header:
+        return False
+    data = new + newline + rows
+    write_atomically(path, packed(data) if compressed else data)
+    return True
+
+
+def upgrade_directory(directory: Path) -> int:
+    """Bring every file of an earlier rl-gns under ``directory`` to today's form (the module's docstring): its records
+    (:func:`upgraded`) and the logs of each run whose ``config.json`` was one of them (:func:`upgrade_log`). Links to
+    directories are not followed, nor checkpoints and snapshots entered.
+
+    :return: the files rewritten.
+    :raises RunFileError: naming a file that cannot be read as what it is.
+    """
+    rewritten = 0
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in (CHECKPOINTS, SNAPSHOTS))
+        folder = Path(root)
+        names = [n for n in files if n.endswith(".json")] if folder.name == SPECS else [n for n in RECORDS if n in files]
+        for name in sorted(names):
+            record = read_json(folder / name)
+            new = upgraded(record)
+            if new is None:
+                continue
+            write_json(folder / name, new)
+            rewritten += 1
+            if name == CONFIG:
+                scheme = record["gns_scheme"]
+                logs = [folder / log for log in (PROGRESS, compact_name(PROGRESS)) if (folder / log).is_file()]
+                rewritten += sum(upgrade_log(log, scheme) for log in logs)
+    return rewritten
+
+
 def finished_runs(directory: Path) -> Iterator[Path]:
     """Every finished run directory (``config.json`` and ``summary.json``) at or under ``directory``, in the order of
     their paths; links to directories are not followed, nor checkpoints and snapshots entered."""
@@ -187,7 +265,8 @@ def has_plain_logs(run_path: Path) -> bool:
 class CompactConfig:
     """Keep the logs of every finished run under the given directories compact: progress.csv becomes progress.csv.gz
     with the columns some reader reads, episodes.csv becomes episodes.csv.gz, whole. Every reader reads either form;
-    unfinished runs keep their CSV files, and runs compact already are left as they are."""
+    unfinished runs keep their CSV files, and runs compact already are left as they are. Files of an rl-gns before
+    2026-11-22 are first brought to today's form, which is all the readers read."""
 
     directories: tyro.conf.Positional[tuple[Path, ...]]
     """Directories searched at every depth for finished runs (summary.json): a run, sweep, probe, benchmark, results/."""
@@ -233,6 +312,9 @@ def compact(config: CompactConfig) -> None:
     """
     failed: list[str] = []
     for directory in config.directories:
+        upgraded_files = upgrade_directory(directory)
+        if upgraded_files:
+            print(f"{directory}: {upgraded_files} files of an rl-gns before 2026-11-22 brought to today's form", flush=True)
         compacted: list[Compacted] = []
         already = held = 0
         for run_path in finished_runs(directory):

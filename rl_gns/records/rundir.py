@@ -17,9 +17,8 @@ A finished run's logs are kept compact (:mod:`rl_gns.records.compact`: at the en
 ``progress.csv.gz`` holds the columns some reader reads, ``episodes.csv.gz`` the whole of ``episodes.csv``.
 :meth:`RunDir.log` names the file that holds a log, and every reader here reads either form.
 
-Noise-scale columns are ``gns/<scheme>/<quantity>_<loss>`` (``gns/minibatch/g2_policy_raw``). Runs
-written before 2026-11-22 measured one scheme, named in ``config.json`` (``gns_scheme``), and logged
-``gns/<quantity>_<loss>``; :func:`noise_columns` reads both.
+Noise-scale columns are ``gns/<scheme>/<quantity>_<loss>`` (``gns/minibatch/g2_policy_raw``); ``rl-gns compact``
+brings the files of runs written before 2026-11-22 to this form (:mod:`rl_gns.records.compact`).
 
 The readers never fail on a run that is still being written: a CSV row cut short by a kill is left out. A file
 they cannot read (torn or edited JSON, a cell that is not a number) raises :class:`RunFileError`, whose one-line
@@ -40,7 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rl_gns.core.names import gns_key, legacy_key
+from rl_gns.core.names import gns_key
 from rl_gns.core.noise_scale import NoiseSums
 from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST
 from rl_gns.records.logs import (
@@ -61,6 +60,7 @@ from rl_gns.records.schema import (
     RecordError,
     RunConfig,
     RunSummary,
+    check_current,
     conforms,
     require,
     same_setting,
@@ -79,6 +79,10 @@ MODEL = "model.zip"
 PROBE = "probe.json"
 #: A sweep's settings and runs (``rl-gns sweep``; a probe's branches).
 SWEEP = "sweep.json"
+#: An analysed sweep's fits and candidates, with its settings (``rl-gns analyze``).
+RESULTS = "results.json"
+#: A sweep's or benchmark's spec files, one per run (``specs/<run>.json``, what ``rl-gns run`` runs).
+SPECS = "specs"
 #: A benchmark's tier and games (``rl-gns bench``).
 BENCH = "bench.json"
 #: A probe directory's anchor run: the branch point's agent at fixed parameters.
@@ -295,8 +299,8 @@ def sweep_runs(sweep_dir: Path, settings: dict[str, Any]) -> list[RunDir]:
             differ["n_steps"] = (sizes, settings[sizes], config.n_steps)
         if config.total_steps != settings["budget_steps"]:
             differ["total_steps (the sweep's budget_steps)"] = ("budget_steps", settings["budget_steps"], config.total_steps)
-        schemes = settings["gns_scheme"]  # a run that leaves its scheme out measured the one of runs before 2026-11-22
-        if config.gns_schemes and set(config.gns_schemes) != ({schemes} if isinstance(schemes, str) else set(schemes)):
+        schemes = settings["gns_scheme"]
+        if config.gns_schemes and set(config.gns_schemes) != set(schemes):
             differ["gns_scheme"] = ("gns_scheme", schemes, list(config.gns_schemes))
         if differ:
             differing.append((run, differ))
@@ -346,9 +350,12 @@ def read_record(path: Path, kinds: Mapping[str, Any]) -> dict[str, Any]:
 
     :raises FileNotFoundError: naming the file, if it is missing.
     :raises RunFileError: naming the file, if it is not valid JSON.
-    :raises RecordError: naming the file and field, if a field is missing or of the wrong kind.
+    :raises RecordError: naming the file and field, if a field is missing or of the wrong kind, or for a record of an
+        rl-gns before 2026-11-22 (:func:`~rl_gns.records.schema.check_current`).
     """
-    return require(read_json(path), path, kinds)
+    record = read_json(path)
+    check_current(record, path)
+    return require(record, path, kinds)
 
 
 def read_sweep_results(path: Path) -> dict[str, Any]:
@@ -358,6 +365,7 @@ def read_sweep_results(path: Path) -> dict[str, Any]:
     :raises RecordError: naming the file and field, if a field is missing or of the wrong kind.
     """
     results = read_record(path, RESULTS_FIELDS)
+    check_current(results["settings"], path)
     results["settings"] = require(results["settings"], f"{path}: settings", SWEEP_FIELDS)
     results["targets"] = [read_target_result(entry, f"{path}: targets[{i}]") for i, entry in enumerate(results["targets"])]
     return results
@@ -564,30 +572,23 @@ class RunDir:
         return int(progress[STEP_KEY][-1]) if progress else 0
 
 
-def noise_columns(
-    progress: dict[str, np.ndarray], config: RunConfig, scheme: str, loss: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def noise_columns(progress: dict[str, np.ndarray], scheme: str, loss: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(env_steps_T, g2_T, trace_sigma_T)``: the raw estimates of one scheme and loss per logged row
     (NaN where that row has no measurement); ``None`` if the run never measured them.
 
     :param progress: the run's ``progress.csv`` columns.
-    :param config: the run's ``config.json`` (runs before 2026-11-22 logged one scheme without a prefix).
     :param scheme: ``minibatch``, ``envs``, or a data-parallel run's ``ranks``.
     :param loss: ``policy``, ``value`` or ``total``.
     """
     g2_key, trace_key = gns_key(scheme, "g2", loss, "raw"), gns_key(scheme, "trace_sigma", loss, "raw")
-    if g2_key not in progress and config.legacy_keys and config.gns_schemes == (scheme,):  # logged without a prefix
-        g2_key, trace_key = legacy_key("g2", loss, "raw"), legacy_key("trace_sigma", loss, "raw")
     if g2_key not in progress:
         return None
     return progress[STEP_KEY], progress[g2_key], progress[trace_key]
 
 
-def noise_sums(
-    progress: dict[str, np.ndarray], config: RunConfig, scheme: str, loss: str, until_env_steps: float = math.inf
-) -> NoiseSums:
+def noise_sums(progress: dict[str, np.ndarray], scheme: str, loss: str, until_env_steps: float = math.inf) -> NoiseSums:
     """Pooled raw estimates of one scheme and loss over the rows at or before ``until_env_steps`` (agent steps)."""
-    columns = noise_columns(progress, config, scheme, loss)
+    columns = noise_columns(progress, scheme, loss)
     if columns is None:
         return NoiseSums()
     steps_T, g2_T, trace_sigma_T = columns
@@ -595,9 +596,9 @@ def noise_sums(
     return NoiseSums.of(g2_T[rows], trace_sigma_T[rows])
 
 
-def first_measured(progress: dict[str, np.ndarray], config: RunConfig, scheme: str, loss: str) -> float:
+def first_measured(progress: dict[str, np.ndarray], scheme: str, loss: str) -> float:
     """Agent steps of a run's first measurement of one scheme and loss (``inf`` if it never measured them)."""
-    columns = noise_columns(progress, config, scheme, loss)
+    columns = noise_columns(progress, scheme, loss)
     if columns is None:
         return math.inf
     steps_T, g2_T, trace_sigma_T = columns

@@ -199,7 +199,7 @@ SWEEP_FIELDS: dict[str, Any] = {
     "lr_rule": str,
     "lr_points": Count,
     "lr_factor": Positive,
-    "gns_scheme": Scheme | list[Scheme],
+    "gns_scheme": list[Scheme],
 }
 #: ``results.json`` of ``rl-gns analyze``: the sweep's settings and one entry per target.
 RESULTS_FIELDS: dict[str, Any] = {"settings": dict, "targets": list[dict]}
@@ -332,6 +332,17 @@ BENCH_FIELDS: dict[str, Any] = {
 }
 
 
+def check_current(record: Any, path: PurePath | str) -> None:
+    """Refuse a settings record of an rl-gns before 2026-11-22 (one noise-scale scheme, named as a string), pointing
+    to the one step that brings it to today's form (:mod:`rl_gns.records.compact`).
+
+    :raises RecordError: naming the file.
+    """
+    if isinstance(record, dict) and isinstance(record.get("gns_scheme"), str):
+        directory = PurePath(path).parent
+        raise RecordError(f"{path}: written by an rl-gns before 2026-11-22; `rl-gns compact {directory}` brings it up to date")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """``config.json``: a run's settings, the sizes resolved from them, versions and machine (written first).
@@ -348,7 +359,6 @@ class RunConfig:
     :param total_steps: the budget in agent steps.
     :param backend: ``ale_vector``, ``sb3`` or ``ram``.
     :param gns_schemes: the fixed-parameter schemes measured (empty with ``--no-gns``).
-    :param legacy_keys: the run logged one scheme without a ``gns/<scheme>/`` prefix (before 2026-11-22).
     :param adaptive_r: the adaptive rule's ``r``; ``None`` for a fixed ``n_envs``.
     :param settings: every field as written, for what this record does not name.
     """
@@ -365,7 +375,6 @@ class RunConfig:
     total_steps: int
     backend: str
     gns_schemes: tuple[str, ...]
-    legacy_keys: bool
     adaptive_r: float | None
     settings: dict[str, Any] = field(repr=False, compare=False)
 
@@ -388,10 +397,6 @@ class RunConfig:
         """
         if not isinstance(data, dict):
             raise RecordError(f"{path}: not a run's config (a JSON object)")
-        scheme = data.get("gns_scheme", "minibatch")  # runs before 2026-11-22 measured one scheme, named as a string
-        if not conforms(scheme, Scheme | list[Scheme]):
-            raise RecordError(f"{path}: 'gns_scheme' is {scheme!r}, not one of {tuple(SCHEMES)} or a list of them")
-        schemes = (scheme,) if isinstance(scheme, str) else tuple(scheme)
         counts = ("n_envs", "n_steps", "minibatch_size", "rollout_size")
         sizes = {name: _field(data, name, int, path) for name in counts}
         sizes["total_steps"] = _field(data, "total_steps", int, path, 0)
@@ -408,6 +413,12 @@ class RunConfig:
         game = _field(data, "game", str, path)
         if not re.fullmatch(r"[A-Za-z0-9_/\-]{1,100}", game):
             raise RecordError(f"{path}: 'game' is not the id of an Atari game ({game[:40]!r}...)")
+        check_current(data, path)
+        named = data.get("gns_scheme")
+        if not conforms(named, list[Scheme]):
+            wrong = "no 'gns_scheme'" if named is None else f"'gns_scheme' is {named!r}, not a list of {tuple(SCHEMES)}"
+            raise RecordError(f"{path}: {wrong}")
+        schemes: tuple[str, ...] = tuple(named or ())
         return cls(
             game=game,
             **sizes,
@@ -418,7 +429,6 @@ class RunConfig:
             total_steps=total_steps,
             backend=_field(data, "backend", str, path, "ale_vector"),
             gns_schemes=schemes if _field(data, "gns", bool, path, True) else (),
-            legacy_keys=isinstance(scheme, str),
             adaptive_r=_field(data, "adaptive_r", float, path, None),
             settings=data,
         )

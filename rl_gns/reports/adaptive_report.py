@@ -74,7 +74,7 @@ def measured_g2(run: RunDir, loss: str) -> np.ndarray:
     """The raw ``|G|²`` estimates of ``loss`` a run logged (its first scheme); none if it has not measured it."""
     config = run.config()
     schemes = config.measured_schemes
-    columns = noise_columns(run.progress(), config, schemes[0], loss) if schemes else None
+    columns = noise_columns(run.progress(), schemes[0], loss) if schemes else None
     return np.empty(0) if columns is None else columns[1][np.isfinite(columns[1])]
 
 

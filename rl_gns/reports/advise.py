@@ -56,7 +56,7 @@ def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: st
     """
     predictor = run_predictor(config, predictor)
     candidate = parse_predictor(predictor)
-    columns = noise_columns(progress, config, candidate.scheme, candidate.loss)
+    columns = noise_columns(progress, candidate.scheme, candidate.loss)
     if columns is None:
         return None
     n_envs = int(progress[N_ENVS_KEY][-1]) if N_ENVS_KEY in progress else config.n_envs

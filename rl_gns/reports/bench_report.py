@@ -221,7 +221,7 @@ def load_run(run: RunDir, target: float, scheme: str) -> BenchRun:
         score=score if math.isfinite(score) else None,
         n_games=len(scores_N),
         reached_target_at=None if reached is None else int(env_steps_N[reached]),
-        sums={loss: {w: noise_sums(progress, config, scheme, loss, until[w]) for w in WINDOWS} for loss in LOSSES},
+        sums={loss: {w: noise_sums(progress, scheme, loss, until[w]) for w in WINDOWS} for loss in LOSSES},
     )
 
 

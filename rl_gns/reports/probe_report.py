@@ -72,7 +72,7 @@ def noise_at_branch_point(anchor: RunDir) -> dict[str, RatioInterval]:
     noise = {}
     for scheme in config.measured_schemes:
         for loss in LOSSES:
-            columns = noise_columns(progress, config, scheme, loss)
+            columns = noise_columns(progress, scheme, loss)
             if columns is not None:
                 noise[f"{scheme}/{loss}"] = b_simple_interval(columns[1], columns[2])
     return noise

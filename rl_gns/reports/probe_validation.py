@@ -139,9 +139,9 @@ def path_noise(probe_dir: Path, target: float, rollout_size: int) -> dict[str, f
         if run.rollout_size != rollout_size or target not in run.reached:
             continue
         branch = RunDir(probe_dir / "runs" / run.name)
-        config, progress = branch.config(), branch.progress()
+        progress = branch.progress()
         for loss in LOSSES:
-            sums[loss] = sums[loss] + noise_sums(progress, config, "envs", loss, run.reached[target].env_steps)
+            sums[loss] = sums[loss] + noise_sums(progress, "envs", loss, run.reached[target].env_steps)
     return {Candidate("envs", loss, where="path").name: s.b_simple for loss, s in sums.items() if s.count}
 
 

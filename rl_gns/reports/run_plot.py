@@ -53,7 +53,7 @@ def plot_noise_scale(
     band = None
     for scheme, style in zip(schemes or config.measured_schemes, ("-", "--", ":"), strict=False):
         for loss, color in LOSS_COLORS.items():
-            columns = noise_columns(progress, config, scheme, loss)
+            columns = noise_columns(progress, scheme, loss)
             if columns is None:
                 continue
             steps, g2, trace_sigma, average = run_average(columns)

@@ -154,17 +154,14 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
         if game is not None:
             iterations, env_steps = steps_and_experience(int(episodes["env_steps"][game]), record.rollout_size)
             noise = {
-                f"{scheme}/{loss}": noise_sums(progress, config, scheme, loss, env_steps)
-                for scheme in schemes
-                for loss in LOSSES
+                f"{scheme}/{loss}": noise_sums(progress, scheme, loss, env_steps) for scheme in schemes for loss in LOSSES
             }
             start_noise = {
                 f"{scheme}/{loss}": noise_sums(
                     progress,
-                    config,
                     scheme,
                     loss,
-                    max(START_FRACTION * env_steps, first_measured(progress, config, scheme, loss)),
+                    max(START_FRACTION * env_steps, first_measured(progress, scheme, loss)),
                 )
                 for scheme in schemes
                 for loss in LOSSES

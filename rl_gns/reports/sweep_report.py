@@ -126,7 +126,7 @@ def plot_noise_scale_by_size(sweep_dir: Path, runs: list[RunRecord], ax: Axes) -
             continue
         run_record = candidates[len(candidates) // 2]
         run = RunDir(sweep_dir / "runs" / run_record.name)
-        columns = noise_columns(run.progress(), run.config(), scheme, loss)
+        columns = noise_columns(run.progress(), scheme, loss)
         if columns is None:
             continue
         steps, g2, trace_sigma, average = run_average(columns)
@@ -326,7 +326,7 @@ def write_report(sweep_dir: Path, settings: dict, runs: list[RunRecord], results
         f"agent steps), M = {m} minibatches per epoch, {n_epochs} epochs, backend `{settings['backend']}`, "
         f"{settings['seeds']} seeds, {settings['lr_points']} learning rates per size (rule `{settings['lr_rule']}`, "
         f"lr_ref {settings['lr_ref']} at {settings['n_envs_ref']} envs, factor {settings['lr_factor']}), "
-        f"budget {settings['budget_steps']:,} agent steps per run, noise-scale scheme(s) {settings['gns_scheme']}, "
+        f"budget {settings['budget_steps']:,} agent steps per run, noise-scale scheme(s) {', '.join(settings['gns_scheme'])}, "
         f"regime `{settings.get('regime', 'ppo')}`.",
         "",
         f"Runs: {len(settings['runs'])} planned; {status.get('done', 0)} finished, {status.get('failed', 0)} failed, "

@@ -183,6 +183,26 @@ def test_channels_last_policy_computes_the_same_function():
             assert th.allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_an_agent_takes_the_sizes_its_caller_planned_and_a_loaded_one_resolves_them_for_its_envs(tmp_path):
+    """rl-gns train checks the measurement's sizes in its run plan and hands them to the agent, which derives nothing
+    again; an agent built directly resolves them by the same rule. The planned sizes are not saved: SB3's ``load``
+    takes them as a keyword, or the loaded agent resolves them for the envs it is given."""
+    config = NoiseScaleConfig(schemes=("envs", "minibatch"))
+    envs = make_vec_env("CartPole-v1", n_envs=4)
+    planned = config.all_sizes(4, 16, 32)
+    assert planned == {"envs": (16, 64), "minibatch": (8, 32)}
+    direct = NoiseScalePPO("MlpPolicy", envs, n_steps=16, batch_size=32, noise_scale=config, seed=0)
+    given = NoiseScalePPO("MlpPolicy", envs, n_steps=16, batch_size=32, noise_scale=config, planned_gns_sizes=planned)
+    assert direct.gns_sizes == given.gns_sizes == planned and given.planned_gns_sizes == planned
+    with pytest.raises(ValueError, match="planned_gns_sizes"):
+        NoiseScalePPO("MlpPolicy", envs, n_steps=16, noise_scale=config, planned_gns_sizes={"envs": (16, 64)})
+    given.save(tmp_path / "agent")
+    eight = NoiseScalePPO.load(tmp_path / "agent", env=make_vec_env("CartPole-v1", n_envs=8))
+    assert eight.planned_gns_sizes is None and eight.gns_sizes == {"envs": (32, 128), "minibatch": (8, 32)}
+    resumed = NoiseScalePPO.load(tmp_path / "agent", env=envs, planned_gns_sizes=planned)
+    assert resumed.gns_sizes == planned
+
+
 def test_default_measurement_adapts_or_switches_off_where_sb3_accepts_the_sizes():
     """What SB3's PPO accepts, NoiseScalePPO accepts (SB3's own test_ppo_warnings cases); explicit settings are refused."""
     with warnings.catch_warnings():

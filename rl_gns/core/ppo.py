@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,10 @@ class NoiseScalePPO(PPO):
         (:data:`DEFAULT_NOISE_SCALE`, groups of whole trajectories) falls back to the ``minibatch`` scheme with a
         single env, and switches itself off with a warning where the rollout is too small to measure at all (e.g.
         one env and a minibatch of 1 sample); settings given explicitly are refused instead.
+    :param planned_gns_sizes: ``{scheme: (b_small, b_big)}`` in samples, as a caller that checked its settings before
+        building the agent resolved them by the same rule (:meth:`NoiseScaleConfig.sizes`; ``rl-gns train`` passes its
+        run plan's, also to SB3's ``load``); ``None`` (default): the agent resolves them from ``noise_scale`` itself.
+        Not saved with the agent: a loaded agent resolves them again for its envs.
     :param channels_last: channels-last convolutions; ``None``: on a CPU device only.
     :param rollout_threads: torch threads while collecting rollouts (restored for the update);
         ``None`` (default) leaves the thread count alone.
@@ -89,6 +94,7 @@ class NoiseScalePPO(PPO):
         env: GymEnv | str,
         *args: Any,
         noise_scale: NoiseScaleConfig | None = DEFAULT_NOISE_SCALE,
+        planned_gns_sizes: Mapping[str, tuple[int, int]] | None = None,
         channels_last: bool | None = None,
         rollout_threads: int | None = None,
         **kwargs: Any,
@@ -96,6 +102,7 @@ class NoiseScalePPO(PPO):
         if rollout_threads is not None and rollout_threads < 1:
             raise ValueError(f"rollout_threads must be >= 1 or None, got {rollout_threads}")
         self.noise_scale = noise_scale
+        self.planned_gns_sizes = planned_gns_sizes
         self.channels_last = get_device(kwargs.get("device", "auto")).type == "cpu" if channels_last is None else channels_last
         if self.channels_last and policy == "CnnPolicy":
             policy = ChannelsLastCnnPolicy
@@ -116,7 +123,7 @@ class NoiseScalePPO(PPO):
         if self.noise_scale is None:
             return
         try:
-            self.gns_sizes = self._measurement_sizes(self.noise_scale)
+            self.gns_sizes = self._planned_or_measurement_sizes(self.noise_scale)
         except ValueError:
             if self.noise_scale is not DEFAULT_NOISE_SCALE:
                 raise
@@ -137,6 +144,17 @@ class NoiseScalePPO(PPO):
             self._gns_rng = np.random.default_rng(self.seed)
         self._gns_tap = GradNormTap(list(self.policy.parameters()), self.policy.optimizer)
 
+    def _planned_or_measurement_sizes(self, noise_scale: NoiseScaleConfig) -> dict[Scheme, tuple[int, int]]:
+        """The sizes the caller planned (``planned_gns_sizes``), else :meth:`_measurement_sizes`.
+
+        :raises ValueError: for planned sizes of other schemes than ``noise_scale``'s.
+        """
+        if self.planned_gns_sizes is None:
+            return self._measurement_sizes(noise_scale)
+        if set(self.planned_gns_sizes) != set(noise_scale.schemes):
+            raise ValueError(f"planned_gns_sizes: {sorted(self.planned_gns_sizes)}, not the schemes {noise_scale.schemes}")
+        return {scheme: self.planned_gns_sizes[scheme] for scheme in noise_scale.schemes}
+
     def _measurement_sizes(self, noise_scale: NoiseScaleConfig) -> dict[Scheme, tuple[int, int]]:
         """``{scheme: (b_small, b_big)}`` of a measurement of this agent's rollouts (:meth:`NoiseScaleConfig.sizes`).
 
@@ -155,7 +173,7 @@ class NoiseScalePPO(PPO):
         return None
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_gns_tap"]
+        return [*super()._excluded_save_params(), "_gns_tap", "planned_gns_sizes"]
 
     def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
         """PPO's rollout collection, on ``rollout_threads`` torch threads."""

@@ -83,7 +83,9 @@ class RunPlan:
     :param config: the settings (for ``--resume``, those of the run resumed, with this invocation's run controls).
     :param game: the ale-py ROM id.
     :param batching: ``n_envs``, ``n_steps``, minibatches and ranks, and what they give.
-    :param gns_sizes: ``{scheme: (b_small, b_big)}`` of the measurement, in samples (empty with ``--no-gns``).
+    :param gns_sizes: ``{scheme: (b_small, b_big)}`` of the measurement, in samples (empty with ``--no-gns``): checked
+        here, written to ``config.json`` and given to the agent (``NoiseScalePPO``'s ``planned_gns_sizes``), which does
+        not derive them again.
     :param out: the run directory.
     :param checkpoint: the verified checkpoint to resume from; ``None`` for a new run.
     """
@@ -256,22 +258,17 @@ def check_values(config: TrainConfig) -> None:
             raise ValueError(f"{flag(name)} must be > 0, got {value}")
         if name in non_negative and not value >= 0:
             raise ValueError(f"{flag(name)} must be >= 0, got {value}")
+    # n_envs, n_steps and nproc are checked by Batching, the measurement's settings by NoiseScaleConfig: each once
     at_least_one = (
-        "n_envs",
-        "nproc",
-        "n_steps",
         "n_epochs",
         "total_steps",
         "minibatch_size",
         "score_window",
-        "gns_every",
         "max_n_envs",
         "adaptive_min_measurements",
         "torch_threads",
         "checkpoint_steps",
         "snapshot_steps",
-        "gns_b_big",
-        "gns_b_small",
     )
     for name in at_least_one:
         value = getattr(config, name)
@@ -288,8 +285,6 @@ def check_values(config: TrainConfig) -> None:
         raise ValueError(f"--gae-lambda must be in [0, 1], got {config.gae_lambda}")
     if not 0.0 <= config.sticky_actions < 1.0:
         raise ValueError(f"--sticky-actions is a probability below 1, got {config.sticky_actions}")
-    if not 0.0 <= config.gns_ema_beta < 1.0:
-        raise ValueError(f"--gns-ema-beta must be in [0, 1), got {config.gns_ema_beta}")
     check_seed_range(config)
 
 

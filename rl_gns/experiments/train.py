@@ -420,11 +420,12 @@ def new_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> NoiseScalePPO
     a :class:`~rl_gns.core.distributed.DataParallelPPO`)."""
     config = plan.config
     policy = "MlpPolicy" if config.backend == "ram" else "CnnPolicy"
+    planned = plan.gns_sizes  # the measurement's sizes the plan checked: the agent does not derive them again
     if plan.batching.nproc > 1:
-        return DataParallelPPO(policy, env, **ppo_kwargs(config))
+        return DataParallelPPO(policy, env, planned_gns_sizes=planned, **ppo_kwargs(config))
     adaptive = config.adaptive_config()
     if adaptive is None:
-        model = NoiseScalePPO(policy, env, **ppo_kwargs(config))
+        model = NoiseScalePPO(policy, env, planned_gns_sizes=planned, **ppo_kwargs(config))
         if config.init_from is not None:  # a probe's branch: the saved policy and Adam state, this run's schedules
             model.set_parameters(str(config.init_from), exact_match=True, device=config.device)
         return model
@@ -439,16 +440,19 @@ def resumed_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> tuple[Noi
     """
     config, checkpoint = plan.config, plan.checkpoint
     assert checkpoint is not None
+    planned = plan.gns_sizes  # the sizes the plan checked; SB3's load sets them on the agent before its _setup_model
     rank, n_ranks = rank_and_size()
     if n_ranks > 1:  # rank 0 reads the checkpoint for every rank: the others need no shared disk
         saved, rng_states, games = broadcast_object(
             (checkpoint.model.read_bytes(), load_rng_states(checkpoint), load_games(checkpoint)) if rank == 0 else None
         )
-        model: NoiseScalePPO = DataParallelPPO.load(io.BytesIO(saved), env=env, device=config.device)
+        model: NoiseScalePPO = DataParallelPPO.load(
+            io.BytesIO(saved), env=env, device=config.device, planned_gns_sizes=planned
+        )
     else:
         rng_states, games = load_rng_states(checkpoint), load_games(checkpoint)
         if config.adaptive_r is None:
-            model = NoiseScalePPO.load(checkpoint.model, env=env, device=config.device)
+            model = NoiseScalePPO.load(checkpoint.model, env=env, device=config.device, planned_gns_sizes=planned)
         else:
             model = AdaptivePPO.load(checkpoint.model, env=env, device=config.device, make_env=make_env)
     set_global_rng_state(rng_states[rank])

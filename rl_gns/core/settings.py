@@ -42,12 +42,13 @@ class NoiseScaleConfig:
     """Decay of the moving averages of ``g2`` and ``trace_sigma``, per measurement."""
 
     def check(self) -> None:
-        """Check the settings that do not depend on the rollout.
+        """Check the settings that do not depend on the rollout (the messages name each setting as ``rl-gns train``'s
+        flag, ``--gns-<field>``, as :class:`~rl_gns.core.batching.Batching`'s do).
 
         :raises ValueError: with the reason.
         """
         if self.every < 1:
-            raise ValueError(f"noise scale 'every' must be >= 1, got {self.every}")
+            raise ValueError(f"--gns-every must be >= 1, got {self.every}")
         if not self.losses or set(self.losses) - set(LOSSES) or len(set(self.losses)) != len(self.losses):
             raise ValueError(f"noise scale losses must be distinct names from {LOSSES}, got {self.losses}")
         if not self.schemes or set(self.schemes) - set(SCHEMES) or len(set(self.schemes)) != len(self.schemes):
@@ -55,7 +56,7 @@ class NoiseScaleConfig:
         if len(self.schemes) > 1 and (self.b_big or self.b_small):
             raise ValueError("b_big and b_small can only be set with a single noise scale scheme")
         if not 0.0 <= self.ema_beta < 1.0:
-            raise ValueError(f"noise scale ema_beta must be in [0, 1), got {self.ema_beta}")
+            raise ValueError(f"--gns-ema-beta must be in [0, 1), got {self.ema_beta}")
 
     def sizes(self, name: Scheme, n_envs: int, n_steps: int, minibatch_size: int) -> tuple[int, int]:
         """Resolve and check ``(b_small, b_big)`` of the scheme ``name`` for a rollout of ``n_envs * n_steps``

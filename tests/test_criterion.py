@@ -13,6 +13,7 @@ from rl_gns.core.criterion import (
     log_errors,
     median_log_error,
     rank_correlation,
+    ratio_range,
     winners,
     within,
 )
@@ -86,3 +87,12 @@ def test_a_kept_rate_is_at_an_edge_of_a_grid_with_an_inside(rate, grid, expected
 def test_the_edge_rule_needs_a_grid_with_an_inside_and_reads_it_in_any_order():
     assert beyond_edge([1e-4, 2e-4], [1e-4, 1e-4, 1e-4], 3, 2.0) is None
     assert beyond_edge([4e-4, 1e-4, 2e-4], [4e-4, 4e-4, 1e-4], 3, 3.0) == pytest.approx(1.2e-3)
+
+
+def test_the_validated_error_is_the_range_of_ratios_rounded_outward():
+    fitted = np.array([100.0, 200.0, 400.0])
+    assert ratio_range(np.array([51.8, 200.0, 1569.6]), fitted) == (0.51, 3.93)  # 0.518 down, 3.924 up
+    assert ratio_range(np.array([100.0, 200.0, 400.0]), fitted) == (1.0, 1.0)
+    for bad in (math.inf, 0.0, math.nan):
+        with pytest.raises(ValueError):
+            ratio_range(np.array([100.0, bad, 400.0]), fitted)

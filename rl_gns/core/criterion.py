@@ -58,6 +58,18 @@ def leave_one_game_out(games_P: list[str], fitted_P: np.ndarray) -> np.ndarray:
     return out
 
 
+def ratio_range(predicted_P: np.ndarray, fitted_P: np.ndarray) -> tuple[float, float]:
+    """``(min_P, max_P)`` of ``predicted / fitted``, rounded outward to 2 decimals: the validated error of a winner,
+    so that a prediction ``P`` leaves ``B_crit`` within ``[P / max, P / min]`` on every pair it was judged on.
+
+    :raises ValueError: where a prediction is not a finite positive number (a winner has none such).
+    """
+    ratio_P = np.asarray(predicted_P, dtype=float) / np.asarray(fitted_P, dtype=float)
+    if not (np.all(np.isfinite(ratio_P)) and np.all(ratio_P > 0)):
+        raise ValueError(f"predicted / fitted must be finite and positive on every pair, got {ratio_P}")
+    return math.floor(100 * float(ratio_P.min())) / 100, math.ceil(100 * float(ratio_P.max())) / 100
+
+
 def winners(primary: dict[str, float], baselines: dict[str, float]) -> list[str]:
     """Candidates whose primary metric beats every baseline's by more than :data:`TIE`, best first."""
     bar = min(baselines.values(), default=math.inf)

@@ -27,6 +27,7 @@ from rl_gns.core.criterion import (
     leave_one_game_out,
     median_log_error,
     rank_correlation,
+    ratio_range,
     winners,
     within,
 )
@@ -204,7 +205,13 @@ def criterion_table(rows: list[Row], regime: str) -> list[str]:
         {name: median_log_error(p, fitted) for name, p in predictions.items()},
         {name: median_log_error(p, fitted) for name, p in baselines.items()},
     )
-    decision = f"Winner: `{won[0]}`." if won else "No candidate beats both baselines by more than the tie margin."
+    if not won:
+        return [*lines, "", "No candidate beats both baselines by more than the tie margin."]
+    low, high = ratio_range(predictions[won[0]], fitted)
+    decision = (
+        f"Winner: `{won[0]}`; its predicted / fitted B_crit spans {low:.2f}–{high:.2f} over the {len(pairs)} pairs "
+        "(rounded outward: the validated error of envs/predictors.toml)."
+    )
     return [*lines, "", decision]
 
 

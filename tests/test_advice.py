@@ -8,6 +8,7 @@ import pytest
 from rl_gns.core.advice import (
     DEFAULT_PREDICTOR,
     PREDICTORS_FILE,
+    VALIDATED,
     Advice,
     advise,
     env_count,
@@ -81,16 +82,23 @@ def test_advise_scales_by_m_and_states_where_the_run_stands():
     ]
 
 
-def test_one_step_runs_get_the_measurement_without_the_ppo_validation():
-    """The predictor's checked error comes from PPO: in the one-step regime the advice states the measured noise scale
-    and says that no predictor is validated there, with no error band and no verdict on more envs."""
+def test_each_regime_gets_the_error_its_own_criterion_validated():
+    """A predictor's checked error belongs to the regime it was checked in (envs/predictors.toml): a one-step run
+    gets the one-step error band, and a predictor or regime without an entry gets the measured noise scale, with no
+    error band and no verdict on more envs."""
     signs = np.tile([1.0, -1.0], 20)  # sums exactly 40 and 16,000: B_simple 400
     g2, trace = 1.0 + 0.1 * signs, 400.0 + 10.0 * signs[::-1]
-    lines = advise("env_value", g2, trace, 16, 5, 1, regime="one-step").lines()
-    assert lines[0].startswith("noise scale (env_value): 400 agent steps") and "= 80 envs at n_steps 5" in lines[0]
-    assert "env_value is not validated" in lines[1] and "one-step regime" in lines[1]
-    assert not any("predictor's error" in line or "more envs" in line for line in lines)
-    assert any("predictor's error" in line for line in advise("env_value", g2, trace, 16, 5, 1).lines())
+    for regime in ("ppo", "one-step"):
+        advice = advise(predictor_for(regime), g2, trace, 16, 5, 1, regime=regime)
+        low, high = VALIDATED[regime].error
+        assert advice.with_predictor_error() == (advice.b_crit.low / high, advice.b_crit.high / low)
+        assert f"the predictor's error where it was checked ({low}-{high}x)" in advice.lines()[2]
+        assert VALIDATED[regime].checked in advice.lines()[2]
+    for predictor, regime in (("env_policy", "one-step"), ("env_value", "a regime nobody checked")):
+        lines = advise(predictor, g2, trace, 16, 5, 1, regime=regime).lines()
+        assert lines[0].startswith(f"noise scale ({predictor}):") and "= 80 envs at n_steps 5" in lines[0]
+        assert f"{predictor} is not validated" in lines[1] and f"{regime} regime" in lines[1]
+        assert not any("predictor's error" in line or "more envs" in line for line in lines)
 
 
 def test_a_lower_bound_below_one_env_reads_as_a_fraction_of_one():

@@ -262,7 +262,7 @@ def edit_json(path: Path, change) -> Path:
         ("probe-report", PROBE, "sweep.json", lambda d: d.update(init_from="x.zip"), "starts from x.zip, not"),
         ("analyze", SWEEP, "sweep.json", lambda d: d.pop("lr_rule"), "no 'lr_rule'"),
         ("analyze", SWEEP, "sweep.json", lambda d: d.update(budget_steps=0), "'budget_steps' is 0, not int in 1.."),
-        ("analyze", SWEEP, f"runs/{SMALLEST}/config.json", lambda d: d.pop("gns_scheme") and None, "config.json: no 'gns_scheme'"),
+        ("analyze", SWEEP, f"runs/{SMALLEST}/config.json", lambda d: d.pop("gns_scheme") and None, "no 'gns_scheme'"),
     ],
     ids=[
         "sweep targets", "sweep window", "run config", "config a list", "config n_envs", "probe a list",

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from conftest import rl_gns
 
+from rl_gns.core.advice import VALIDATED
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 
@@ -24,8 +26,8 @@ def test_command_1s_time_and_speed():
 
 
 def test_the_ratio_of_env_value_to_b_crit_on_sweeps_from_scratch(tmp_path, capsys):
-    """``rl-gns validate-predictors`` on the four criterion-v1 sweeps: on the games whose fits are not degenerate
-    (every ratio within 10x), the range of ``env_value``'s ratio to the fitted ``B_crit``."""
+    """``rl-gns validate-predictors`` on the four criterion-v1 sweeps of PPO: on the games whose fits are not degenerate
+    (every ratio within 10x), the range of ``env_value``'s ratio to the fitted ``B_crit`` that docs/limits.md gives."""
     games = [RESULTS / "validation" / game for game in ("spaceinvaders", "seaquest", "beamrider", "breakout")]
     status, stderr = rl_gns(capsys, "validate-predictors", *games, "--out", tmp_path)
     assert status == 0, stderr
@@ -35,8 +37,9 @@ def test_the_ratio_of_env_value_to_b_crit_on_sweeps_from_scratch(tmp_path, capsy
     within = [r for game in ratios.values() if all(0.1 <= r <= 10 for r in game) for r in game]
     n_within = sum(all(0.1 <= r <= 10 for r in game) for game in ratios.values())
     words = {3: "three", 4: "four"}
-    claim = f"`env_value` came within {min(within):.2g}–{max(within):.2g}× of the fitted `B_crit` on {words[n_within]} of "
-    assert claim + f"{words[len(ratios)]} games" in readme()
+    limits = re.sub(r"\s+", " ", (ROOT / "docs" / "limits.md").read_text())
+    claim = f"criterion on {words[len(ratios)]} games and lies within {min(within):.2g}–{max(within):.2g}× of the fitted "
+    assert claim + f"`B_crit` on {words[n_within]} of them" in limits
 
 
 def test_the_v7_verdict_and_its_errors(tmp_path, capsys):
@@ -50,10 +53,9 @@ def test_the_v7_verdict_and_its_errors(tmp_path, capsys):
     games = re.search(r"Not ranked: \d+ identified pairs from (\d) game\(s\); the criterion needs (\d) games", counted)
     assert games is not None
     errors = {name: float(value) for name, value in re.findall(r"^\| ([\w -]+) \| ([\d.]+) \|", counted, flags=re.M)}
-    text = readme()
-    assert f"identified `B_crit` on {games[1]} games where a ranking needs {games[2]}" in text
+    assert f"identified `B_crit` on {games[1]} games where a ranking needs {games[2]}" in docs_results()
     claim = f"(median |log10 error| {errors['anchor_env_value']:.3f} against {errors['leave-one-game-out constant']:.3f})"
-    assert claim in text
+    assert claim in readme()
 
 
 def docs_results() -> str:
@@ -74,3 +76,27 @@ def test_table_1_and_the_docs_qbert_numbers(tmp_path, capsys):
     claim = f"({experience[40]}, {experience[80]}, {experience[160]} and {experience[320]} agent steps at 40, 80, 160 and 320)"
     assert claim in docs_results()
     assert f"({experience[640]} and {experience[1280]} agent steps, at the grid's highest rates)" in docs_results()
+
+
+def test_the_validated_predictors_are_the_committed_criterion_winners():
+    """envs/predictors.toml's one-step entry is what criterion v8's committed table decided: its winner (the default
+    candidate, named ``default_<predictor>`` there) and the range of its ratios, which train and advise print; the
+    README's answer quotes the same table."""
+    decided = re.search(
+        r"### Regime `one-step`.*?Winner: `default_([a-z_]+)`; its predicted / fitted B_crit spans ([0-9.]+)–([0-9.]+)",
+        (RESULTS / "table1" / "table_R0.md").read_text(),
+        re.DOTALL,
+    )
+    assert decided is not None
+    validated = VALIDATED["one-step"]
+    assert (validated.predictor, validated.error) == (decided[1], (float(decided[2]), float(decided[3])))
+    one_step = (RESULTS / "table1" / "table_R0.md").read_text().split("### Regime `one-step`", 1)[1].split("###")[0]
+    pairs = re.match(r": (\d+) counted pairs from (\d) game", one_step)
+    assert pairs is not None
+    errors = {name: value for name, value in re.findall(r"^\| ([\w -]+?\w) \| ([\d.]+) \|", one_step, flags=re.M)}
+    claim = (
+        f"`env_value` came within {decided[2]}–{decided[3]}× of the fitted `B_crit` at all {pairs[1]} targets (median "
+        f"|log10 error| {errors['default_env_value']}), beating both constants fixed in advance "
+        f"({errors['constant 450']} and {errors['leave-one-game-out constant']})"
+    )
+    assert claim in readme() and f"sweeps from scratch of {'three' if pairs[2] == '3' else pairs[2]} games" in readme()

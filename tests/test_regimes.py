@@ -93,9 +93,10 @@ def test_train_cli_records_the_regime(tmp_path, capsys):
     recipe = (settings["regime"], settings["n_steps"], settings["n_epochs"], settings["minibatch_size"])
     assert recipe == ("one-step", 5, 2, 20)
     assert settings["optimizer"] == "rmsprop" and settings["normalize_advantage"] is False
-    # the advice of its 10 measurements (enough for an interval): the regime's predictor, which none validates in
-    # one-step (envs/predictors.toml), so no band of a predictor's error
+    # the advice of its 10 measurements (enough for an interval): the predictor criterion v8 validated in the
+    # one-step regime (envs/predictors.toml), its interval widened by the error checked there
     advice = json.loads((out / "summary.json").read_text())["advice"]
-    assert "one-step" not in VALIDATED and advice["predictor"] == predictor_for("one-step")
+    assert advice["predictor"] == VALIDATED["one-step"].predictor == predictor_for("one-step")
     assert advice["n_measurements"] == 10 and advice["b_crit_ci95"] is not None
-    assert advice["b_crit_with_predictor_error"] is None
+    high = VALIDATED["one-step"].error[1]
+    assert advice["b_crit_with_predictor_error"][0] == pytest.approx(advice["b_crit_ci95"][0] / high)

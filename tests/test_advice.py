@@ -111,12 +111,15 @@ def test_a_lower_bound_below_one_env_reads_as_a_fraction_of_one():
 
 
 def test_a_one_step_run_whose_gradient_is_not_resolved_gets_its_lower_bound():
-    """Σ g2 below zero leaves no point estimate (NaN): the one-step advice gives the interval's lower end, as the PPO
-    advice does, rather than fail (a Breakout run of the one-step sweep lost its summary to it)."""
+    """Σ g2 below zero leaves no point estimate (NaN): a one-step run's advice gives the interval's lower end rather
+    than fail (a Breakout run of the one-step sweep lost its summary to it), with the validated predictor and with
+    one that is not."""
     signs = np.tile([1.0, -1.0], 10)
     g2, trace = signs - 0.01, 10.0 + signs
     lines = advise("env_value", g2, trace, n_envs=8, n_steps=5, n_minibatches=1, regime="one-step").lines()
-    assert lines[0].startswith("noise scale (env_value): no point estimate [95 % interval ")
+    assert lines[0].startswith("critical rollout size (env_value): at least ") and "no point estimate" in lines[0]
+    lines = advise("env_policy", g2, trace, n_envs=8, n_steps=5, n_minibatches=1, regime="one-step").lines()
+    assert lines[0].startswith("noise scale (env_policy): no point estimate [95 % interval ")
     assert "= at least " in lines[0] and lines[0].endswith("this run: 8 envs")
 
 

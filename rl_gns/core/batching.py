@@ -19,6 +19,17 @@ def env_seed(seed: int, rank: int = 0, n_envs_per_rank: int = 0, env_steps: int 
     return seed + env_steps + rank * n_envs_per_rank
 
 
+def check_counts(**counts: int | None) -> None:
+    """Refuse a count below 1, naming it as ``rl-gns train``'s flag (``n_envs=0``: ``--n-envs must be >= 1``); ``None``
+    is a count left unset.
+
+    :raises ValueError: for the first count below 1.
+    """
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+
+
 @dataclass(frozen=True)
 class Batching:
     """The batch sizes of one PPO run.
@@ -35,9 +46,7 @@ class Batching:
     nproc: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("n_envs", "n_steps", "n_minibatches", "nproc"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        check_counts(n_envs=self.n_envs, n_steps=self.n_steps, n_minibatches=self.n_minibatches, nproc=self.nproc)
         if self.rollout_size % self.n_minibatches:
             raise ValueError(
                 f"a rollout of {self.rollout_size} agent steps (n_envs * n_steps) does not split into {self.n_minibatches} "
@@ -55,8 +64,9 @@ class Batching:
     def of_minibatch_size(cls, n_envs: int, n_steps: int, minibatch_size: int, nproc: int = 1) -> Batching:
         """The batching with ``minibatch_size`` samples per gradient step (SB3's ``batch_size``).
 
-        :raises ValueError: if ``minibatch_size`` is not a positive divisor of the rollout size.
+        :raises ValueError: for a count below 1, or a ``minibatch_size`` that is not a positive divisor of the rollout.
         """
+        check_counts(n_envs=n_envs, n_steps=n_steps, nproc=nproc)
         rollout_size = n_envs * n_steps
         if minibatch_size < 1 or rollout_size % minibatch_size:
             raise ValueError(

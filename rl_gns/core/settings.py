@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rl_gns.core.advice import DEFAULT_PREDICTOR
+from rl_gns.core.batching import check_counts
 from rl_gns.core.names import LOSSES, Loss
 from rl_gns.core.schemes import SCHEMES, Scheme, scheme
 
@@ -47,8 +48,7 @@ class NoiseScaleConfig:
 
         :raises ValueError: with the reason.
         """
-        if self.every < 1:
-            raise ValueError(f"--gns-every must be >= 1, got {self.every}")
+        check_counts(gns_every=self.every, gns_b_big=self.b_big, gns_b_small=self.b_small)
         if not self.losses or set(self.losses) - set(LOSSES) or len(set(self.losses)) != len(self.losses):
             raise ValueError(f"noise scale losses must be distinct names from {LOSSES}, got {self.losses}")
         if not self.schemes or set(self.schemes) - set(SCHEMES) or len(set(self.schemes)) != len(self.schemes):

@@ -14,7 +14,7 @@ from conftest import lock_held_elsewhere, rl_gns
 
 from rl_gns.cli import main
 from rl_gns.core.names import LOSSES
-from rl_gns.records.compact import KEPT_COLUMNS, compact_run, is_kept
+from rl_gns.records.compact import KEPT_COLUMNS, compact_run, is_kept, prefixed_header
 from rl_gns.records.logs import read_rows
 from rl_gns.records.rundir import EPISODES, PROGRESS, RunDir, compact_name, noise_sums
 
@@ -228,6 +228,12 @@ def test_compact_brings_the_files_of_an_earlier_rl_gns_to_todays_form(tmp_path, 
     assert said(capsys, "advise", old)[:2] == said(capsys, "advise", today)[:2]
     status, out, _ = said(capsys, "compact", old)
     assert status == 0 and "brought to today's form" not in out
+    # only the noise-scale columns of the one scheme move; the env count of an adaptive run has no scheme
+    header = "time/total_timesteps,gns/n_envs,gns/g2_value_raw,gns/b_simple_total_avg_low,gns/b_big,rollout/ep_rew_mean"
+    assert prefixed_header(header, "envs") == (
+        "time/total_timesteps,gns/n_envs,gns/envs/g2_value_raw,gns/envs/b_simple_total_avg_low,gns/envs/b_big,"
+        "rollout/ep_rew_mean"
+    )
 
 
 def test_a_committed_compact_probe_gives_its_committed_report(tmp_path, capsys):

@@ -193,11 +193,16 @@ def upgraded(record: Any) -> Any | None:
     return None if settings is None else {**record, "settings": settings}
 
 
+#: A noise-scale column of one scheme as runs before 2026-11-22 logged it, without the scheme: ``gns/g2_value_raw``,
+#: ``gns/b_simple_policy_avg_low``, ``gns/b_big`` (``gns/n_envs``, of the whole measurement, has no scheme then or now).
+_UNSCHEMED = re.compile(rf"gns/((?:g2|trace_sigma|b_simple)_(?:{_LOSS})(?:_[a-z_]+)?|b_small|b_big)")
+
+
 def prefixed_header(header: str, scheme: str) -> str:
-    """A ``progress.csv`` header of before 2026-11-22 with each noise-scale column under its scheme's prefix:
-    ``gns/g2_value_raw`` -> ``gns/<scheme>/g2_value_raw``."""
+    """A ``progress.csv`` header of before 2026-11-22 with each noise-scale column of its one scheme under that
+    scheme's prefix: ``gns/g2_value_raw`` -> ``gns/<scheme>/g2_value_raw``; other columns stay."""
     columns = header.split(",")
-    return ",".join(f"gns/{scheme}/{c[4:]}" if c.startswith("gns/") and "/" not in c[4:] else c for c in columns)
+    return ",".join(f"gns/{scheme}/{m[1]}" if (m := _UNSCHEMED.fullmatch(c)) else c for c in columns)
 
 
 def upgrade_log(path: Path, scheme: str) -> bool:

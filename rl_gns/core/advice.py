@@ -180,7 +180,7 @@ class Advice:
                 f"  {self.predictor} is not validated as a predictor of the critical rollout size in the {self.regime} "
                 "regime (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it directly",
             ]
-        error_low, error_high = self.b_crit.low / validated.error[1], self.b_crit.high / validated.error[0]
+        error_low, error_high = self.widened(validated)
         checked = f"the predictor's error where it was checked ({validated.error[0]}-{validated.error[1]}x)"
         regime = f"({validated.checked}; rl-gns probe measures it directly)"
         if b.resolved:
@@ -222,8 +222,10 @@ class Advice:
         run's regime, ``[low / error[1], high / error[0]]`` agent steps (:attr:`Validated.error`); ``None`` where it was
         not checked."""
         validated = self.validated
-        if validated is None:
-            return None
+        return None if validated is None else self.widened(validated)
+
+    def widened(self, validated: Validated) -> tuple[float, float]:
+        """The 95 % interval widened by ``validated``'s error: ``[low / error[1], high / error[0]]`` agent steps."""
         return self.b_crit.low / validated.error[1], self.b_crit.high / validated.error[0]
 
 

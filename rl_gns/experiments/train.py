@@ -249,7 +249,7 @@ def close_run(opened: OpenRun, wall_s: float, lifecycle: dict[str, Any]) -> Path
     plan, run, model = opened.plan, opened.run, opened.model
     model.save(run.file(MODEL))
     predictor = predictor_for(plan.config.regime)
-    advice = final_advice(model, plan)
+    advice = final_advice(model, plan, predictor)
     if advice:
         lines = advice.lines()
     elif model.noise_scale is None:
@@ -477,12 +477,10 @@ def clear_run_files(run: RunDir) -> None:
     shutil.rmtree(run.file(SNAPSHOTS), ignore_errors=True)
 
 
-def final_advice(model: NoiseScalePPO, plan: RunPlan) -> Advice | None:
+def final_advice(model: NoiseScalePPO, plan: RunPlan, predictor: str) -> Advice | None:
     """What the measurements of the run's predictor (:func:`rl_gns.core.advice.predictor_for` its regime) over the
     whole run say (:func:`rl_gns.core.advice.advise`), at the run's last env count; ``None`` if it did not measure the
     predictor's scheme and loss."""
-    regime = plan.config.regime
-    predictor = predictor_for(regime)
     candidate = Candidate.parse(predictor)
     tracker = (model.gns_trackers or {}).get(tracker_key(candidate.scheme, candidate.loss))
     if tracker is None:
@@ -490,7 +488,7 @@ def final_advice(model: NoiseScalePPO, plan: RunPlan) -> Advice | None:
     n_envs = model.n_envs * plan.batching.nproc
     g2_T, trace_sigma_T = np.asarray(tracker.g2_T), np.asarray(tracker.trace_sigma_T)
     batching = plan.batching
-    return advise(predictor, g2_T, trace_sigma_T, n_envs, batching.n_steps, batching.n_minibatches, regime)
+    return advise(predictor, g2_T, trace_sigma_T, n_envs, batching.n_steps, batching.n_minibatches, plan.config.regime)
 
 
 def advice_record(advice: Advice | None, lines: list[str], predictor: str) -> dict:

@@ -41,9 +41,14 @@ def check(config: AdviseConfig) -> None:
     RunDir(config.run_dir).logged_progress()
 
 
+def run_regime(config: RunConfig) -> str:
+    """The run's training regime (``--regime``; runs written before it existed trained PPO)."""
+    return config.settings.get("regime", "ppo")
+
+
 def run_predictor(config: RunConfig, predictor: str | None) -> str:
     """``predictor``, or where unset the one of the run's regime (:func:`rl_gns.core.advice.predictor_for`)."""
-    return predictor_for(config.settings.get("regime", "ppo")) if predictor is None else predictor
+    return predictor_for(run_regime(config)) if predictor is None else predictor
 
 
 def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: str | None = None) -> Advice | None:
@@ -60,8 +65,7 @@ def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: st
     if columns is None:
         return None
     n_envs = int(progress[N_ENVS_KEY][-1]) if N_ENVS_KEY in progress else config.n_envs
-    regime = config.settings.get("regime", "ppo")
-    return predict(predictor, columns[1], columns[2], n_envs, config.n_steps, config.n_minibatches, regime)
+    return predict(predictor, columns[1], columns[2], n_envs, config.n_steps, config.n_minibatches, run_regime(config))
 
 
 def advise(config: AdviseConfig) -> Advice:

@@ -225,18 +225,24 @@ def upgrade_log(path: Path, scheme: str) -> bool:
     return True
 
 
+def study_folders(directory: Path) -> Iterator[tuple[Path, list[str]]]:
+    """Every folder at or under ``directory`` with the names of its files, in the order of their paths; links to
+    directories are not followed, nor checkpoints and snapshots entered."""
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in (CHECKPOINTS, SNAPSHOTS))
+        yield Path(root), files
+
+
 def upgrade_directory(directory: Path) -> int:
     """Bring every file of an earlier rl-gns under ``directory`` to today's form (the module's docstring): its records
-    (:func:`upgraded`) and the logs of each run whose ``config.json`` was one of them (:func:`upgrade_log`). Links to
-    directories are not followed, nor checkpoints and snapshots entered.
+    (:func:`upgraded`) and the logs of each run whose ``config.json`` was one of them (:func:`upgrade_log`), in the
+    folders :func:`study_folders` walks.
 
     :return: the files rewritten.
     :raises RunFileError: naming a file that cannot be read as what it is.
     """
     rewritten = 0
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if d not in (CHECKPOINTS, SNAPSHOTS))
-        folder = Path(root)
+    for folder, files in study_folders(directory):
         names = [n for n in files if n.endswith(".json")] if folder.name == SPECS else [n for n in RECORDS if n in files]
         for name in sorted(names):
             record = read_json(folder / name)
@@ -253,12 +259,11 @@ def upgrade_directory(directory: Path) -> int:
 
 
 def finished_runs(directory: Path) -> Iterator[Path]:
-    """Every finished run directory (``config.json`` and ``summary.json``) at or under ``directory``, in the order of
-    their paths; links to directories are not followed, nor checkpoints and snapshots entered."""
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if d not in (CHECKPOINTS, SNAPSHOTS))
+    """Every finished run directory (``config.json`` and ``summary.json``) at or under ``directory``, in the order
+    of their paths (:func:`study_folders`)."""
+    for folder, files in study_folders(directory):
         if CONFIG in files and SUMMARY in files:
-            yield Path(root)
+            yield folder
 
 
 def has_plain_logs(run_path: Path) -> bool:

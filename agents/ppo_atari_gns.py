@@ -17,8 +17,8 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.advice import DEFAULT_PREDICTOR, advise
-from rl_gns.core.defaults import atari_ppo_kwargs
+from rl_gns.core.advice import DEFAULT_PREDICTOR, advise, run_settings
+from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
 
 
 @dataclass
@@ -71,7 +71,10 @@ def main(args: Args) -> NoiseScalePPO:
     tracker = model.gns_trackers["envs/value"]
     g2_T, trace_sigma_T = tracker.g2_T, tracker.trace_sigma_T
     n_minibatches = model.n_envs * model.n_steps // model.batch_size
-    advice = advise(DEFAULT_PREDICTOR, np.array(g2_T), np.array(trace_sigma_T), model.n_envs, model.n_steps, n_minibatches)
+    # the settings it trained with (rl-zoo3's, annealed): the predictor's error band only covers the recipe it was checked with
+    settings = run_settings({**RL_ZOO3_ATARI_PPO, "anneal": True, "n_minibatches": n_minibatches})
+    g2_T, trace_sigma_T = np.array(g2_T), np.array(trace_sigma_T)
+    advice = advise(DEFAULT_PREDICTOR, g2_T, trace_sigma_T, model.n_envs, model.n_steps, n_minibatches, settings)
     print(f"after {model.num_timesteps} agent steps:", *advice.lines(), sep="\n")
     return model
 

@@ -8,10 +8,13 @@ import torch as th
 from stable_baselines3 import A2C
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.advice import VALIDATED, predictor_for
+from rl_gns.cli import main
+from rl_gns.core.advice import DEFAULT_PREDICTOR, VALIDATED
 from rl_gns.experiments.config import REGIMES, TrainConfig, apply_regime
 from rl_gns.experiments.sweep import SweepConfig
 from rl_gns.experiments.train import ppo_kwargs
+from rl_gns.records.rundir import RunDir
+from rl_gns.reports.advise import run_advice
 from tests.conftest import rl_gns
 
 N_ENVS, SEED = 4, 5
@@ -93,10 +96,17 @@ def test_train_cli_records_the_regime(tmp_path, capsys):
     recipe = (settings["regime"], settings["n_steps"], settings["n_epochs"], settings["minibatch_size"])
     assert recipe == ("one-step", 5, 2, 20)
     assert settings["optimizer"] == "rmsprop" and settings["normalize_advantage"] is False
-    # the advice of its 10 measurements (enough for an interval): the predictor criterion v8 validated in the
-    # one-step regime (envs/predictors.toml), its interval widened by the error checked there
+    # the advice of its 10 measurements (enough for an interval): the default predictor, without the error band criterion
+    # v8 checked for the one-step regime (envs/predictors.toml), since 2 epochs depart from the recipe it checked
     advice = json.loads((out / "summary.json").read_text())["advice"]
-    assert advice["predictor"] == VALIDATED["one-step"].predictor == predictor_for("one-step")
+    assert advice["predictor"] == VALIDATED["one-step"].predictor == DEFAULT_PREDICTOR
     assert advice["n_measurements"] == 10 and advice["b_crit_ci95"] is not None
-    high = VALIDATED["one-step"].error[1]
-    assert advice["b_crit_with_predictor_error"][0] == pytest.approx(advice["b_crit_ci95"][0] / high)
+    assert advice["b_crit_with_predictor_error"] is None
+    # advise reads the same coverage back from the run's files; with the recipe criterion v8 checked, the band
+    assert main(["advise", str(out)]) == 0
+    assert "\n".join(advice["text"]) + "\n" == capsys.readouterr().out
+    run = RunDir(out)
+    assert run_advice(run.logged_progress(), run.config()).with_predictor_error() is None
+    stored = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**stored, "n_epochs": 1}))
+    assert run_advice(run.logged_progress(), run.config()).validated == VALIDATED["one-step"]

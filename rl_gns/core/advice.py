@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +37,17 @@ class Validated:
     ``[P / error[1], P / error[0]]``."""
     checked: str
     """Where that error was measured: the regime outside which it says nothing."""
+    recipe: Mapping[str, Any]
+    """The settings that made the regime's gradient step where it was checked (``config.json``'s names and values): a
+    run of the regime that differs in any is outside the check, and gets no error band."""
+
+    def departures(self, settings: Mapping[str, Any]) -> tuple[str, ...]:
+        """Each setting of :attr:`recipe` in which a run differs, as ``optimizer adam (checked: rmsprop)``.
+
+        :param settings: the run's settings (:func:`run_settings`).
+        """
+        differ = [(name, value) for name, value in self.recipe.items() if settings.get(name) != value]
+        return tuple(f"{name} {settings.get(name)} (checked: {value})" for name, value in differ)
 
 
 #: The findings this advice rests on, as data (docs/prediction-criterion.md gives the verdicts behind them).
@@ -52,12 +65,20 @@ def load_predictors(path: Path | None = None) -> tuple[str, dict[str, Validated]
     validated = {}
     for regime, entry in table.get("regimes", {}).items():
         error = entry.get("error")
-        if set(entry) != {"predictor", "error", "checked"} or not (
-            isinstance(error, list) and len(error) == 2 and 0 < error[0] <= 1 <= error[1]
+        if (
+            set(entry) != {"predictor", "error", "checked", "recipe"}
+            or not (isinstance(error, list) and len(error) == 2 and 0 < error[0] <= 1 <= error[1])
+            or not (isinstance(entry["recipe"], dict) and entry["recipe"])
         ):
-            raise ValueError(f"{path}: regimes.{regime}: needs predictor, checked and error = [low <= 1, high >= 1]")
-        parse_predictor(entry["predictor"])
-        validated[regime] = Validated(entry["predictor"], (float(error[0]), float(error[1])), str(entry["checked"]))
+            raise ValueError(
+                f"{path}: regimes.{regime}: needs predictor, checked, error = [low <= 1, high >= 1] and a recipe table"
+            )
+        try:
+            parse_predictor(entry["predictor"])
+        except ValueError as e:
+            raise ValueError(f"{path}: regimes.{regime}: {e}") from None
+        error = (float(error[0]), float(error[1]))
+        validated[regime] = Validated(entry["predictor"], error, str(entry["checked"]), entry["recipe"])
     parse_predictor(table["default"])
     return table["default"], validated
 
@@ -87,9 +108,40 @@ DEFAULT_PREDICTOR, VALIDATED = load_predictors()
 DEFAULT_CANDIDATE = Candidate.parse(DEFAULT_PREDICTOR)
 
 
-def predictor_for(regime: str) -> str:
-    """The candidate that ``train`` and ``advise`` print for a run of ``regime``: its validated predictor, or the default."""
-    return VALIDATED[regime].predictor if regime in VALIDATED else DEFAULT_PREDICTOR
+#: What a run written before a setting existed trained with (``config.json`` names): PPO, with Adam and normalised
+#: advantages.
+SETTINGS_BEFORE_RECORDED: dict[str, Any] = {"regime": "ppo", "optimizer": "adam", "normalize_advantage": True}
+
+
+def run_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's settings as the predictors table reads them: ``config.json``'s, with what runs written before a setting
+    existed trained with (:data:`SETTINGS_BEFORE_RECORDED`).
+
+    :param settings: ``config.json``'s fields, with ``n_minibatches`` (minibatches per epoch).
+    """
+    return {**SETTINGS_BEFORE_RECORDED, **settings}
+
+
+def covering(settings: Mapping[str, Any]) -> tuple[str, Validated | None, tuple[str, ...]]:
+    """The run's regime, its entry in the predictors table (``None`` where it has none) and the settings of the entry's
+    recipe in which the run departs from it (:meth:`Validated.departures`; the entry covers the run where there are
+    none).
+
+    :param settings: the run's settings (:func:`run_settings`).
+    """
+    regime = str(settings["regime"])
+    validated = VALIDATED.get(regime)
+    return regime, validated, () if validated is None else validated.departures(settings)
+
+
+def predictor_for(settings: Mapping[str, Any]) -> str:
+    """The candidate that ``train`` and ``advise`` print for a run: its regime's validated predictor where the entry's
+    recipe covers the run, else the default.
+
+    :param settings: the run's settings (:func:`run_settings`).
+    """
+    _, validated, departures = covering(settings)
+    return validated.predictor if validated is not None and not departures else DEFAULT_PREDICTOR
 
 
 def at_least_envs(n_envs: float) -> str:
@@ -130,12 +182,17 @@ class Advice:
     regime: str = "ppo"
     """The run's training regime (``--regime``): the predictor's error is known only where :data:`VALIDATED` gives it
     for that regime."""
+    departures: tuple[str, ...] = ()
+    """The settings in which the run departs from the recipe its regime's predictor was checked with
+    (:meth:`Validated.departures`): with any, the error is not known."""
 
     @property
     def validated(self) -> Validated | None:
-        """The error of this predictor where it was checked in this run's regime; ``None`` where it was not."""
+        """The error of this predictor where it was checked in this run's regime and recipe; ``None`` where it was not."""
         validated = VALIDATED.get(self.regime)
-        return validated if validated is not None and validated.predictor == self.predictor else None
+        if validated is None or validated.predictor != self.predictor or self.departures:
+            return None
+        return validated
 
     @property
     def rollout_size(self) -> int:
@@ -178,7 +235,8 @@ class Advice:
                 f"noise scale ({self.predictor}): {value} [95 % interval {b.low:,.0f}, {high}] "
                 f"= {count} at n_steps {self.n_steps}; this run: {env_count(self.n_envs)}",
                 f"  {self.predictor} is not validated as a predictor of the critical rollout size in the {self.regime} "
-                "regime (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it directly",
+                f"regime{self.recipe_note()} (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it "
+                "directly",
             ]
         error_low, error_high = self.widened(validated)
         checked = f"the predictor's error where it was checked ({validated.error[0]}-{validated.error[1]}x)"
@@ -217,6 +275,10 @@ class Advice:
             lines.append("  this run's rollout size lies inside the interval: whether more envs pay is not decided")
         return lines
 
+    def recipe_note(self) -> str:
+        """`` with this run's recipe: optimizer adam (checked: rmsprop)``, where the run departs from the checked recipe."""
+        return f" with this run's recipe: {', '.join(self.departures)}" if self.departures else ""
+
     def with_predictor_error(self) -> tuple[float, float] | None:
         """The interval of ``B_crit`` with the measurement noise and the predictor's error where it was checked in this
         run's regime, ``[low / error[1], high / error[0]]`` agent steps (:attr:`Validated.error`); ``None`` where it was
@@ -236,7 +298,7 @@ def advise(
     n_envs: int,
     n_steps: int,
     n_minibatches: int,
-    regime: str = "ppo",
+    settings: Mapping[str, Any],
 ) -> Advice:
     """Advice from one run's raw measurements of the predictor's scheme and loss.
 
@@ -246,7 +308,7 @@ def advise(
     :param n_envs: the run's env count.
     :param n_steps: agent steps per env per rollout.
     :param n_minibatches: M, minibatches per epoch (the factor of ``_xM_`` predictors).
-    :param regime: the run's training regime (``--regime``).
+    :param settings: the run's settings (:func:`run_settings`): its regime, and the recipe its predictor's error needs.
     """
     b = b_simple_interval(g2_T, trace_sigma_T)
     factor = parse_predictor(predictor).times(n_epochs=1, n_minibatches=n_minibatches)
@@ -254,4 +316,5 @@ def advise(
         np.sum(np.isfinite(np.asarray(g2_T, dtype=float)) & np.isfinite(np.asarray(trace_sigma_T, dtype=float)))
     )
     interval = RatioInterval(factor * b.point, factor * b.low, factor * b.high, b.level)
-    return Advice(predictor, interval, n_envs, n_steps, n_measurements, regime)
+    regime, _, departures = covering(settings)
+    return Advice(predictor, interval, n_envs, n_steps, n_measurements, regime, departures)

@@ -47,7 +47,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
-from rl_gns.core.advice import MIN_MEASUREMENTS, Advice, advise, predictor_for
+from rl_gns.core.advice import MIN_MEASUREMENTS, Advice, advise, predictor_for, run_settings
 from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
 from rl_gns.core.defaults import optimizer_policy_kwargs, schedule
 from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
@@ -248,8 +248,9 @@ def close_run(opened: OpenRun, wall_s: float, lifecycle: dict[str, Any]) -> Path
     """
     plan, run, model = opened.plan, opened.run, opened.model
     model.save(run.file(MODEL))
-    predictor = predictor_for(plan.config.regime)
-    advice = final_advice(model, plan, predictor)
+    settings = run_settings(run_record(plan))
+    predictor = predictor_for(settings)
+    advice = final_advice(model, plan, predictor, settings)
     if advice:
         lines = advice.lines()
     elif model.noise_scale is None:
@@ -284,7 +285,7 @@ def run_training(plan: RunPlan) -> Path:
     console = (
         HumanOutputFormat(sys.stdout)
         if config.verbose
-        else ConsoleLine(config.total_steps, predictor=predictor_for(config.regime))
+        else ConsoleLine(config.total_steps, predictor=predictor_for(run_settings(run_record(plan))))
     )
     opened = open_run(plan, console if rank == 0 else None, rank)
     model, run = opened.model, opened.run
@@ -477,10 +478,13 @@ def clear_run_files(run: RunDir) -> None:
     shutil.rmtree(run.file(SNAPSHOTS), ignore_errors=True)
 
 
-def final_advice(model: NoiseScalePPO, plan: RunPlan, predictor: str) -> Advice | None:
-    """What the measurements of the run's predictor (:func:`rl_gns.core.advice.predictor_for` its regime) over the
+def final_advice(model: NoiseScalePPO, plan: RunPlan, predictor: str, settings: dict[str, Any]) -> Advice | None:
+    """What the measurements of the run's predictor (:func:`rl_gns.core.advice.predictor_for` its settings) over the
     whole run say (:func:`rl_gns.core.advice.advise`), at the run's last env count; ``None`` if it did not measure the
-    predictor's scheme and loss."""
+    predictor's scheme and loss.
+
+    :param settings: the run's settings (:func:`rl_gns.core.advice.run_settings` of :func:`run_record`).
+    """
     candidate = Candidate.parse(predictor)
     tracker = (model.gns_trackers or {}).get(tracker_key(candidate.scheme, candidate.loss))
     if tracker is None:
@@ -488,7 +492,7 @@ def final_advice(model: NoiseScalePPO, plan: RunPlan, predictor: str) -> Advice 
     n_envs = model.n_envs * plan.batching.nproc
     g2_T, trace_sigma_T = np.asarray(tracker.g2_T), np.asarray(tracker.trace_sigma_T)
     batching = plan.batching
-    return advise(predictor, g2_T, trace_sigma_T, n_envs, batching.n_steps, batching.n_minibatches, plan.config.regime)
+    return advise(predictor, g2_T, trace_sigma_T, n_envs, batching.n_steps, batching.n_minibatches, settings)
 
 
 def advice_record(advice: Advice | None, lines: list[str], predictor: str) -> dict:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import Advice, parse_predictor, predictor_for
+from rl_gns.core.advice import Advice, parse_predictor, predictor_for, run_settings
 from rl_gns.core.advice import advise as predict
 from rl_gns.core.names import N_ENVS_KEY
 from rl_gns.records.rundir import RunDir, noise_columns
@@ -41,14 +42,14 @@ def check(config: AdviseConfig) -> None:
     RunDir(config.run_dir).logged_progress()
 
 
-def run_regime(config: RunConfig) -> str:
-    """The run's training regime (``--regime``; runs written before it existed trained PPO)."""
-    return config.settings.get("regime", "ppo")
+def settings_of(config: RunConfig) -> dict[str, Any]:
+    """The run's settings as the predictors table reads them (:func:`rl_gns.core.advice.run_settings`)."""
+    return run_settings({**config.settings, "n_minibatches": config.n_minibatches})
 
 
 def run_predictor(config: RunConfig, predictor: str | None) -> str:
-    """``predictor``, or where unset the one of the run's regime (:func:`rl_gns.core.advice.predictor_for`)."""
-    return predictor_for(run_regime(config)) if predictor is None else predictor
+    """``predictor``, or where unset the one of the run's settings (:func:`rl_gns.core.advice.predictor_for`)."""
+    return predictor_for(settings_of(config)) if predictor is None else predictor
 
 
 def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: str | None = None) -> Advice | None:
@@ -65,7 +66,7 @@ def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: st
     if columns is None:
         return None
     n_envs = int(progress[N_ENVS_KEY][-1]) if N_ENVS_KEY in progress else config.n_envs
-    return predict(predictor, columns[1], columns[2], n_envs, config.n_steps, config.n_minibatches, run_regime(config))
+    return predict(predictor, columns[1], columns[2], n_envs, config.n_steps, config.n_minibatches, settings_of(config))
 
 
 def advise(config: AdviseConfig) -> Advice:

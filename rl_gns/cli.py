@@ -182,22 +182,30 @@ def analyze(config: sweep_analysis.AnalyzeConfig) -> Path:
 class BenchCommand(bench_report.BenchReportOptions, bench.BenchConfig):
     """Train every game of a benchmark tier for several seeds with noise-scale logging, then write the report."""
 
+    report_only: bool = False
+    """Skip training; redo the report from the runs in --out."""
+
 
 def bench_and_report(config: BenchCommand) -> Path:
-    bench.bench(config)
-    return bench_report.report(
-        bench_report.BenchReportConfig(
-            bootstrap=config.bootstrap, seed=config.seed, sweeps=config.sweeps, bench_dir=config.out
-        )
-    )
+    if not config.report_only:
+        bench.bench(config)
+    return bench_report.report(bench_report_config(config))
+
+
+def bench_report_config(config: BenchCommand) -> bench_report.BenchReportConfig:
+    """The report's settings: the report's options of the command, on its --out."""
+    options = {key: getattr(config, key) for key in ("bootstrap", "seed", "sweeps")}
+    return bench_report.BenchReportConfig(**options, bench_dir=config.out)
 
 
 def check_bench(config: BenchCommand) -> None:
+    """Everything the command will use, before it trains: the settings, then the report's inputs."""
+    if config.report_only:
+        bench_report.check(bench_report_config(config))
+        return
     bench.check(config)
     check_outputs(config.out, bench_report.OUTPUTS)
-    for sweep_dir in config.sweeps:
-        if not (sweep_dir / "results.json").exists():
-            raise ValueError(f"--sweeps {sweep_dir}: no results.json (run rl-gns analyze on it first)")
+    bench_report.check_sweeps(config.sweeps)
 
 
 @dataclass
@@ -208,25 +216,27 @@ class ScalingCommand(scaling_report.ScalingReportOptions, scaling.ScalingConfig)
     """Skip measuring; redo the model and report from the measurements in --out."""
 
 
+def scaling_report_config(config: ScalingCommand) -> scaling_report.ScalingReportConfig:
+    """The report's settings: the report's options of the command, on its --out."""
+    options = {key: getattr(config, key) for key in ("sweep", "target", "noise_run", "devices")}
+    return scaling_report.ScalingReportConfig(**options, scaling_dir=config.out)
+
+
 def scaling_and_report(config: ScalingCommand) -> Path:
     if not config.report_only:
         scaling.measure(config)
-    options = {key: getattr(config, key) for key in ("sweep", "target", "noise_run", "devices")}
-    return scaling_report.report(scaling_report.ScalingReportConfig(**options, scaling_dir=config.out))
+    return scaling_report.report(scaling_report_config(config))
 
 
 def check_scaling(config: ScalingCommand) -> None:
     """Everything the command will use, before it measures: the settings, then the report's inputs."""
-    options = {key: getattr(config, key) for key in ("sweep", "target", "noise_run", "devices")}
-    if not config.report_only:
-        scaling_report.check_options(config)
-        scaling.check(config)
-        check_outputs(config.out, scaling_report.OUTPUTS)
-        scaling_report.check_one_process(config.out, set(config.n_envs) if 1 in config.nproc else set())
-    elif not (config.out / "measurements.jsonl").exists():
-        raise ValueError(f"--report-only needs {config.out}/measurements.jsonl")
-    else:
-        scaling_report.check(scaling_report.ScalingReportConfig(**options, scaling_dir=config.out))
+    if config.report_only:
+        scaling_report.check(scaling_report_config(config))
+        return
+    scaling_report.check_options(config)
+    scaling.check(config)
+    check_outputs(config.out, scaling_report.OUTPUTS)
+    scaling_report.check_one_process(config.out, set(config.n_envs) if 1 in config.nproc else set())
 
 
 def number_setting(hint: Any) -> str | None:

@@ -124,18 +124,12 @@ COMMANDS = {
         trains=True,
         resumes=True,
     ),
-    "bench-report": checked_in(
-        f"{_REPORTS}.bench_report", "aggregate a benchmark directory into a report", "BenchReportConfig", "report"
-    ),
     "scaling": Command(
         "measure PPO throughput against n_envs on this machine, then fit and predict",
         f"{_CLI}:ScalingCommand",
         f"{_CLI}:scaling_and_report",
         f"{_CLI}:check_scaling",
         trains=True,
-    ),
-    "scaling-report": checked_in(
-        f"{_REPORTS}.scaling_report", "fit the throughput model to a scaling directory", "ScalingReportConfig", "report"
     ),
     "compare-adaptive": checked_in(
         f"{_REPORTS}.adaptive_report", "compare adaptive-rollout runs with a fixed-size sweep", "CompareConfig", "compare"

@@ -233,7 +233,8 @@ def test_smoke_tier_end_to_end(tmp_path):
     assert (out / "b_simple_start_vs_average.png").stat().st_size > 10_000
 
     (out / "report.md").unlink()
-    again = subprocess.run([*CLI, "bench-report", str(out), "--bootstrap", "50"], capture_output=True, text=True, timeout=120)
+    report_only = [*CLI, "bench", "--report-only", "--out", str(out), "--bootstrap", "50"]
+    again = subprocess.run(report_only, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "| Pong | 1 |" in (out / "report.md").read_text()
     resumed = subprocess.run(command, capture_output=True, text=True, timeout=120)

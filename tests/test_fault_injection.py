@@ -191,15 +191,15 @@ READERS = (
         ("run/config.json", "run/summary.json", "run/progress.csv.gz", "run/episodes.csv.gz"),
     ),
     Reader(
-        "bench-report",
+        "bench",
         ("bench/cpu",),
-        ("{w}/cpu", "--bootstrap", "200"),
+        ("--report-only", "--out", "{w}/cpu", "--bootstrap", "200"),
         ("cpu/bench.json", f"{BENCH_RUN}/config.json", f"{BENCH_RUN}/summary.json", f"{BENCH_RUN}/progress.csv.gz"),
     ),
     Reader(
-        "scaling-report",
+        "scaling",
         ("scaling/beamrider",),
-        ("{w}/beamrider",),
+        ("--report-only", "--out", "{w}/beamrider"),
         ("beamrider/settings.json", "beamrider/measurements.jsonl"),
     ),
     Reader(

@@ -49,6 +49,15 @@ ADAPTIVE = RESULTS / "sweeps" / "adaptive_beamrider_ram"
 SCALING = RESULTS / "scaling" / "beamrider"
 
 
+#: The commands that read a directory given as --out, with --report-only (the others take it as their first argument).
+REPORT_ONLY = ("bench", "scaling")
+
+
+def reading(command: str, directory: object) -> list:
+    """The command line of ``command`` reading ``directory``: ``command DIR``, or ``command --report-only --out DIR``."""
+    return [command, "--report-only", "--out", directory] if command in REPORT_ONLY else [command, directory]
+
+
 def copy(source: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(source, tmp_path / source.name))
 
@@ -188,7 +197,7 @@ def test_analyze_leaves_a_probe_directory_and_its_report_alone(tmp_path, capsys)
 def test_run_commands_refuse_a_torn_config_in_one_line(tmp_path, capsys, command):
     run = copy(RUN, tmp_path)
     (run / "config.json").write_text((RUN / "config.json").read_text()[:40])
-    assert_refused(*rl_gns(capsys, command, run), f"{run / 'config.json'}: not valid JSON")
+    assert_refused(*rl_gns(capsys, *reading(command, run)), f"{run / 'config.json'}: not valid JSON")
 
 
 def test_compare_adaptive_refuses_a_torn_summary_in_one_line(tmp_path, capsys):
@@ -236,19 +245,19 @@ def edit_json(path: Path, change) -> Path:
         ("probe-report", PROBE, "probe.json", lambda d: d.update(window="20"), "'window' is '20', not int"),
         ("validate-probes", PROBE, "probe_results.json", lambda d: d.pop("noise_at_branch_point"), "no 'noise_at"),
         ("validate-probes", PROBE, "probe_results.json", lambda d: d["fit"].pop("e_min"), "fit: no 'e_min'"),
-        ("bench-report", BENCH, "bench.json", lambda d: d.update(tier={}), "tier: no 'description'"),
-        ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].pop("target_score"), "pong: no 'target"),
-        ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(random_score="x"), "random_score"),
-        ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(human_score=-20.7),
+        ("bench", BENCH, "bench.json", lambda d: d.update(tier={}), "tier: no 'description'"),
+        ("bench", BENCH, "bench.json", lambda d: d["games_table"]["pong"].pop("target_score"), "pong: no 'target"),
+        ("bench", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(random_score="x"), "random_score"),
+        ("bench", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(human_score=-20.7),
          "games_table: pong: human_score -20.7 must lie above random_score -20.7"),
-        ("bench-report", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(human_score=-30.0),
+        ("bench", BENCH, "bench.json", lambda d: d["games_table"]["pong"].update(human_score=-30.0),
          "games_table: pong: human_score -30.0 must lie above random_score -20.7"),
-        ("bench-report", BENCH, "bench.json", lambda d: d.update(paper_ranges_frames={"b_crit_start": [1000, 100]}),
+        ("bench", BENCH, "bench.json", lambda d: d.update(paper_ranges_frames={"b_crit_start": [1000, 100]}),
          "paper_ranges_frames: 'b_crit_start' is [1000, 100], not [low, high] with 0 < low <= high"),
         ("advise", RUN, "config.json", lambda d: d.update(gns_scheme=3), "'gns_scheme' is 3, not a list of"),
         ("plot", RUN, "config.json", lambda d: d.update(game="x" * 5000), "'game' is not the id of an Atari game"),
         ("validate-probes", PROBE, "probe_results.json", lambda d: d["fit"].update(b_crit=-5), "'b_crit' is -5"),
-        ("bench-report", BENCH, "bench.json",
+        ("bench", BENCH, "bench.json",
          lambda d: d["games_table"]["pong"].update(ppo_references=[{"source": "x", "score": "y"}]),
          "pong: ppo_references[0]: 'score' is 'y'"),
         ("advise", RUN, "config.json", lambda d: d.update(gns="no"), "'gns' is 'no', not bool"),
@@ -280,7 +289,7 @@ def test_json_of_the_wrong_shape_is_one_line_naming_the_file_and_field(
     directory = copy(source, tmp_path)
     path = edit_json(directory / file, change)
     out = ("--out", tmp_path / "validation") if command == "validate-probes" else ()
-    assert_refused(*rl_gns(capsys, command, directory, *out), f"{path}", message)
+    assert_refused(*rl_gns(capsys, *reading(command, directory), *out), f"{path}", message)
 
 
 def test_json_nested_deeper_than_the_parser_goes_is_one_line(tmp_path, capsys):
@@ -335,7 +344,7 @@ def test_a_file_that_is_a_directory_is_one_line_naming_it(tmp_path, capsys, comm
     directory = copy(source, tmp_path)
     (directory / file).unlink()
     (directory / file).mkdir()
-    assert_refused(*rl_gns(capsys, command, directory), f"{directory / file} {message}")
+    assert_refused(*rl_gns(capsys, *reading(command, directory)), f"{directory / file} {message}")
 
 
 def test_a_fifo_in_place_of_a_file_is_one_line_not_a_wait(tmp_path, capsys):
@@ -345,12 +354,12 @@ def test_a_fifo_in_place_of_a_file_is_one_line_not_a_wait(tmp_path, capsys):
     assert_refused(*rl_gns(capsys, "analyze", sweep), f"{sweep / 'sweep.json'} is a FIFO or device, not a JSON file")
 
 
-@pytest.mark.parametrize(("command", "source", "file"), [("scaling-report", SCALING, "measurements.jsonl")])
+@pytest.mark.parametrize(("command", "source", "file"), [("scaling", SCALING, "measurements.jsonl")])
 def test_a_fifo_in_place_of_a_log_is_one_line_not_a_wait(tmp_path, capsys, command, source, file):
     directory = copy(source, tmp_path)
     (directory / file).unlink()
     os.mkfifo(directory / file)
-    assert_refused(*rl_gns(capsys, command, directory), f"{directory / file} is a FIFO or device, not a text file")
+    assert_refused(*rl_gns(capsys, *reading(command, directory)), f"{directory / file} is a FIFO or device, not a text file")
 
 
 def test_a_fifo_in_place_of_a_checkpoint_file_or_snapshot_is_refused_not_read(tmp_path):
@@ -381,7 +390,7 @@ def test_a_file_that_cannot_be_read_is_one_line_with_status_2(tmp_path, capsys, 
 
     monkeypatch.setattr(Path, "read_text", denied)
     for command in ("advise", "plot"):
-        assert_refused(*rl_gns(capsys, command, run), f"{run / 'config.json'} cannot be read: Permission denied")
+        assert_refused(*rl_gns(capsys, *reading(command, run)), f"{run / 'config.json'} cannot be read: Permission denied")
 
 
 @pytest.mark.parametrize(
@@ -392,7 +401,7 @@ def test_a_directory_where_a_report_writes_a_file_is_one_line(tmp_path, capsys, 
     directory = copy(source, tmp_path)
     (directory / output).unlink(missing_ok=True)
     (directory / output).mkdir()
-    assert_refused(*rl_gns(capsys, command, directory), f"cannot write {directory / output}: a directory is there")
+    assert_refused(*rl_gns(capsys, *reading(command, directory)), f"cannot write {directory / output}: a directory is there")
     assert (directory / output).is_dir() and not any((directory / output).iterdir())
 
 
@@ -407,7 +416,7 @@ def test_a_validation_is_not_written_into_a_run_or_study(tmp_path, capsys, comma
     """A run has one writer and a study holds only its runs: a report's --out there, or below, is refused."""
     run = copy(RUN, tmp_path)
     for out, where in ((run, "is the run"), (run / "validation", "lies inside the run")):
-        assert_refused(*rl_gns(capsys, command, source, "--out", out), f"--out {out} {where} {run}")
+        assert_refused(*rl_gns(capsys, *reading(command, source), "--out", out), f"--out {out} {where} {run}")
         assert not (out / "probes.md").exists() and not (out / "predictors.md").exists()
 
 
@@ -415,9 +424,9 @@ def test_a_validation_is_not_written_into_a_run_or_study(tmp_path, capsys, comma
     ("command", "source", "args", "outputs"),
     [
         ("analyze", SWEEP, [], sweep_report.OUTPUTS),
-        ("scaling-report", SCALING, [], scaling_report.OUTPUTS),
+        ("scaling", SCALING, [], scaling_report.OUTPUTS),
         ("probe-report", PROBE, [], probe_report.OUTPUTS),
-        ("bench-report", BENCH, [], bench_report.OUTPUTS),
+        ("bench", BENCH, [], bench_report.OUTPUTS),
         ("compare-adaptive", ADAPTIVE, ["--fixed", RESULTS / "sweeps" / "beamrider_ram"], adaptive_report.OUTPUTS),
         ("validate-predictors", RESULTS / "sweeps" / "beamrider_ram", ["--out"], predictor_validation.OUTPUTS),
         ("validate-probes", RESULTS / "probes_v6" / "Pong" / "at500k", ["--out"], probe_validation.OUTPUTS),
@@ -434,7 +443,9 @@ def test_a_blocked_output_is_refused_before_any_output_is_written(tmp_path, caps
         (out / output).mkdir()
         written = {path: path.stat().st_mtime_ns for path in out.iterdir()}
         given = [directory, *args, *([out] if args == ["--out"] else [])]
-        assert_refused(*rl_gns(capsys, command, *given), f"cannot write {out / output}: a directory is there")
+        assert_refused(
+            *rl_gns(capsys, *reading(command, given[0]), *given[1:]), f"cannot write {out / output}: a directory is there"
+        )
         assert {path: path.stat().st_mtime_ns for path in out.iterdir()} == written
         (out / output).rmdir()
 
@@ -495,7 +506,9 @@ def test_progress_rows_out_of_order_are_one_line(tmp_path, capsys, command):
     header, *rows = progress.read_text().splitlines(keepends=True)
     progress.write_text("".join([header, *reversed(rows)]))
     target = sweep if command == "analyze" else progress.parent
-    assert_refused(*rl_gns(capsys, command, target), f"{progress}: its rows' agent steps are not non-negative numbers")
+    assert_refused(
+        *rl_gns(capsys, *reading(command, target)), f"{progress}: its rows' agent steps are not non-negative numbers"
+    )
     assert (
         not (sweep / "results.json").exists() or (sweep / "results.json").read_bytes() == (SWEEP / "results.json").read_bytes()
     )
@@ -514,11 +527,11 @@ def test_plot_leaves_a_run_in_training_to_its_writer(tmp_path, capsys):
     [
         ("analyze", SWEEP, []),
         ("probe-report", PROBE, []),
-        ("bench-report", BENCH, []),
-        ("scaling-report", SCALING, []),
+        ("bench", BENCH, []),
+        ("scaling", SCALING, []),
         ("compare-adaptive", ADAPTIVE, ["--fixed", RESULTS / "sweeps" / "beamrider_ram"]),
     ],
-    ids=["analyze", "probe-report", "bench-report", "scaling-report", "compare-adaptive"],
+    ids=["analyze", "probe-report", "bench", "scaling", "compare-adaptive"],
 )
 def test_a_report_leaves_a_study_in_progress_to_its_writer(tmp_path, capsys, command, source, extra):
     """A sweep, probe, benchmark or scaling measurement in progress has one writer: a report into its directory waits
@@ -526,7 +539,7 @@ def test_a_report_leaves_a_study_in_progress_to_its_writer(tmp_path, capsys, com
     study = copy(source, tmp_path)
     before = {path: path.stat().st_mtime_ns for path in study.rglob("*")}
     with lock_held_elsewhere(study) as pid:
-        assert_refused(*rl_gns(capsys, command, study, *extra), f"{study} is being written by process {pid}")
+        assert_refused(*rl_gns(capsys, *reading(command, study), *extra), f"{study} is being written by process {pid}")
     assert {path: path.stat().st_mtime_ns for path in study.rglob("*") if path.name != ".lock"} == before
 
 
@@ -543,12 +556,14 @@ def test_compare_adaptive_refuses_runs_that_are_not_adaptive(tmp_path, capsys):
     assert_refused(*rl_gns(capsys, "compare-adaptive", fixed, "--fixed", fixed), "is not an adaptive run")
 
 
-@pytest.mark.parametrize(("command", "source"), [("analyze", SWEEP), ("probe-report", PROBE), ("bench-report", BENCH)])
+@pytest.mark.parametrize(("command", "source"), [("analyze", SWEEP), ("probe-report", PROBE), ("bench", BENCH)])
 def test_runs_that_is_a_file_is_one_line(tmp_path, capsys, command, source):
     directory = copy(source, tmp_path)
     shutil.rmtree(directory / "runs")
     (directory / "runs").write_text("not the runs\n")
-    assert_refused(*rl_gns(capsys, command, directory), f"{directory / 'runs'} is a file, not the directory of the runs")
+    assert_refused(
+        *rl_gns(capsys, *reading(command, directory)), f"{directory / 'runs'} is a file, not the directory of the runs"
+    )
 
 
 def test_a_run_config_whose_sizes_disagree_is_one_line(tmp_path, capsys):
@@ -685,7 +700,7 @@ def test_benchmark_runs_swapped_between_games_are_refused(tmp_path, capsys):
     alien.rename(tmp_path / "swap")
     breakout.rename(alien)
     (tmp_path / "swap").rename(breakout)
-    status, stderr = rl_gns(capsys, "bench-report", bench)
+    status, stderr = rl_gns(capsys, *reading("bench", bench))
     assert_refused(status, stderr, f"{alien / 'config.json'}: not the run alien_s0", "played breakout, seed 0")
 
 
@@ -696,11 +711,11 @@ def test_a_benchmark_whose_selection_is_left_out_reports_every_game_of_its_tier(
     settings = json.loads((bench / "bench.json").read_text())
     settings.pop(key)
     (bench / "bench.json").write_text(json.dumps(settings))
-    assert rl_gns(capsys, "bench-report", bench)[0] == 0
+    assert rl_gns(capsys, *reading("bench", bench))[0] == 0
     left_out = json.loads((bench / "results.json").read_text())
     settings[key] = None
     (bench / "bench.json").write_text(json.dumps(settings))
-    assert rl_gns(capsys, "bench-report", bench)[0] == 0
+    assert rl_gns(capsys, *reading("bench", bench))[0] == 0
     assert json.loads((bench / "results.json").read_text())["status"] == left_out["status"]
 
 
@@ -817,7 +832,7 @@ def test_scaling_measurements_that_rl_gns_did_not_write_are_refused(tmp_path, ca
     scaling = copy(SCALING, tmp_path)
     log = scaling / "measurements.jsonl"
     log.write_text("\n".join(edit(log.read_text().splitlines())) + "\n")
-    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: {message}")
+    assert_refused(*rl_gns(capsys, *reading("scaling", scaling)), f"{log}: {message}")
 
 
 @pytest.mark.parametrize(
@@ -838,11 +853,11 @@ def test_scaling_settings_or_times_the_model_cannot_fit_are_refused(tmp_path, ca
     path = scaling / file
     assert edit[0] in path.read_text()
     path.write_text(path.read_text().replace(*edit, 1))
-    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{path}: {message}")
+    assert_refused(*rl_gns(capsys, *reading("scaling", scaling)), f"{path}: {message}")
 
 
 def test_scaling_report_on_another_kind_of_directory_says_so(tmp_path, capsys):
-    assert_refused(*rl_gns(capsys, "scaling-report", SWEEP), f"{SWEEP} is not a scaling directory (no settings.json")
+    assert_refused(*rl_gns(capsys, *reading("scaling", SWEEP)), f"{SWEEP} is not a scaling directory (no settings.json")
 
 
 def test_a_scaling_measurement_cut_short_is_left_out_and_a_bad_one_is_one_line(tmp_path, capsys):
@@ -855,13 +870,13 @@ def test_a_scaling_measurement_cut_short_is_left_out_and_a_bad_one_is_one_line(t
     log.write_text("".join(rest) + first[:30])
     append_measurement(log, json.loads(first))  # the writer drops the cut line before appending
     assert sorted(log.read_text().splitlines()) == sorted(whole.splitlines())
-    assert rl_gns(capsys, "scaling-report", scaling)[0] == 0
+    assert rl_gns(capsys, *reading("scaling", scaling))[0] == 0
     log.write_text(whole.replace('"agent_steps_per_s": ', '"agent_steps_per_s": "fast", "was": ', 1))
-    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1: 'agent_steps_per_s' is 'fast'")
+    assert_refused(*rl_gns(capsys, *reading("scaling", scaling)), f"{log}: line 1: 'agent_steps_per_s' is 'fast'")
     log.write_text(whole.replace('"n_envs": ', '"n_envs": 0, "was": ', 1))
-    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1: 'n_envs' is 0, not int in 1..2147483647")
+    assert_refused(*rl_gns(capsys, *reading("scaling", scaling)), f"{log}: line 1: 'n_envs' is 0, not int in 1..2147483647")
     log.write_text("{not json\n" + whole)
-    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: line 1 is not valid JSON")
+    assert_refused(*rl_gns(capsys, *reading("scaling", scaling)), f"{log}: line 1 is not valid JSON")
 
 
 def test_validate_probes_refuses_probes_none_of_which_is_reported(tmp_path, capsys):
@@ -880,13 +895,15 @@ def test_validate_probes_refuses_a_probe_named_twice(tmp_path, capsys):
     assert not (tmp_path / "v").exists()
 
 
-@pytest.mark.parametrize("command", ["validate-predictors", "bench-report"])
+@pytest.mark.parametrize("command", ["validate-predictors", "bench"])
 def test_a_sweep_named_twice_is_refused(tmp_path, capsys, command):
     """It would count as two games' sweeps, or twice in a benchmark's B_crit."""
     sweep = RESULTS / "sweeps" / "beamrider_ram"
     again = Path(os.path.relpath(sweep)) if sweep.is_absolute() else sweep.absolute()
     args = [sweep, again, "--out", tmp_path / "v"] if command == "validate-predictors" else [BENCH, "--sweeps", sweep, again]
-    assert_refused(*rl_gns(capsys, command, *args), f"the sweep {again} is named twice (as {sweep} too)")
+    assert_refused(
+        *rl_gns(capsys, *reading(command, args[0]), *args[1:]), f"the sweep {again} is named twice (as {sweep} too)"
+    )
     assert not (tmp_path / "v").exists()
 
 
@@ -918,7 +935,7 @@ def test_a_binary_scaling_log_is_one_line_naming_the_file(tmp_path, capsys):
     scaling = copy(SCALING, tmp_path)
     log = scaling / "measurements.jsonl"
     log.write_bytes(b'{"n_envs": 1}\n\xff\xfe\x00\n')
-    assert_refused(*rl_gns(capsys, "scaling-report", scaling), f"{log}: not a text file")
+    assert_refused(*rl_gns(capsys, *reading("scaling", scaling)), f"{log}: not a text file")
 
 
 @pytest.mark.parametrize("content", ["", "time/total_timesteps,train/loss\n"], ids=["empty", "header only"])
@@ -991,7 +1008,8 @@ def test_scaling_report_refuses_a_sweep_without_a_fit_in_one_line(tmp_path, caps
     sweep, scaling = copy(SWEEP, tmp_path), copy(SCALING, tmp_path)
     assert rl_gns(capsys, "analyze", sweep, "--bootstrap", "10")[0] == 0
     assert_refused(
-        *rl_gns(capsys, "scaling-report", scaling, "--sweep", sweep), f"{sweep}/results.json has no B_crit fit for any target"
+        *rl_gns(capsys, *reading("scaling", scaling), "--sweep", sweep),
+        f"{sweep}/results.json has no B_crit fit for any target",
     )
 
 
@@ -1017,7 +1035,7 @@ def test_advise_and_scaling_report_refuse_a_run_without_rows(tmp_path, capsys):
     header_only(run / "progress.csv")
     assert_refused(*rl_gns(capsys, "advise", run), "no logged rows yet")
     scaling = copy(SCALING, tmp_path)
-    assert_refused(*rl_gns(capsys, "scaling-report", scaling, "--noise-run", run), "no logged rows yet")
+    assert_refused(*rl_gns(capsys, *reading("scaling", scaling), "--noise-run", run), "no logged rows yet")
 
 
 # 6. partial runs: too little data for a number

@@ -1,6 +1,6 @@
 """``rl-gns bench``: the benchmark suite, every game of a tier × seeds, trained with noise-scale logging.
 
-Stage one of two (run -> ``rl-gns bench-report``), talking through files. The suite is data shipped
+Stage one of two (run -> the report, ``rl-gns bench --report-only`` alone), talking through files. The suite is data shipped
 with the package (:mod:`rl_gns.records.tables`): the games and their reference scores, and the tiers
 (``smoke``, ``cpu``, ``full``). Each run is a ``rl-gns train`` run directory ``<out>/runs/<game>_s<seed>/``
 launched by :func:`rl_gns.experiments.runner.run_all`. ``<out>/bench.json`` records the tier and the game

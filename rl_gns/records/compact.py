@@ -72,7 +72,7 @@ KEPT_COLUMNS: dict[str, str] = {
     re.escape(N_ENVS_KEY): "rl-gns advise and compare-adaptive: an adaptive run's env count at each row",
     rf"gns/[a-z_]+/(?:g2|trace_sigma)_(?:{_LOSS})_raw": (
         "rundir.noise_columns and noise_sums: the raw estimates that analyze, probe-report, validate-probes, "
-        "bench-report, advise, plot, compare-adaptive and scaling-report pool"
+        "bench, advise, plot, compare-adaptive and scaling pool"
     ),
     r"gns/[a-z_]+/b_(?:small|big)": (
         "benchmarks/data_parallel.py and benchmarks/fixed_parameters.py: the batch sizes of a measurement"

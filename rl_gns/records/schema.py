@@ -316,7 +316,7 @@ def require_game(entry: Any, where: str) -> dict[str, Any]:
 
 #: A range of the paper's: ``(low, high)``, ``0 < low <= high``.
 Range = Annotated[tuple[float, float], lambda value: 0 < value[0] <= value[1], "[low, high] with 0 < low <= high"]
-#: The paper's Atari ranges in frames that ``bench-report`` draws (``envs/suites.toml``, and ``bench.json``'s copy).
+#: The paper's Atari ranges in frames that the benchmark's report draws (``envs/suites.toml``, and ``bench.json``'s copy).
 PAPER_RANGES_FIELDS: dict[str, Any] = {
     name: Range for name in ("b_crit_start", "b_crit_average", "b_simple_start", "b_simple_average")
 }

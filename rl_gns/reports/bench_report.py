@@ -1,4 +1,5 @@
-"""``rl-gns bench-report``: the benchmark's Table 1, scores against references, and the aggregate.
+"""The benchmark's report (``rl-gns bench --report-only``, and the last stage of ``rl-gns bench``): its Table 1,
+scores against references, and the aggregate.
 
 Stage two of ``rl-gns bench``. Reads only files on disk: ``bench.json`` and each finished run's
 ``progress.csv`` and ``episodes.csv`` (plus the ``results.json`` of analysed sweeps, for B_crit).
@@ -637,7 +638,12 @@ def check(config: BenchReportConfig) -> None:
         raise ValueError(f"{config.bench_dir} is not a benchmark directory (no bench.json)")
     check_outputs(config.bench_dir, OUTPUTS)
     report_scheme([run.config().gns_schemes for run in finished_runs(config.bench_dir)])
-    check_named_once(config.sweeps, "sweep")
-    for sweep_dir in config.sweeps:
+    check_sweeps(config.sweeps)
+
+
+def check_sweeps(sweeps: tuple[Path, ...]) -> None:
+    """``--sweeps``: each named once and analysed (``ValueError`` otherwise)."""
+    check_named_once(sweeps, "sweep")
+    for sweep_dir in sweeps:
         if not (sweep_dir / "results.json").exists():
             raise ValueError(f"--sweeps {sweep_dir}: no results.json (run rl-gns analyze on it first)")

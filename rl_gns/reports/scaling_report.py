@@ -1,4 +1,4 @@
-"""``rl-gns scaling-report`` (and the last stage of ``rl-gns scaling``): the throughput model and what more envs buy.
+"""``rl-gns scaling --report-only`` (and the last stage of ``rl-gns scaling``): the throughput model and what more envs buy.
 
 Reads only files: a scaling directory (``settings.json``, ``measurements.jsonl``), optionally an analysed
 sweep (``results.json``: its fitted ``S(B)``) and a training run (its noise scale). Fits
@@ -161,8 +161,8 @@ SCALING_FLAGS = ("n_steps", "n_minibatches", "minibatch_size", "n_epochs", "iter
 
 def commands(config: ScalingReportConfig, settings: dict, measured: list[dict]) -> list[str]:
     """The commands that make the report again, with its paths as they were given: ``rl-gns scaling`` with every
-    setting ``settings.json`` records and the env counts and ranks measured, then ``rl-gns scaling-report`` with its
-    options."""
+    setting ``settings.json`` records and the env counts and ranks measured, then its report alone
+    (``--report-only``) with the report's options."""
     n_envs = sorted({row["n_envs"] for row in measured})
     nproc = sorted({row.get("nproc") or 1 for row in measured})
     flags = [f"--env {settings['env']}", f"--n-envs {' '.join(map(str, n_envs))}"]
@@ -174,7 +174,7 @@ def commands(config: ScalingReportConfig, settings: dict, measured: list[dict]) 
     options.append(f"--devices {' '.join(map(str, config.devices))}")
     return [
         " ".join(["rl-gns scaling", *flags, "--out", scaling_dir]),
-        " ".join(["rl-gns scaling-report", scaling_dir, *options]),
+        " ".join(["rl-gns scaling --report-only --out", scaling_dir, *options]),
     ]
 
 

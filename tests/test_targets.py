@@ -12,6 +12,7 @@ from rl_gns.core.targets import (
     expected_games,
     first_reached,
     game_length,
+    game_midpoints,
     null_crossing,
     null_floor,
     null_max_running_scores,
@@ -19,8 +20,11 @@ from rl_gns.core.targets import (
     running_score,
     spaced_targets,
     steps_and_experience,
+    trend_crossing,
     window_midpoint,
 )
+from rl_gns.records.rundir import RunDir
+from rl_gns.reports.sweep_analysis import iterations_to, load_run
 from rl_gns.reports.targets_report import TargetsConfig, targets
 
 #: Breakout's committed null run (learning rate 0) and pilot of the one-step regime, and their targets.json.
@@ -71,6 +75,44 @@ def test_window_midpoint_is_the_mean_midpoint_of_the_games():
     assert window_midpoint(np.array([300]), np.array([300]), 1) == pytest.approx(150.0)
     with pytest.raises(ValueError):
         window_midpoint(np.array([1, 2]), np.array([1]), 1)
+
+
+def test_game_midpoints_are_each_games_middle_in_agent_steps_of_all_envs():
+    assert np.allclose(game_midpoints(np.array([1000, 1200]), np.array([100, 50]), 4), [800.0, 1100.0])
+    with pytest.raises(ValueError):
+        game_midpoints(np.array([]), np.array([]), 1)
+
+
+def test_trend_crossing_is_where_the_least_squares_line_meets_the_target():
+    """Scores on a line ``2 + 0.5 t`` meet 12 at t = 20, whatever residuals orthogonal to (1, t) are added; a score
+    that does not rise, too few games, or games at one midpoint have no crossing to time (inf)."""
+    t = np.arange(10.0)
+    assert trend_crossing(t, 2 + 0.5 * t, 12.0) == pytest.approx(20.0)
+    design = np.stack([np.ones_like(t), t], axis=1)
+    noise = np.random.default_rng(0).normal(size=10)
+    orthogonal = noise - design @ np.linalg.lstsq(design, noise, rcond=None)[0]  # no part along 1 or t
+    assert trend_crossing(t, 2 + 0.5 * t + 3 * orthogonal, 12.0) == pytest.approx(20.0)
+    assert trend_crossing(t, 2 + 0.5 * t, 2.0) == pytest.approx(0.0)  # already there at t = 0
+    for scores in (np.full(10, 5.0), 10 - t):
+        assert trend_crossing(t, scores, 12.0) == math.inf
+    assert trend_crossing(t[:2], t[:2], 1.0) == math.inf and trend_crossing(np.ones(5), t[:5], 1.0) == math.inf
+    with pytest.raises(ValueError):
+        trend_crossing(t, t[:3], 1.0)
+
+
+def test_trend_crossing_is_not_drawn_early_by_a_window_of_noise():
+    """A score rising slowly against game noise (a large rollout: many games per iteration): the first window of 20
+    games to reach the target stands for a midpoint about 17 % before the true crossing (median of 500 seeded runs),
+    while the line through the games meets the target within 5 % of it (the true crossing is at t = 1)."""
+    rng = np.random.default_rng(1)
+    first, trend = [], []
+    for _ in range(500):
+        t = np.sort(rng.uniform(0, 1.5, size=600))  # 400 games to the true crossing
+        scores = 1.5 * t + rng.normal(size=600)  # the target 1.5 is 1.5 game sds above the start
+        hit = first_reached(t, scores, 1.5, 20)
+        first.append(np.mean(t[hit - 19 : hit + 1]))
+        trend.append(trend_crossing(t[: hit + 1], scores[: hit + 1], 1.5))
+    assert np.median(first) < 0.9 and abs(np.median(trend) - 1) < 0.05
 
 
 def test_game_length_is_agent_steps_per_game_just_before_the_point():
@@ -144,3 +186,23 @@ def test_the_committed_targets_reproduce_and_given_targets_are_scored_at_any_cou
         scored = targets(replace(config, given=given, learning_rates=n_rates))["false_crossing"]
         assert scored == pytest.approx([1 - (1 - p) ** n_rates for p in one["false_crossing"]])
     assert "target 2.2: p_null" in capsys.readouterr().out
+
+
+def test_a_runs_trend_steps_are_the_least_squares_crossing_of_its_games():
+    """A committed run read back at a target its running score reached after 40 games: the trend measure is where
+    numpy's own least-squares line through the scores of its games up to the reaching one, each at its midpoint, meets
+    the target, in PPO iterations; :func:`iterations_to` gives it by name."""
+    run = RunDir(
+        Path(__file__).resolve().parents[1] / "results" / "resume" / "beamrider_ram_sweep" / "runs" / "n0004_lr3.54e-04_s0"
+    )
+    config, games = run.config(), run.episodes()
+    running = running_score(games["score"], 20)
+    target = float(np.nanmax(running[:40]))  # first reached at or before game 40, not by the first window
+    game = first_reached(games["env_steps"], games["score"], target, 20)
+    assert game is not None and 19 < game < 40
+    midpoints = games["env_steps"][: game + 1] - config.n_envs * games["length_frames"][: game + 1] / 4 / 2
+    slope, intercept = np.polyfit(midpoints, games["score"][: game + 1], 1)
+    expected = max((target - intercept) / slope, midpoints[0]) / config.rollout_size
+    reach = load_run(run, [target], 20).reached[target]
+    assert reach.trend_iterations == pytest.approx(expected) and iterations_to(reach, "trend") == reach.trend_iterations
+    assert iterations_to(reach, "midpoint") == reach.midpoint_iterations != reach.trend_iterations

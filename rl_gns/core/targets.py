@@ -20,8 +20,9 @@ DEFAULT_WINDOW = 20
 
 
 #: What a run's PPO iterations to a target count: ``passage``, the iteration whose game took the running score to the
-#: target; ``midpoint``, the iteration that running score's games stand for (:func:`window_midpoint`).
-StepsMeasure = Literal["passage", "midpoint"]
+#: target; ``midpoint``, the iteration that running score's games stand for (:func:`window_midpoint`); ``trend``, the
+#: iteration where the least-squares line through every game's score up to then meets the target (:func:`trend_crossing`).
+StepsMeasure = Literal["passage", "midpoint", "trend"]
 
 
 def running_score(scores_N: np.ndarray, window: int = DEFAULT_WINDOW) -> np.ndarray:
@@ -54,23 +55,59 @@ def first_reached(env_steps_N: np.ndarray, scores_N: np.ndarray, target: float, 
     return int(reached[0]) if len(reached) else None
 
 
+def game_midpoints(end_steps_N: np.ndarray, lengths_N: np.ndarray, n_envs: int) -> np.ndarray:
+    """``(N,)`` the agent step each game stands for, its midpoint: ``t_mid,g = t_end,g − n_envs · ℓ_g / 2``, since a
+    game of ``ℓ_g`` agent steps on one env ran while all ``n_envs`` envs together took ``n_envs · ℓ_g`` agent steps.
+
+    :param end_steps_N: ``(N,)`` agent steps (all envs) at which each game finished.
+    :param lengths_N: ``(N,)`` each game's length in agent steps of its env (frames / frame skip).
+    :param n_envs: envs stepped together.
+    """
+    end_steps_N, lengths_N = np.asarray(end_steps_N, dtype=float), np.asarray(lengths_N, dtype=float)
+    if end_steps_N.shape != lengths_N.shape or not len(end_steps_N):
+        raise ValueError("end_steps_N and lengths_N must be non-empty and of one shape")
+    return end_steps_N - n_envs * lengths_N / 2
+
+
 def window_midpoint(end_steps_W: np.ndarray, lengths_W: np.ndarray, n_envs: int) -> float:
-    """The agent step a running score stands for: the mean over its ``W`` games of each game's midpoint,
-
-        t_mid = (1 / W) Σ_g (t_end,g − n_envs · ℓ_g / 2),
-
-    since a game of ``ℓ_g`` agent steps on one env ran while all ``n_envs`` envs together took ``n_envs · ℓ_g`` agent
-    steps. A running score reached at ``t_end`` judges games played over the agent steps before it: it lags the
-    policy by about ``(W + n_envs) · ℓ / 2`` agent steps, the same at every rollout size of one env count.
+    """The agent step a running score stands for: the mean of its ``W`` games' midpoints (:func:`game_midpoints`),
+    ``t_mid = (1 / W) Σ_g (t_end,g − n_envs · ℓ_g / 2)``. A running score reached at ``t_end`` judges games played
+    over the agent steps before it: it lags the policy by about ``(W + n_envs) · ℓ / 2`` agent steps, the same at
+    every rollout size of one env count.
 
     :param end_steps_W: ``(W,)`` agent steps (all envs) at which each game of the window finished.
     :param lengths_W: ``(W,)`` each game's length in agent steps of its env (frames / frame skip).
     :param n_envs: envs stepped together.
     """
-    end_steps_W, lengths_W = np.asarray(end_steps_W, dtype=float), np.asarray(lengths_W, dtype=float)
-    if end_steps_W.shape != lengths_W.shape or not len(end_steps_W):
-        raise ValueError("end_steps_W and lengths_W must be non-empty and of one shape")
-    return float(np.mean(end_steps_W - n_envs * lengths_W / 2))
+    return float(np.mean(game_midpoints(end_steps_W, lengths_W, n_envs)))
+
+
+def trend_crossing(midpoints_N: np.ndarray, scores_N: np.ndarray, target: float) -> float:
+    """When a run's mean score met ``target``, read off a line through all its games rather than one window: the
+    ordinary least-squares line of the scores against the games' midpoints, and where it meets the target,
+
+        ŝ(t) = a + b·t  (least squares over the N games),    t* = (target − a) / b.
+
+    The first passage of a running score is drawn early by noise, and the more so the more slowly the score rises
+    per game, which a large rollout makes it do (each iteration plays more games); that biases ``B_crit`` upwards.
+    A line through every game weighs the noise of the last window against all the games before it.
+
+    :param midpoints_N: ``(N,)`` the games' midpoints (:func:`game_midpoints`), any unit of time.
+    :param scores_N: ``(N,)`` their raw scores.
+    :param target: the score to meet.
+    :return: ``t*`` in the unit of ``midpoints_N``; ``inf`` where the line does not rise (``b <= 0``: the scores show
+        no learning to time) or fewer than 3 games or one midpoint leave it undefined.
+    """
+    t, y = np.asarray(midpoints_N, dtype=float), np.asarray(scores_N, dtype=float)
+    if t.shape != y.shape:
+        raise ValueError("midpoints_N and scores_N must have the same shape")
+    if len(t) < 3 or np.ptp(t) == 0:
+        return math.inf
+    t_centred = t - t.mean()
+    slope = float(np.dot(t_centred, y - y.mean()) / np.dot(t_centred, t_centred))
+    if not slope > 0:
+        return math.inf
+    return float(t.mean() + (target - y.mean()) / slope)
 
 
 def resolvable_improvement(score_sd: float, window: int, n_noise: float) -> float:

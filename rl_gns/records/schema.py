@@ -240,7 +240,7 @@ PROBE_FIELDS: dict[str, Any] = {
     "env_steps": Whole,
     "window": Count,
     "first_seed": Whole | None,
-    "steps": Literal["passage", "midpoint"] | None,
+    "steps": Literal["passage", "midpoint", "trend"] | None,
     "start_score": Finite | None,
     "start_score_sd": NonNegative | None,
     "anchor_games": Count | None,

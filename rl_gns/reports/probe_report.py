@@ -426,12 +426,27 @@ def print_verdict(result: ProbeResult) -> None:
         print(f"  note: {note}", flush=True)
 
 
+#: What a branch's steps S count, by the probe's ``--steps`` (the report's sentence).
+STEPS_TEXT: dict[str, str] = {
+    "passage": "the PPO iteration at which its running score first reached the target.",
+    "midpoint": "the PPO iteration its running score's games stand for (their mean midpoint), when that score first "
+    "reached the target.",
+    "trend": "the PPO iteration at which the least-squares line through the scores of its games, up to the one that "
+    "took its running score to the target, against their midpoints meets the target.",
+}
+#: The figure's axis where it is not the passage's.
+STEPS_LABELS: dict[str, str] = {
+    "midpoint": "PPO iterations to the target (midpoint of the reaching games)",
+    "trend": "PPO iterations to the target (line through the games' scores)",
+}
+
+
 def plot(result: ProbeResult, ax: Axes) -> Axes:
     """The reported target's steps against rollout size with its fit (:func:`plot_probe`), titled with the probe."""
     chosen = result.chosen
     plot_probe(chosen.batch_N, chosen.steps_N, chosen.fit, result.predictor, ax)
-    if result.measure == "midpoint":
-        ax.set_ylabel("PPO iterations to the target (midpoint of the reaching games)")
+    if result.measure in STEPS_LABELS:
+        ax.set_ylabel(STEPS_LABELS[result.measure])
     ax.set_title(f"{result.probe['source']} {result.at.split(' of ')[0]}", fontsize=10)
     return ax
 
@@ -497,13 +512,7 @@ def markdown(result: ProbeResult) -> str:
         "",
         *null_lines(probe),
         *ladder_lines(result.rungs, chosen, earliest, probe["start_score"]),
-        "Steps S of a branch: "
-        + (
-            "the PPO iteration its running score's games stand for (their mean midpoint), when that score first "
-            "reached the target."
-            if result.measure == "midpoint"
-            else "the PPO iteration at which its running score first reached the target."
-        )
+        f"Steps S of a branch: {STEPS_TEXT[result.measure]}"
         + f" A branch's first running score stands for agent step {fmt(earliest)} (median over branches), the earliest"
         " the probe can time a reach"
         + ("." if fit is None else f"; the fit's E_min is {fmt(fit.e_min / earliest, 2)}x that."),

@@ -41,7 +41,15 @@ from rl_gns.core.criterion import at_edge, fastest
 from rl_gns.core.names import LOSSES
 from rl_gns.core.noise_scale import NoiseSums, pool
 from rl_gns.core.schemes import FACTORS, Candidate
-from rl_gns.core.targets import StepsMeasure, first_reached, running_score, steps_and_experience, window_midpoint
+from rl_gns.core.targets import (
+    StepsMeasure,
+    first_reached,
+    game_midpoints,
+    running_score,
+    steps_and_experience,
+    trend_crossing,
+    window_midpoint,
+)
 from rl_gns.core.tradeoff import MIN_FIT_SIZES, TradeoffFit, fit_tradeoff
 from rl_gns.records.rundir import (
     PROBE,
@@ -89,6 +97,11 @@ class Reach:
     midpoint_iterations: float = math.nan
     """The PPO iteration the reaching running score stands for: its games' mean midpoint
     (:func:`~rl_gns.core.targets.window_midpoint`) over the rollout size."""
+    trend_iterations: float = math.inf
+    """The PPO iteration at which the least-squares line through the scores of every game up to the reaching one
+    against their midpoints meets the target (:func:`~rl_gns.core.targets.trend_crossing`), at the earliest the first
+    game's midpoint (a line met before the run's first game cannot time it earlier); ``inf`` where it does not
+    rise."""
     first_window: bool = False
     """The run's first full running score (its first ``window`` games) was already at the target: the run got there
     at or before then, so ``iterations`` is an upper bound, and the score measure cannot time it more finely."""
@@ -168,12 +181,15 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
             }
             window_games = slice(game - window + 1, game + 1)
             midpoint = window_midpoint(episodes["env_steps"][window_games], lengths[window_games], config.n_envs)
+            games = slice(0, game + 1)
+            midpoints = game_midpoints(episodes["env_steps"][games], lengths[games], config.n_envs)
             record.reached[target] = Reach(
                 iterations,
                 env_steps,
                 float(episodes["wall_s"][game]),
                 noise,
                 midpoint / record.rollout_size,
+                max(trend_crossing(midpoints, episodes["score"][games], target), midpoints[0]) / record.rollout_size,
                 first_window=game == window - 1,
                 start_noise=start_noise,
             )
@@ -234,7 +250,9 @@ class TargetResult:
 
 
 def iterations_to(reach: Reach, measure: StepsMeasure = "passage") -> float:
-    """``S`` of one reached target, by ``measure``."""
+    """``S`` of one reached target, by ``measure``: ``inf`` where ``trend`` finds no rise to time."""
+    if measure == "trend":
+        return reach.trend_iterations
     return reach.midpoint_iterations if measure == "midpoint" else reach.iterations
 
 
@@ -242,8 +260,15 @@ def best_per_seed(
     runs: list[RunRecord], target: float, rollout_size: int, measure: StepsMeasure = "passage"
 ) -> dict[int, RunRecord]:
     """For each seed at one rollout size, in the order the seeds first appear in ``runs``, the run (over learning
-    rates) that reached ``target`` in fewest steps (:func:`~rl_gns.core.criterion.fastest`)."""
-    reached = [run for run in runs if run.rollout_size == rollout_size and target in run.reached]
+    rates) that reached ``target`` in fewest steps (:func:`~rl_gns.core.criterion.fastest`); a run whose steps
+    ``measure`` cannot time (``trend`` without a rise) counts as not reaching it."""
+    reached = [
+        run
+        for run in runs
+        if run.rollout_size == rollout_size
+        and target in run.reached
+        and math.isfinite(iterations_to(run.reached[target], measure))
+    ]
     by_name = {run.name: run for run in reached}
     best: dict[int, RunRecord] = {}
     for seed in dict.fromkeys(run.seed for run in reached):

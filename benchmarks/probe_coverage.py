@@ -15,6 +15,12 @@ probe here has a known ``B_crit`` and adds them one at a time:
    target is the start score plus 3 standard errors of the running score (v7's rule).
 4. ``+ games, null floor``: the same, the target raised to the null floor of criterion v8 (1 % for the best of 3
    rates that learn nothing, over every game a branch of the largest size plays within the budget).
+5. ``+ games, null floor, trend``: the same games and target, ``S`` read as ``rl-gns probe --steps trend`` reads it:
+   where the least-squares line through the scores of every game up to the reaching window's last meets the target
+   (:func:`rl_gns.core.targets.trend_crossing`).
+
+``--curve`` bends the mean score's rise (``linear``; ``concave``, fast then slow; ``convex``, slow then fast), each
+passing the target at the branch's true steps, to see what a line through a curve does.
 
 The truth is ``B_crit = E_min / S_min`` of ``S_true(B) = S_min (1 + B_crit / B)`` at the best rate. The fit uses every
 kept branch (sizes × seeds that reached the target within the budget).
@@ -26,17 +32,24 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+import shlex
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import tyro
 
-from rl_gns.core.targets import null_floor, null_max_running_scores, resolvable_improvement
+from rl_gns.core.targets import null_floor, null_max_running_scores, resolvable_improvement, trend_crossing
 from rl_gns.core.tradeoff import fit_local_tradeoff
 
-SCENARIOS = ("scatter", "+ rates", "+ games, 3 SE", "+ games, null floor")
+SCENARIOS = ("scatter", "+ rates", "+ games, 3 SE", "+ games, null floor", "+ games, null floor, trend")
+#: How a bent mean score rises to the target at ``x = t / S_true = 1``, as a fraction of the target (``k = 2``).
+CURVES = {
+    "concave": lambda x: (1 - np.exp(-2 * x)) / (1 - math.exp(-2)),
+    "convex": lambda x: (np.exp(2 * x) - 1) / (math.exp(2) - 1),
+}
 
 
 @dataclass
@@ -63,6 +76,10 @@ class Args:
     """σ of ln S between seeds at one size and rate (learning's own scatter, before the games add theirs)."""
     lr_offset_sd: float = 0.5
     """σ of ln(r* / rule) per probe; each size adds half of it again."""
+    curve: Literal["linear", "concave", "convex"] = "linear"
+    """How the mean score rises from the start score to the target (see the docstring)."""
+    scenarios: list[str] = field(default_factory=lambda: list(SCENARIOS[:4]))
+    """Scenarios to simulate, of SCENARIOS (the trend measure's is given by name)."""
     draws: int = 300
     """Simulated probes per B_crit and scenario."""
     seed: int = 0
@@ -78,11 +95,18 @@ GRID = np.array([0.5, 1.0, 2.0])
 
 
 def games_to_target(
-    rng: np.random.Generator, args: Args, n_steps: int, s_true: float, target: float, drift: bool = True
+    rng: np.random.Generator,
+    args: Args,
+    n_steps: int,
+    s_true: float,
+    target: float,
+    drift: bool = True,
+    trend: bool = False,
 ) -> float | None:
     """Iterations (PPO updates of ``n_envs · n_steps`` agent steps) until a window of games reaches ``target``, timed
-    by the window's midpoint; ``None`` if no window does within the budget. Scores are ``N(m(t), 1)`` with ``m``
-    rising from 0 at iteration 0 to ``target`` at ``s_true`` (flat at 0 with ``drift=False``: a null branch)."""
+    by the window's midpoint, or with ``trend`` by the least-squares line through the games up to it; ``None`` if no
+    window reaches it within the budget. Scores are ``N(m(t), 1)`` with ``m`` rising along ``--curve`` from 0 at
+    iteration 0 to ``target`` at ``s_true`` (flat at 0 with ``drift=False``: a null branch)."""
     rollout = args.n_envs * n_steps
     per_env = args.budget_steps / args.n_envs  # agent steps each env plays within the budget
     most = int(per_env / (0.5 * args.game_length)) + 2  # games an env can finish at half the mean length
@@ -93,7 +117,12 @@ def games_to_target(
     order = np.argsort(end_e)
     end_e, length_e = end_e[order], length_e[order]
     mid_iter = (end_e - length_e / 2) / n_steps  # a game's midpoint, in iterations (each iteration: n_steps per env)
-    mean = target * mid_iter / s_true if drift else np.zeros_like(mid_iter)
+    if not drift:
+        mean = np.zeros_like(mid_iter)
+    elif args.curve == "linear":
+        mean = target * mid_iter / s_true
+    else:
+        mean = target * CURVES[args.curve](mid_iter / s_true)
     scores = mean + rng.normal(size=len(mean))
     if len(scores) < args.window:
         return None
@@ -103,6 +132,8 @@ def games_to_target(
     if not len(hit):
         return None
     first = hit[0]  # the window of games first .. first + window - 1
+    if trend:
+        return max(trend_crossing(mid_iter[: first + args.window], scores[: first + args.window], target), 1.0 / rollout)
     return max(float(np.mean(mid_iter[first : first + args.window])), 1.0 / rollout)
 
 
@@ -124,7 +155,8 @@ def simulate(args: Args, b_crit: float, seed_sd: float, scenario: str, target: f
                 if scenario == "+ rates":
                     times = list(runs)
                 else:
-                    times = [games_to_target(rng, args, n_steps, s, target) for s in runs]
+                    trend = scenario.endswith("trend")
+                    times = [games_to_target(rng, args, n_steps, s, target, trend=trend) for s in runs]
             reached = [t for t in times if t is not None and t * rollout <= args.budget_steps]
             if reached:
                 batch.append(rollout)
@@ -155,8 +187,8 @@ def main(args: Args) -> None:
     rows = []
     for seed_sd in args.seed_sds:
         for b_crit in args.b_crits:
-            for scenario in SCENARIOS:
-                target = floor if scenario.endswith("null floor") else three_se
+            for scenario in args.scenarios:
+                target = floor if "null floor" in scenario else three_se
                 results = [simulate(args, b_crit, seed_sd, scenario, target, rng) for _ in range(args.draws)]
                 ratios = [r["ratio"] for r in results if r["identified"]]
                 row = {
@@ -175,7 +207,7 @@ def main(args: Args) -> None:
                     flush=True,
                 )
     record = {
-        "command": f"python benchmarks/probe_coverage.py --out {args.out}",
+        "command": command(args),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(args).items()},
         "three_se_target": three_se,
@@ -189,16 +221,28 @@ def main(args: Args) -> None:
     print(f"wrote {args.out}/coverage.md")
 
 
+def command(args: Args) -> str:
+    """The command line that wrote ``args.out``: a flag for each setting other than its default."""
+    default, flags = Args(), []
+    for name in (f.name for f in fields(Args)):
+        value = getattr(args, name)
+        if name != "out" and value != getattr(default, name):
+            values = value if isinstance(value, list) else [value]
+            flags.append(f"--{name.replace('_', '-')} " + " ".join(shlex.quote(str(v)) for v in values))
+    return " ".join(["python benchmarks/probe_coverage.py", *flags, f"--out {args.out}"])
+
+
 def table(record: dict) -> str:
     a = record["args"]
     lines = [
         "# A probe's B_crit interval with the systematic effects in (simulated probes)",
         "",
-        f"Command: `python benchmarks/probe_coverage.py --out {a['out']}` ({record['date']}, CPU). "
+        f"Command: `{record['command']}` ({record['date']}, CPU). "
         f"{a['draws']} simulated probes per row: {a['n_envs']} envs at n_steps {a['n_steps_grid']}, {a['seeds']} seeds, "
         f"3 learning rates, budget {a['budget_steps']:,} agent steps, E_min {a['e_min']:,.0f}, games of "
         f"{a['game_length']:.0f} agent steps, a {a['window']}-game running score, "
-        f"σ of the rate optimum's offset {a['lr_offset_sd']}. Scenarios: see the script's docstring.",
+        f"σ of the rate optimum's offset {a['lr_offset_sd']}, the mean score rising along a {a['curve']} curve. "
+        "Scenarios: see the script's docstring.",
         "",
         f"Targets in one game's score sd above the start: 3 SE = {record['three_se_target']:.2f}; null floor = "
         f"{record['null_floor_target']:.2f}. A branch that learns nothing at the largest size reached the 3-SE target "

@@ -248,14 +248,14 @@ def test_an_anchor_too_short_for_the_games_of_the_source_is_warned_of_before_it_
 
 def test_the_defaults_are_the_settings_the_probe_guide_recommends(tmp_path):
     """``rl-gns probe RUN --at STEP`` alone probes as docs/probe.md recommends: 4 envs at n_steps 32 to 1,024, 3
-    learning rates per size, S at the games' midpoint. Several --n-envs vary the env count instead (the default grid
-    gives way); a grid given with them is refused."""
+    learning rates per size, S where a line through the games meets the target. Several --n-envs vary the env count
+    instead (the default grid gives way); a grid given with them is refused."""
     default = ProbeConfig(source=tmp_path)
     assert (default.n_envs, default.n_steps_grid) == ((4,), (32, 64, 128, 256, 512, 1024))
-    assert (default.lr_points, default.steps, default.seeds) == (3, "midpoint", 3)
+    assert (default.lr_points, default.steps, default.seeds) == (3, "trend", 3)
     assert ProbeConfig(source=tmp_path, n_envs=(2, 4)).n_steps_grid == ()
     guide = (Path(__file__).resolve().parents[1] / "docs" / "probe.md").read_text()
-    assert "`--n-envs 4 --n-steps-grid 32 64 128 256 512 1024 --seeds 3 --lr-points 3 --steps midpoint`" in guide
+    assert "`--n-envs 4 --n-steps-grid 32 64 128 256 512 1024 --seeds 3 --lr-points 3 --steps trend`" in guide
     with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs"):
         check(ProbeConfig(source=tmp_path, n_envs=(2, 4), n_steps_grid=(16, 32)))
 

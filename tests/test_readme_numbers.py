@@ -100,3 +100,43 @@ def test_the_validated_predictors_are_the_committed_criterion_winners():
         f"({errors['constant 450']} and {errors['leave-one-game-out constant']})"
     )
     assert claim in readme() and f"sweeps from scratch of {'three' if pairs[2] == '3' else pairs[2]} games" in readme()
+
+
+def coverage_span(rows: list[dict], key: str) -> str:
+    """``low–high`` of a column of simulated-probe rows, as percentages (``89–98``) or ratios (``0.74–1.26``)."""
+    values = [row[key] for row in rows]
+    if key == "covered":
+        return f"{min(values):.0%}–{max(values):.0%}".replace("%", "")
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
+def test_the_trend_measures_coverage_is_what_the_simulations_give():
+    """README and docs/probe.md quote the committed simulations of the steps measures
+    (``python benchmarks/probe_coverage.py --curve C --scenarios ...``, one directory per curve): the trend measure's
+    coverage over every curve, over the straight and concave curves, over the convex one, and the first passage's."""
+    tables = {c: json.loads((RESULTS / "validation" / "probe_coverage_trend" / c / "coverage.json").read_text()) for c in
+              ("linear", "concave", "convex")}  # fmt: skip
+    trend = {c: [r for r in t["rows"] if r["scenario"].endswith("trend")] for c, t in tables.items()}
+    midpoint = [r for t in tables.values() for r in t["rows"] if r["scenario"] == "+ games, null floor"]
+    every = [r for rows in trend.values() for r in rows]
+    assert f"covered the true `B_crit` in {coverage_span(every, 'covered')} % of cases" in readme()
+    assert f"covered {coverage_span(midpoint, 'covered')} % and read it too high" in readme()
+    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    straight = coverage_span(trend["linear"] + trend["concave"], "covered")
+    assert f"covers the truth in {straight} % where the score rises along a straight line or a concave curve" in probe_md
+    assert f"and in {coverage_span(trend['convex'], 'covered')} % along a convex one" in probe_md
+    assert f"where `--steps midpoint` covers {coverage_span(midpoint, 'covered')} %" in probe_md
+    assert f"its median fitted / true `B_crit` is {coverage_span(every, 'median_ratio')}" in probe_md
+
+
+def test_the_trend_re_read_of_the_committed_probes():
+    """docs/probe.md's count of safe targets each measure identifies, and the direction trend moves ``B_crit`` where
+    both identify it, from ``benchmarks/reread_trend.py``'s table."""
+    rows = [row for row in json.loads((RESULTS / "probes_reread" / "trend.json").read_text())["rows"] if row["safe"]]
+    counts = {m: sum(bool(row["fits"][m] and row["fits"][m]["identified"]) for row in rows) for m in ("midpoint", "trend")}
+    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    claim = f"identifies fewer: {counts['trend']} of the {len(rows)} safe targets against {counts['midpoint']} with"
+    assert counts["trend"] < counts["midpoint"] and claim in probe_md
+    both = [row["fits"] for row in rows if all(row["fits"][m] and row["fits"][m]["identified"] for m in ("midpoint", "trend"))]
+    assert both and all(fits["trend"]["b_crit"] < fits["midpoint"]["b_crit"] for fits in both)
+    assert "it lowers `B_crit` where both identify it" in probe_md

@@ -274,8 +274,8 @@ class ProbeConfig(ExecutionConfig):
     """Rounds of criterion v8's edge rule over the branches' learning rates (as rl-gns sweep --edge-rounds)."""
     window: int = DEFAULT_WINDOW
     """Games in the running score of every branch."""
-    steps: StepsMeasure = "midpoint"
-    """A branch's S: passage (the iteration its running score reached the target) or midpoint (its games' mean midpoint)."""
+    steps: StepsMeasure = "trend"
+    """A branch's S: passage (its running score reaches the target), midpoint (of those games), trend (docs/probe.md)."""
     budget_steps: int = 2_000_000
     """Budget per branch in agent steps, if it does not reach its target first."""
     gns_every: int = 4

@@ -36,7 +36,7 @@ import shlex
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import tyro
@@ -94,6 +94,15 @@ LR_CURVATURE = 0.46
 GRID = np.array([0.5, 1.0, 2.0])
 
 
+class Branch(NamedTuple):
+    """One simulated branch: its steps to the target as the probe reads them, and how long it trained."""
+
+    steps: float | None
+    """Iterations to the target (the window's midpoint, or the trend line's crossing); ``None`` if not reached."""
+    trained: float
+    """Agent steps it trained: to the end of the game that took its running score to the target, else its budget."""
+
+
 def games_to_target(
     rng: np.random.Generator,
     args: Args,
@@ -102,11 +111,12 @@ def games_to_target(
     target: float,
     drift: bool = True,
     trend: bool = False,
-) -> float | None:
+) -> Branch:
     """Iterations (PPO updates of ``n_envs · n_steps`` agent steps) until a window of games reaches ``target``, timed
-    by the window's midpoint, or with ``trend`` by the least-squares line through the games up to it; ``None`` if no
-    window reaches it within the budget. Scores are ``N(m(t), 1)`` with ``m`` rising along ``--curve`` from 0 at
-    iteration 0 to ``target`` at ``s_true`` (flat at 0 with ``drift=False``: a null branch)."""
+    by the window's midpoint, or with ``trend`` by the least-squares line through the games up to it (``steps`` None
+    if no window reaches it within the budget), and the agent steps the branch trained. Scores are ``N(m(t), 1)`` with
+    ``m`` rising along ``--curve`` from 0 at iteration 0 to ``target`` at ``s_true`` (flat at 0 with ``drift=False``:
+    a null branch)."""
     rollout = args.n_envs * n_steps
     per_env = args.budget_steps / args.n_envs  # agent steps each env plays within the budget
     most = int(per_env / (0.5 * args.game_length)) + 2  # games an env can finish at half the mean length
@@ -125,16 +135,18 @@ def games_to_target(
         mean = target * CURVES[args.curve](mid_iter / s_true)
     scores = mean + rng.normal(size=len(mean))
     if len(scores) < args.window:
-        return None
+        return Branch(None, float(args.budget_steps))
     cumulative = np.concatenate([[0.0], np.cumsum(scores)])
     running = (cumulative[args.window :] - cumulative[: -args.window]) / args.window
     hit = np.flatnonzero(running >= target)
     if not len(hit):
-        return None
+        return Branch(None, float(args.budget_steps))
     first = hit[0]  # the window of games first .. first + window - 1
+    trained = float(end_e[first + args.window - 1]) * args.n_envs  # the reaching game's end, in agent steps of all envs
     if trend:
-        return max(trend_crossing(mid_iter[: first + args.window], scores[: first + args.window], target), 1.0 / rollout)
-    return max(float(np.mean(mid_iter[first : first + args.window])), 1.0 / rollout)
+        crossing = trend_crossing(mid_iter[: first + args.window], scores[: first + args.window], target)
+        return Branch(max(crossing, 1.0 / rollout), trained)
+    return Branch(max(float(np.mean(mid_iter[first : first + args.window])), 1.0 / rollout), trained)
 
 
 def simulate(args: Args, b_crit: float, seed_sd: float, scenario: str, target: float, rng: np.random.Generator) -> dict:
@@ -156,7 +168,7 @@ def simulate(args: Args, b_crit: float, seed_sd: float, scenario: str, target: f
                     times = list(runs)
                 else:
                     trend = scenario.endswith("trend")
-                    times = [games_to_target(rng, args, n_steps, s, target, trend=trend) for s in runs]
+                    times = [games_to_target(rng, args, n_steps, s, target, trend=trend).steps for s in runs]
             reached = [t for t in times if t is not None and t * rollout <= args.budget_steps]
             if reached:
                 batch.append(rollout)
@@ -182,7 +194,7 @@ def main(args: Args) -> None:
     floor = null_target(args, rng)
     # a null branch at the 3-SE target, with every look counted: how often noise alone reaches it
     null_hits = sum(
-        games_to_target(rng, args, args.n_steps_grid[-1], 1.0, three_se, drift=False) is not None for _ in range(200)
+        games_to_target(rng, args, args.n_steps_grid[-1], 1.0, three_se, drift=False).steps is not None for _ in range(200)
     )
     rows = []
     for seed_sd in args.seed_sds:
@@ -207,29 +219,40 @@ def main(args: Args) -> None:
                     flush=True,
                 )
     record = {
-        "command": command(args),
+        "command": command("probe_coverage.py", args),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "args": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(args).items()},
+        "args": as_json(args),
         "three_se_target": three_se,
         "null_floor_target": floor,
         "null_branch_crossing_3se": null_hits / 200,
         "rows": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "coverage.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / "coverage.md").write_text(table(record))
-    print(f"wrote {args.out}/coverage.md")
+    write_record(args.out, "coverage", record, table(record))
 
 
-def command(args: Args) -> str:
-    """The command line that wrote ``args.out``: a flag for each setting other than its default."""
-    default, flags = Args(), []
-    for name in (f.name for f in fields(Args)):
+def command(script: str, args: Any) -> str:
+    """The command line of ``benchmarks/<script>`` that wrote ``args.out``: a flag for each setting of the dataclass
+    ``args`` other than its default."""
+    default, flags = type(args)(), []
+    for name in (f.name for f in fields(args)):
         value = getattr(args, name)
         if name != "out" and value != getattr(default, name):
             values = value if isinstance(value, list) else [value]
             flags.append(f"--{name.replace('_', '-')} " + " ".join(shlex.quote(str(v)) for v in values))
-    return " ".join(["python benchmarks/probe_coverage.py", *flags, f"--out {args.out}"])
+    return " ".join([f"python benchmarks/{script}", *flags, f"--out {args.out}"])
+
+
+def as_json(settings: Any) -> dict:
+    """A settings dataclass as JSON values (paths as strings)."""
+    return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()}
+
+
+def write_record(out: Path, name: str, record: dict, text: str) -> None:
+    """``<name>.json`` (the record) and ``<name>.md`` (``text``, its table) in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / f"{name}.md").write_text(text)
+    print(f"wrote {out}/{name}.md")
 
 
 def table(record: dict) -> str:

@@ -1,0 +1,215 @@
+"""What would a sequential probe cost, and would its interval still hold? Simulated probes.
+
+The branches are those of ``benchmarks/probe_coverage.py`` (games of random length scoring around a mean that rises to
+the target at the branch's true steps, the target at criterion v8's null floor, a branch's steps read by the trend
+measure, a rate rule off the optimum by a random offset per probe and per size). Each simulated probe, with a known
+``B_crit``, is run two ways on the same sizes and rule:
+
+- ``fixed``: every size × ``--seeds`` seeds × 3 learning rates a factor 2 apart, the fastest rate kept per seed: what
+  ``rl-gns probe`` runs today (54 branches at 6 sizes);
+- ``sequential``: one branch per size at the rule's rate; then, while ``B_crit`` is not identified or its 95 %
+  interval is wider than ``--stop-ratio`` (high / low), one more seed at each of the two sizes around the fitted
+  ``B_crit`` (at every size while it is not identified), until ``--max-branches``.
+
+A branch's cost is the agent steps it trains: to the game that takes its running score to the target, else its budget.
+Cost is given in units of ``E_min`` (the truth's experience at the smallest rollout sizes) and as the sequential
+probe's cost over the fixed probe's on the same draw: at v7's median cost of 32× the trunk, a ratio ``r`` would make it
+``32 r`` times.
+
+    python benchmarks/probe_sequential.py --out results/validation/probe_sequential
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import tyro
+from probe_coverage import GRID, LR_CURVATURE, as_json, command, games_to_target, null_target, write_record
+from probe_coverage import Args as Simulated
+
+from rl_gns.core.tradeoff import fit_local_tradeoff
+
+
+@dataclass
+class Args:
+    """Cost, identification and coverage of a fixed and a sequential probe design on the same simulated probes."""
+
+    b_crits: list[float] = field(default_factory=lambda: [256.0, 1024.0, 4096.0])
+    """True critical rollout sizes, agent steps."""
+    seed_sds: list[float] = field(default_factory=lambda: [0.15, 0.4])
+    """σ of ln S between seeds at one size and rate."""
+    seeds: int = 3
+    """Seeds per size and rate of the fixed design."""
+    stop_ratio: float = 8.0
+    """The sequential design stops once B_crit is identified with a 95 % interval of high / low at most this."""
+    max_branches: int = 18
+    """The most branches the sequential design trains."""
+    draws: int = 200
+    """Simulated probes per B_crit and σ."""
+    seed: int = 0
+    """Seed of the simulation."""
+    out: Path = Path("probe_sequential")
+    """Directory for sequential.json and sequential.md."""
+
+
+@dataclass
+class Probe:
+    """One simulated probe's truth: the sizes, each size's true steps and how much slower each rate of the grid is."""
+
+    rollout_K: np.ndarray
+    n_steps_K: list[int]
+    s_true_K: np.ndarray
+    slower_KG: np.ndarray
+
+
+def draw_probe(sim: Simulated, b_crit: float, rng: np.random.Generator) -> Probe:
+    s_min = sim.e_min / b_crit
+    rollout = np.array([sim.n_envs * n for n in sim.n_steps_grid], dtype=float)
+    offset = rng.normal(0, sim.lr_offset_sd)
+    best_over_grid = GRID / np.exp(offset + rng.normal(0, sim.lr_offset_sd / 2, size=(len(rollout), 1)))
+    return Probe(
+        rollout, list(sim.n_steps_grid), s_min * (1 + b_crit / rollout), np.exp(LR_CURVATURE * np.log(best_over_grid) ** 2)
+    )
+
+
+def branch(
+    sim: Simulated, probe: Probe, k: int, rate: int, seed_sd: float, target: float, rng: np.random.Generator
+) -> tuple[float | None, float]:
+    """One branch at size ``k`` and grid rate ``rate``: ``(steps or None, agent steps trained)``."""
+    s = probe.s_true_K[k] * probe.slower_KG[k, rate] * math.exp(seed_sd * rng.normal())
+    result = games_to_target(rng, sim, probe.n_steps_K[k], s, target, trend=True)
+    reached = result.steps is not None and result.steps * probe.rollout_K[k] <= sim.budget_steps
+    return (result.steps if reached else None), result.trained
+
+
+def judged(batch: list[float], steps: list[float], b_crit: float) -> dict:
+    """The fit of the kept branches, and whether it identifies ``B_crit`` and its interval covers it."""
+    if len(batch) < 3 or len(set(batch)) < 2:
+        return {"identified": False, "covered": False, "ratio": math.nan, "fit": None}
+    fit = fit_local_tradeoff(np.array(batch), np.array(steps))
+    covered = bool(fit.b_crit_low <= b_crit <= fit.b_crit_high)
+    return {"identified": fit.identified, "covered": covered, "ratio": fit.b_crit / b_crit if fit.identified else math.nan,
+            "fit": fit}  # fmt: skip
+
+
+def fixed(
+    sim: Simulated, probe: Probe, seeds: int, seed_sd: float, target: float, b_crit: float, rng: np.random.Generator
+) -> dict:
+    """The fixed design on one simulated probe: every size, ``seeds`` seeds, the grid's 3 rates, the fastest kept."""
+    batch, steps, cost = [], [], 0.0
+    for k in range(len(probe.rollout_K)):
+        for _ in range(seeds):
+            runs = [branch(sim, probe, k, rate, seed_sd, target, rng) for rate in range(len(GRID))]
+            cost += sum(trained for _, trained in runs)
+            reached = [s for s, _ in runs if s is not None]
+            if reached:
+                batch.append(probe.rollout_K[k])
+                steps.append(min(reached))
+    return {**judged(batch, steps, b_crit), "cost": cost, "branches": len(probe.rollout_K) * seeds * len(GRID)}
+
+
+def sequential(
+    sim: Simulated, probe: Probe, args: Args, seed_sd: float, target: float, b_crit: float, rng: np.random.Generator
+) -> dict:
+    """The sequential design on one simulated probe (the module's docstring): its fit, cost and branches."""
+    batch, steps, cost, branches = [], [], 0.0, 0
+    rule = len(GRID) // 2  # the rule's own rate, the grid's centre
+    sizes = list(range(len(probe.rollout_K)))
+    while True:
+        for k in sizes:
+            s, trained = branch(sim, probe, k, rule, seed_sd, target, rng)
+            cost, branches = cost + trained, branches + 1
+            if s is not None:
+                batch.append(probe.rollout_K[k])
+                steps.append(s)
+        result = judged(batch, steps, b_crit)
+        fit = result["fit"]
+        done = fit is not None and fit.identified and fit.b_crit_high / max(fit.b_crit_low, 1e-12) <= args.stop_ratio
+        if done or branches + 2 > args.max_branches:
+            return {**result, "cost": cost, "branches": branches}
+        if fit is not None and fit.identified:  # the two sizes around the fitted B_crit
+            above = int(np.searchsorted(probe.rollout_K, fit.b_crit))
+            sizes = sorted({min(max(above - 1, 0), len(sizes) - 1), min(above, len(probe.rollout_K) - 1)})
+        else:
+            sizes = list(range(len(probe.rollout_K)))
+            if branches + len(sizes) > args.max_branches:
+                return {**result, "cost": cost, "branches": branches}
+
+
+def summary(results: list[dict]) -> dict:
+    ratios = [r["ratio"] for r in results if r["identified"]]
+    return {
+        "identified": float(np.mean([r["identified"] for r in results])),
+        "covered": float(np.mean([r["covered"] for r in results])),
+        "median_ratio": float(np.median(ratios)) if ratios else math.nan,
+        "median_cost": float(np.median([r["cost"] for r in results])),
+        "median_branches": float(np.median([r["branches"] for r in results])),
+    }
+
+
+def main(args: Args) -> None:
+    rng = np.random.default_rng(args.seed)
+    sim = Simulated()
+    target = null_target(sim, rng)
+    rows = []
+    for seed_sd in args.seed_sds:
+        for b_crit in args.b_crits:
+            pairs = []
+            for _ in range(args.draws):
+                probe = draw_probe(sim, b_crit, rng)
+                pairs.append((fixed(sim, probe, args.seeds, seed_sd, target, b_crit, rng),
+                              sequential(sim, probe, args, seed_sd, target, b_crit, rng)))  # fmt: skip
+            row = {"seed_sd": seed_sd, "b_crit": b_crit, "e_min": sim.e_min}
+            for index, design in enumerate(("fixed", "sequential")):
+                row[design] = summary([pair[index] for pair in pairs])
+            row["median_cost_ratio"] = float(np.median([s["cost"] / f["cost"] for f, s in pairs]))
+            rows.append(row)
+            print(f"σ {seed_sd:.2f} B_crit {b_crit:6,.0f}  fixed {row['fixed']}  sequential {row['sequential']}  "
+                  f"cost ratio {row['median_cost_ratio']:.2f}", flush=True)  # fmt: skip
+    record = {
+        "command": command("probe_sequential.py", args),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "args": as_json(args),
+        "simulated": as_json(sim),
+        "null_floor_target": target,
+        "rows": rows,
+    }
+    write_record(args.out, "sequential", record, table(record))
+
+
+def table(record: dict) -> str:
+    a, sim = record["args"], record["simulated"]
+    lines = [
+        "# A sequential probe against the fixed design (simulated probes)",
+        "",
+        f"Command: `{record['command']}` ({record['date']}, CPU). {a['draws']} simulated probes per row, each run both "
+        f"ways: {sim['n_envs']} envs at n_steps {sim['n_steps_grid']}, budget {sim['budget_steps']:,} agent steps per "
+        f"branch, E_min {sim['e_min']:,.0f}, games of {sim['game_length']:.0f} agent steps, a {sim['window']}-game "
+        f"running score, the target at the null floor ({record['null_floor_target']:.2f} game sds), steps by the trend "
+        f"measure. Fixed: {a['seeds']} seeds x 3 learning rates per size. Sequential: one branch per size at the rule's "
+        f"rate, then a seed at the two sizes around the fitted B_crit (every size while unidentified) until its 95 % "
+        f"interval is within {a['stop_ratio']:g}x (high / low) or {a['max_branches']} branches. Exploratory: the "
+        "stopping rule and the sizes it adds were chosen for this simulation, not fixed in advance.",
+        "",
+        "| σ_seed | true B_crit | design | branches (median) | cost / E_min (median) | identified | covers the truth | "
+        "median fitted/true | cost, sequential / fixed (median) |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in record["rows"]:
+        for design in ("fixed", "sequential"):
+            d = row[design]
+            ratio = f"{row['median_cost_ratio']:.2f}" if design == "sequential" else ""
+            lines.append(
+                f"| {row['seed_sd']:.2f} | {row['b_crit']:,.0f} | {design} | {d['median_branches']:.0f} | "
+                f"{d['median_cost'] / row['e_min']:.1f} | {d['identified']:.2f} | {d['covered']:.2f} | "
+                f"{d['median_ratio']:.2f} | {ratio} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

@@ -140,3 +140,16 @@ def test_the_trend_re_read_of_the_committed_probes():
     both = [row["fits"] for row in rows if all(row["fits"][m] and row["fits"][m]["identified"] for m in ("midpoint", "trend"))]
     assert both and all(fits["trend"]["b_crit"] < fits["midpoint"]["b_crit"] for fits in both)
     assert "it lowers `B_crit` where both identify it" in probe_md
+
+
+def test_the_sequential_designs_simulated_cost_and_coverage():
+    """docs/probe.md's sequential design, from ``benchmarks/probe_sequential.py``'s committed table: its cost relative to
+    the fixed design, and both designs' coverage."""
+    rows = json.loads((RESULTS / "validation" / "probe_sequential" / "sequential.json").read_text())["rows"]
+    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    cost = coverage_span(rows, "median_cost_ratio")
+    low, high = (float(x) * 32 for x in cost.split("–"))
+    assert f"costs {cost} of the fixed design's agent steps on the same probes (at v7's median of 32× the run, about " \
+           f"{low:.1f}–{high:.0f}×)" in probe_md  # fmt: skip
+    sequential, fixed = (coverage_span([row[d] for row in rows], "covered") for d in ("sequential", "fixed"))
+    assert f"covers the truth in {sequential} % of probes against {fixed} % for the fixed design" in probe_md

@@ -96,7 +96,12 @@ def test_scaling_cli_tiny(tmp_path):
 
 def test_scaling_cli_refuses_bad_settings(tmp_path, capsys):
     assert main(["scaling", "--n-envs", "3", "--n-minibatches", "5", "--out", str(tmp_path / "s")]) == 2
-    assert "n_minibatches" in capsys.readouterr().err
+    assert (
+        "--n-envs 3: a rollout of 384 agent steps (n_envs * n_steps) does not split into 5 minibatches"
+        in capsys.readouterr().err
+    )
+    assert main(["scaling", "--n-envs", "3", "--minibatch-size", "0", "--out", str(tmp_path / "s")]) == 2
+    assert "--n-envs 3: --minibatch-size 0 must divide the rollout size 384" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
     assert main(["scaling", "--n-envs", "2", "--devices", "1,1", "--out", str(tmp_path / "s")]) == 2
     assert "--devices repeats a value: [1, 1]" in capsys.readouterr().err

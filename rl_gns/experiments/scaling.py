@@ -69,6 +69,16 @@ class ScalingConfig:
     device: str = "cpu"
     """Torch device of the agent."""
 
+    def batching(self, n_envs: int) -> Batching:
+        """The batching of the measurement at ``n_envs`` on one process: ``--n-minibatches`` fixed, or
+        ``--minibatch-size`` fixed, as :class:`~rl_gns.core.batching.Batching` checks them.
+
+        :raises ValueError: for a count below 1, or minibatches that do not split the rollout.
+        """
+        if self.minibatch_size is not None:
+            return Batching.of_minibatch_size(n_envs, self.n_steps, self.minibatch_size)
+        return Batching(n_envs, self.n_steps, self.n_minibatches)
+
     def settings(self) -> dict:
         """What ``settings.json`` records: what is measured, not which env counts."""
         keys = ("env", "n_steps", "n_minibatches", "minibatch_size", "n_epochs", "iterations", "env_agent_steps", "device")
@@ -87,17 +97,14 @@ def check(config: ScalingConfig) -> None:
     if config.iterations < 1 or config.n_epochs < 1 or config.n_steps < 2:
         raise ValueError("iterations and n_epochs must be >= 1 and n_steps >= 2")
     check_epochs(config.n_epochs)
-    for name in ("n_minibatches", "minibatch_size", "env_agent_steps"):
-        value = getattr(config, name)
-        if value is not None and value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if config.env_agent_steps < 1:
+        raise ValueError(f"--env-agent-steps must be >= 1, got {config.env_agent_steps}")
     for n_envs in config.n_envs:
-        if config.minibatch_size is None and (n_envs * config.n_steps) % config.n_minibatches:
-            raise ValueError(f"n_minibatches {config.n_minibatches} must divide the rollout size of n_envs {n_envs}")
-        if config.minibatch_size is not None and (n_envs * config.n_steps) % config.minibatch_size:
-            raise ValueError(f"minibatch_size {config.minibatch_size} must divide the rollout size of n_envs {n_envs}")
-    largest = max(config.n_envs)
-    check_memory(TrainConfig(env=config.env, backend="ale_vector"), Batching(largest, config.n_steps, 1))
+        try:
+            config.batching(n_envs)
+        except ValueError as error:
+            raise ValueError(f"--n-envs {n_envs}: {error}") from None
+    check_memory(TrainConfig(env=config.env, backend="ale_vector"), config.batching(max(config.n_envs)))
     check_directory(config.out, "scaling measurement", config.settings())
 
 
@@ -108,9 +115,10 @@ def measure_n_envs(config: ScalingConfig, n_envs: int) -> dict:
     n_rank = n_envs // n_ranks
     env = make_atari_vec_env(resolve_game(config.env), n_rank, seed=rank * n_rank)
     env_sps = sum(gather_objects(env_steps_per_s(env, max(32, config.env_agent_steps // n_envs))))  # concurrently
-    rollout_size = n_envs * config.n_steps
+    batching = config.batching(n_envs)
+    rollout_size = batching.rollout_size
     ppo_kwargs = {**atari_ppo_kwargs(anneal=False), "n_steps": config.n_steps, "n_epochs": config.n_epochs}
-    ppo_kwargs["batch_size"] = config.minibatch_size or rollout_size // config.n_minibatches
+    ppo_kwargs["batch_size"] = batching.minibatch_size
     agent = DataParallelPPO if n_ranks > 1 else NoiseScalePPO
     model = agent("CnnPolicy", env, seed=0, device=config.device, **ppo_kwargs)
     model.learn(rollout_size)  # warm-up iteration

@@ -566,7 +566,7 @@ def analyze(config: AnalyzeConfig) -> tuple[dict, list[RunRecord], list[TargetRe
     ]
     payload = {
         "settings": settings,
-        "runs": [asdict(run) for run in runs],
+        "runs": [recorded(run) for run in runs],
         "targets": [
             {**asdict(r), "b_crit": r.fit.b_crit if r.fit else None, "predicted_b_crit": r.predicted_b_crit} for r in results
         ],
@@ -574,6 +574,20 @@ def analyze(config: AnalyzeConfig) -> tuple[dict, list[RunRecord], list[TargetRe
     }
     write_json(config.sweep_dir / "results.json", payload)
     return settings, runs, results
+
+
+#: What a reach holds that ``results.json`` leaves out: the trend measure, read by a probe's report from the runs
+#: themselves (a sweep is timed by the passage).
+UNRECORDED = ("trend_iterations",)
+
+
+def recorded(run: RunRecord) -> dict:
+    """A run as ``results.json`` holds it: every field, its reaches without :data:`UNRECORDED`."""
+    record = asdict(run)
+    for reach in record["reached"].values():
+        for name in UNRECORDED:
+            del reach[name]
+    return record
 
 
 def check(config: AnalyzeConfig) -> None:

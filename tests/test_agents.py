@@ -1,5 +1,6 @@
 """The example agent script, run as a user would (tiny budget, real ALE)."""
 
+import re
 import subprocess
 import sys
 
@@ -15,5 +16,5 @@ def test_example_agent_runs(tmp_path):
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "critical rollout size (env_value)" in result.stdout
+    assert re.search(r"^(critical rollout size|noise scale) \(env_value\)", result.stdout, flags=re.M)
     assert (tmp_path / "progress.csv").exists()

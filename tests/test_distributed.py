@@ -212,7 +212,8 @@ def test_cli_trains_on_two_ranks_and_a_killed_rank_is_reported_and_resumable(tmp
     np.testing.assert_array_equal(progress["time/total_timesteps"], 128 * np.arange(1, 25))  # no gap, no duplicate
     for scheme in ("envs", "ranks", "ranks_all"):  # every iteration measured, on both sides of the kill
         assert np.isfinite(progress[f"gns/{scheme}/g2_total_raw"]).all(), scheme
-    assert "critical rollout size (env_value)" in resumed.stdout
+    advice = summary["advice"]  # printed at the end, as summary.json records it
+    assert advice["predictor"] == "env_value" and "\n".join(advice["text"]) in resumed.stdout
 
 
 def waiting_worker() -> None:

@@ -386,7 +386,7 @@ def analyse(probe_dir: Path) -> ProbeResult:
     """Fit every target of a probe and choose the one to report, from its files alone."""
     probe = read_probe(probe_dir)
     settings, runs = load_sweep(probe_dir)
-    measure: StepsMeasure = probe.get("steps", "passage")
+    measure: StepsMeasure = probe.get("steps") or "passage"  # written before the setting existed: first passage
     earliest = measure_floor(runs)
     rungs = [rung(runs, float(target), measure) for target in settings["targets"]]
     chosen = headline(rungs, earliest)

@@ -46,7 +46,7 @@ def test_suite_files_parse_and_every_game_resolves():
         assert tier.total_steps > 0 and tier.n_envs > 0 and tier.seeds > 0 and tier.every > 0
         assert set(tier.games) <= set(games)
     cpu = load_tier(BenchConfig(suite="cpu", suite_file=ENVS / "suites.toml"))
-    assert (cpu.total_steps, cpu.n_envs, cpu.seeds, cpu.every, len(cpu.games)) == (50_000, 8, 3, 1, 7)
+    assert (cpu.total_steps, cpu.n_envs, cpu.seeds, cpu.every, len(cpu.games)) == (80_000, 8, 3, 2, 7)
 
 
 def test_a_bench_directory_refuses_other_settings(tmp_path):
@@ -56,7 +56,7 @@ def test_a_bench_directory_refuses_other_settings(tmp_path):
     (out / "bench.json").write_text(json.dumps(record(first)))
     check(BenchConfig(**{**first.__dict__, "games": ("Pong",), "seeds": 1, "workers": 3}))  # a selection may change
     other_suite = tmp_path / "suites.toml"
-    other_suite.write_text((ENVS / "suites.toml").read_text().replace("total_steps = 50_000", "total_steps = 60_000"))
+    other_suite.write_text((ENVS / "suites.toml").read_text().replace("total_steps = 80_000", "total_steps = 60_000"))
     with pytest.raises(ValueError, match="other settings \\(tier\\)"):
         check(BenchConfig(**{**first.__dict__, "suite_file": other_suite}))
     with pytest.raises(ValueError, match="not in suite 'smoke'"):
@@ -149,6 +149,22 @@ def test_report_maths_on_hand_built_runs(tmp_path):
     assert low == pytest.approx(200.0 / 4.0) and math.isinf(high)  # resampling seed 1 twice: Σg2 = 0
     assert result.human_normalised_R == [pytest.approx((-11.0 + 20.7) / 30.0), None]
     assert result.reached_target == 1
+    assert result.gain is None and not result.off_random  # fewer than 40 games: no gain
+
+
+def test_a_game_is_off_random_play_when_its_last_games_beat_its_first_beyond_their_noise(tmp_path):
+    """45 games: the first 20 alternate -21/-19 (mean -20), the last 20 alternate -12/-10 (mean -11); both variances
+    20 / 19, so the gain is 9 ± 1.96 √(2 · (20/19) / 20)."""
+    flat = [-21.0, -19.0] * 10
+    _write_run(tmp_path / "pong_s0", "pong", 0, [1.0], [10.0], flat + [-15.0] * 5 + [-12.0, -10.0] * 10)
+    _write_run(tmp_path / "pong_s1", "pong", 1, [1.0], [10.0], flat + [-20.0] * 5 + flat)
+    entry = {"name": "Pong", "random_score": -20.7, "human_score": 9.3, "target_score": -5.0}
+    rng = np.random.default_rng(0)
+    learnt = analyze_game("pong", entry, [load_run(RunDir(tmp_path / "pong_s0"), -5.0, "minibatch")], 10, rng)
+    half = 1.96 * math.sqrt(2 * (20 / 19) / 20)
+    assert learnt.gain == pytest.approx((9.0, 9.0 - half, 9.0 + half)) and learnt.off_random
+    flat_run = analyze_game("pong", entry, [load_run(RunDir(tmp_path / "pong_s1"), -5.0, "minibatch")], 10, rng)
+    assert flat_run.gain is not None and flat_run.gain[0] == 0.0 and not flat_run.off_random
 
 
 def _write_bench(bench_dir: Path, scheme: str | None) -> None:

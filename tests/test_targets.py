@@ -18,6 +18,7 @@ from rl_gns.core.targets import (
     null_max_running_scores,
     resolvable_improvement,
     running_score,
+    score_gain,
     spaced_targets,
     steps_and_experience,
     trend_crossing,
@@ -65,6 +66,24 @@ def test_resolvable_improvement_is_n_standard_errors_of_the_running_score():
     assert np.std(means) == pytest.approx(resolvable_improvement(100.0, 25, 1.0), rel=0.02)
     with pytest.raises(ValueError):
         resolvable_improvement(100.0, 0, 3.0)
+
+
+def test_score_gain_is_the_mean_gain_with_the_games_standard_error():
+    """Closed form: two runs, first games [0, 2] and [1, 3] (means 1, 2; variances 2, 2), last games [4, 6] and
+    [5, 9] (means 5, 7; variances 2, 8): gain ((5 - 1) + (7 - 2)) / 2 = 4.5, se = sqrt(2/2 + 2/2 + 2/2 + 8/2) / 2."""
+    first = [np.array([0.0, 2.0]), np.array([1.0, 3.0])]
+    last = [np.array([4.0, 6.0]), np.array([5.0, 9.0])]
+    gain, low, high = score_gain(first, last)
+    half = 1.96 * math.sqrt(1 + 1 + 1 + 4) / 2
+    assert (gain, low, high) == pytest.approx((4.5, 4.5 - half, 4.5 + half))
+    # coverage on games drawn with no gain: the 95 % interval holds 0 about 95 % of the time
+    rng = np.random.default_rng(1)
+    holds = [low <= 0 <= high for low, high in (score_gain(*rng.normal(10, 3, (2, 3, 20)).tolist())[1:] for _ in range(4_000))]
+    assert np.mean(holds) == pytest.approx(0.95, abs=0.015)
+    with pytest.raises(ValueError):
+        score_gain([np.array([1.0])], [np.array([1.0, 2.0])])
+    with pytest.raises(ValueError):
+        score_gain([], [])
 
 
 def test_window_midpoint_is_the_mean_midpoint_of_the_games():

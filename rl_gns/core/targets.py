@@ -127,6 +127,28 @@ def resolvable_improvement(score_sd: float, window: int, n_noise: float) -> floa
     return n_noise * score_sd / math.sqrt(window)
 
 
+def score_gain(first_RW: list[np.ndarray], last_RW: list[np.ndarray], z: float = 1.96) -> tuple[float, float, float]:
+    """Mean over runs of the gain of the last games' mean score over the first games', with a normal interval
+    whose sampling unit is the game: ``Δ = (1/R) Σ_r (mean(last_r) − mean(first_r))``,
+    ``se = √(Σ_r (s²(last_r)/n(last_r) + s²(first_r)/n(first_r))) / R``, interval ``Δ ± z · se``.
+
+    The first games of a run are played by its initial, near-uniform policy, so an interval above 0 says that
+    the runs play measurably better than random play under the same environment settings, whatever the count of
+    runs (one run suffices).
+
+    :param first_RW: per run, ``(W,)`` raw scores of its first games (``W ≥ 2``).
+    :param last_RW: per run, ``(W,)`` raw scores of its last games, not overlapping its first games (``W ≥ 2``).
+    :param z: interval half-width in standard errors (1.96: 95 %).
+    :return: ``(Δ, low, high)``.
+    """
+    if not first_RW or len(first_RW) != len(last_RW) or min(len(x) for x in [*first_RW, *last_RW]) < 2:
+        raise ValueError("need the first and last games (>= 2 each) of the same runs, at least one run")
+    gains_R = [float(np.mean(last) - np.mean(first)) for first, last in zip(first_RW, last_RW, strict=True)]
+    variance = sum(np.var(x, ddof=1) / len(x) for x in [*first_RW, *last_RW])
+    gain, half = float(np.mean(gains_R)), z * math.sqrt(variance) / len(gains_R)
+    return gain, gain - half, gain + half
+
+
 def game_length(game_ends_N: np.ndarray, lengths_N: np.ndarray, at: int, games: int = 100) -> tuple[float, float] | None:
     """Agent steps per finished game just before agent step ``at``, and the games' coefficient of variation:
     ``L = (e_k − e_0) / k`` over the last ``k + 1`` (at most ``games + 1``) game ends ``e_0 < … < e_k ≤ at``, and

@@ -59,7 +59,7 @@ class BenchConfig(ExecutionConfig):
     """Train every game of a benchmark tier for several seeds with noise-scale logging."""
 
     suite: str = "cpu"
-    """Tier of the suites table: smoke (CI, seconds per game), cpu (2-core CPU, minutes per game), full (10M agent steps)."""
+    """Tier: smoke (checks the pipeline, seconds), cpu (early noise scales, first learning, ~1 h on 2 cores), full (10M)."""
     out: Path = Path("runs/bench")
     """Benchmark directory (bench.json, specs/, runs/<game>_s<seed>/, then results.json, report.md)."""
     games: tuple[str, ...] | None = None

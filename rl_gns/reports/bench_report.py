@@ -22,6 +22,9 @@ Definitions:
   each resample; a resample whose pooled ``|G|²`` is not positive counts as ∞), only with ≥ 2 seeds.
 - Final score: mean raw score of the last 20 games of a run (:func:`rl_gns.core.targets.running_score`);
   none if the run finished fewer games. Human-normalised: ``(score − random) / (human − random)``.
+- Off random play: the mean over seeds of the last 20 games' score minus the first 20 games' (played by the initial,
+  near-uniform policy, under the same environment settings) has a 95 % interval above 0, games as the sampling unit
+  (:func:`rl_gns.core.targets.score_gain`); needs 40 games of every run.
 - Aggregate: interquartile mean (``rliable.metrics.aggregate_iqm``) of the ``(R runs × G games)``
   human-normalised scores, with a 95 % stratified bootstrap interval (runs resampled within each game,
   as ``rliable.library.StratifiedBootstrap``; rliable 1.2's ``get_interval_estimates`` passes
@@ -45,7 +48,7 @@ from rl_gns.core.atari import FRAME_SKIP, resolve_game
 from rl_gns.core.names import LOSSES as MEASURED_LOSSES
 from rl_gns.core.noise_scale import NoiseSums, b_simple
 from rl_gns.core.schemes import SCHEMES, scheme_label
-from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score
+from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score, score_gain
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import (
     BENCH,
@@ -118,6 +121,10 @@ class BenchRun:
     """Agent steps trained."""
     score: float | None
     """Mean raw score of the last 20 games; ``None`` with fewer games."""
+    first_games: np.ndarray
+    """``(W,)`` raw scores of the first 20 games (near-random play), empty with fewer than 40 games."""
+    last_games: np.ndarray
+    """``(W,)`` raw scores of the last 20 games, empty with fewer than 40 games (they would overlap the first)."""
     n_games: int
     """Games finished."""
     reached_target_at: int | None
@@ -161,9 +168,17 @@ class GameResult:
     target_score: float
     reached_target: int
     """Seeds whose running score reached ``target_score``."""
+    gain: tuple[float, float, float] | None
+    """Mean gain of the last 20 games' score over the first 20 games' (near-random play), with its 95 % interval
+    (:func:`~rl_gns.core.targets.score_gain`); ``None`` where a run has fewer than 40 games."""
     ppo_references: list[dict]
     b_crit: list[dict] = field(default_factory=list)
     """Fitted B_crit of analysed sweeps on this game: ``{sweep, backend, target, b_crit, ci}`` in agent steps."""
+
+    @property
+    def off_random(self) -> bool:
+        """The gain's 95 % interval lies above 0: the runs play measurably better than their first games."""
+        return self.gain is not None and self.gain[1] > 0
 
     @property
     def human_normalised_R(self) -> list[float | None]:
@@ -213,6 +228,7 @@ def load_run(run: RunDir, target: float, scheme: str) -> BenchRun:
     scores_N, env_steps_N = episodes["score"], episodes["env_steps"]
     score = float(running_score(scores_N, DEFAULT_WINDOW)[-1]) if len(scores_N) else math.nan
     reached = first_reached(env_steps_N, scores_N, target, DEFAULT_WINDOW)
+    apart = len(scores_N) >= 2 * DEFAULT_WINDOW
     until = {"start": START_FRACTION * config.total_steps, "average": math.inf}
     return BenchRun(
         name=run.name,
@@ -220,6 +236,8 @@ def load_run(run: RunDir, target: float, scheme: str) -> BenchRun:
         seed=config.seed,
         env_steps=run.env_steps(progress),
         score=score if math.isfinite(score) else None,
+        first_games=scores_N[:DEFAULT_WINDOW] if apart else np.array([]),
+        last_games=scores_N[-DEFAULT_WINDOW:] if apart else np.array([]),
         n_games=len(scores_N),
         reached_target_at=None if reached is None else int(env_steps_N[reached]),
         sums={loss: {w: noise_sums(progress, scheme, loss, until[w]) for w in WINDOWS} for loss in LOSSES},
@@ -308,6 +326,9 @@ def analyze_game(game: str, entry: dict, runs: list[BenchRun], reps: int, rng: n
         human_score=entry["human_score"],
         target_score=entry["target_score"],
         reached_target=sum(run.reached_target_at is not None for run in runs),
+        gain=score_gain([run.first_games for run in runs], [run.last_games for run in runs])
+        if runs and all(len(run.first_games) for run in runs)
+        else None,
         ppo_references=entry.get("ppo_references", []),
     )
 
@@ -439,6 +460,14 @@ def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:,.1f}"
 
 
+def gain_cell(game: GameResult) -> str:
+    """``+12.3 [4.5, 20.1], off random`` for the scores table; ``–`` without a gain."""
+    if game.gain is None:
+        return "–"
+    gain, low, high = game.gain
+    return f"{gain:+,.1f} [{low:,.1f}, {high:,.1f}]" + (", **off random**" if game.off_random else "")
+
+
 def noise_column(scheme: str, loss: str, window: str, unit: str) -> str:
     """A table header: ``B_simple value loss (default predictor), start (frames)``."""
     default = " (default predictor)" if is_default_predictor(scheme, loss) else ""
@@ -541,11 +570,15 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
         "",
         f"Final score: mean raw score of the last {DEFAULT_WINDOW} games of a run (– with fewer games), mean over "
         "seeds. Random and human: Mnih et al. 2015. Target: a quarter of the way from random play to a published "
-        "PPO score (envs/atari_games.toml). Published PPO scores are after 10M agent steps (40M frames).",
+        "PPO score (envs/atari_games.toml). Published PPO scores are after 10M agent steps (40M frames). "
+        f"Gain: the final score minus the mean of each run's first {DEFAULT_WINDOW} games (its initial, near-uniform "
+        "policy under the same environment settings), mean over seeds, with a 95 % interval whose sampling unit is "
+        f"the game (– where a run has fewer than {2 * DEFAULT_WINDOW} games); **off random play** where that interval "
+        "lies above 0.",
         "",
-        "| game | final score (mean) | per seed | random | human | human-normalised (mean) "
-        "| target (seeds reached) | published PPO |",
-        "|---|---|---|---|---|---|---|---|",
+        "| game | final score (mean) | per seed | gain over the first games [95 %] | random | human "
+        "| human-normalised (mean) | target (seeds reached) | published PPO |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for g in games:
         scored = [s for s in g.scores_R if s is not None]
@@ -556,12 +589,15 @@ def write_report(bench_dir: Path, settings: dict, scheme: str, games: list[GameR
         )
         lines.append(
             f"| {g.name} | {_score(float(np.mean(scored)) if scored else None)} "
-            f"| {', '.join(_score(s) for s in g.scores_R) or '–'} | {g.random_score:,} | {g.human_score:,} "
+            f"| {', '.join(_score(s) for s in g.scores_R) or '–'} | {gain_cell(g)} "
+            f"| {g.random_score:,} | {g.human_score:,} "
             f"| {f'{np.mean(normalised):.3f}' if normalised else '–'} "
             f"| {g.target_score:,} ({g.reached_target}/{len(g.seeds)}) "
             f"| {refs or '–'} |"
         )
-    lines += ["", "## Aggregate", ""]
+    off = [g.name for g in games if g.off_random]
+    lines += ["", f"Off random play: {len(off)} of {len(games)} games ({', '.join(off) or 'none'}).", ""]
+    lines += ["## Aggregate", ""]
     if aggregate["games"]:
         ci = aggregate["ci"]
         spread = "no interval: --bootstrap 0" if ci is None else f"95 % stratified bootstrap CI {ci[0]:.3f}, {ci[1]:.3f}"

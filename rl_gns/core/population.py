@@ -107,6 +107,51 @@ class _TrainLog:
             logger.record("train/clip_range_vf", clip_range_vf)
 
 
+def clip_ranges(members: Sequence[PPO]) -> tuple[list[float], list[float]]:
+    """Each member's PPO clip range ε now, and its value clip range where it has one (empty where none has)."""
+    clip_range = [float(m.clip_range(m._current_progress_remaining)) for m in members]  # type: ignore[operator]
+    clip_range_vf = [
+        float(m.clip_range_vf(m._current_progress_remaining))  # type: ignore[operator]
+        for m in members
+        if m.clip_range_vf is not None
+    ]
+    return clip_range, clip_range_vf
+
+
+def still_stepping(
+    members: Sequence[PPO], active: list[bool], logs: list[_TrainLog], diagnostics: np.ndarray, optimizers: StackedOptimizers
+) -> list[int]:
+    """Log each active member's minibatch diagnostics; a member whose approximate KL passes ``1.5 · target_kl``
+    stops here (its update ends, as ``PPO.train``'s loop breaks: ``active`` is cleared and its parameters written
+    back). Return the members that take this minibatch's step.
+
+    :param diagnostics: ``(6, K)`` policy, value, entropy and total loss, clip fraction and approximate KL.
+    """
+    stepping = []
+    for k in (k for k in range(len(members)) if active[k]):
+        approx_kl = logs[k].add(diagnostics[:, k])
+        target_kl = members[k].target_kl
+        active[k] = target_kl is None or approx_kl <= 1.5 * target_kl
+        if active[k]:
+            stepping.append(k)
+        else:
+            optimizers.write_back(k)
+    return stepping
+
+
+def step(
+    members: Sequence[PPO], optimizers: StackedOptimizers, total_K: th.Tensor, stepping: list[int], max_grad_norm: float
+) -> None:
+    """One gradient step of the members ``stepping`` on their total losses ``(K,)``: clipped to ``max_grad_norm`` and
+    taken by each member's optimizer; a member that taps its gradient norms (measurement on) records its own."""
+    optimizers.zero_grad()
+    total_K[stepping].sum().backward()
+    for k, norm in optimizers.clip_and_step(stepping, max_grad_norm).items():
+        member = members[k]
+        if isinstance(member, NoiseScalePPO) and member._gns_tap is not None:
+            member._gns_tap.add(norm)
+
+
 def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs: Sequence[np.random.RandomState]) -> None:
     """``stable_baselines3.PPO.train()`` for every member at once: the same epochs, minibatches, advantage
     normalisation, clipped losses (:func:`ppo_losses`), gradient clipping, Adam step, early stop on ``target_kl`` and
@@ -127,12 +172,7 @@ def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs
     population.set_training_mode(True)
     for member in members:
         member._update_learning_rate(member.policy.optimizer)
-    clip_range = [float(m.clip_range(m._current_progress_remaining)) for m in members]  # type: ignore[operator]
-    clip_range_vf = [
-        float(m.clip_range_vf(m._current_progress_remaining))  # type: ignore[operator]
-        for m in members
-        if m.clip_range_vf is not None
-    ]
+    clip_range, clip_range_vf = clip_ranges(members)
     device = first.device
     eps = th.tensor(clip_range, device=device)[:, None]
     eps_vf = th.tensor(clip_range_vf, device=device)[:, None] if clip_range_vf else None
@@ -164,23 +204,10 @@ def population_update(members: Sequence[PPO], population: PopulationPolicy, rngs
                 .cpu()
                 .numpy()
             )
-            stepping = []
-            for k in (k for k in range(k_members) if active[k]):
-                approx_kl = logs[k].add(diagnostics[:, k])
-                target_kl = members[k].target_kl
-                active[k] = target_kl is None or approx_kl <= 1.5 * target_kl
-                if active[k]:
-                    stepping.append(k)
-                else:  # its update ends here, as PPO.train's loop breaks
-                    optimizers.write_back(k)
+            stepping = still_stepping(members, active, logs, diagnostics, optimizers)
             if not stepping:
                 break
-            optimizers.zero_grad()
-            losses.total[stepping].sum().backward()
-            for k, norm in optimizers.clip_and_step(stepping, first.max_grad_norm).items():
-                member = members[k]
-                if isinstance(member, NoiseScalePPO) and member._gns_tap is not None:
-                    member._gns_tap.add(norm)
+            step(members, optimizers, losses.total, stepping, first.max_grad_norm)
         for k in started:
             members[k]._n_updates += 1
     for k in (k for k in range(k_members) if active[k]):
@@ -318,6 +345,8 @@ class Population:
         self.rngs = list(rngs) if rngs is not None else [np.random.RandomState(member.seed) for member in members]
         if len(self.rngs) != len(self.members):
             raise ValueError(f"{len(self.members)} members and {len(self.rngs)} generators")
+        self._batched: tuple[tuple[int, ...], PopulationPolicy] | None = None
+        """The members of the batched policy last built, and that policy (:meth:`_policies`)."""
 
     def learn(
         self,
@@ -352,40 +381,41 @@ class Population:
         iterations = [0] * len(members)
         training = [k for k, member in enumerate(members) if member.num_timesteps < totals[k]]
         self._leave([k for k in range(len(members)) if k not in training], hooks, on_leave)  # budgets spent before
-        population: PopulationPolicy | None = None
-        batched: tuple[int, ...] = ()
-        while training:
-            if not at_boundary(training):
-                break
-            if tuple(training) != batched:
-                batched = tuple(training)
-                population = PopulationPolicy([members[k].policy for k in training])
-            assert population is not None
+        self._batched = None
+        while training and at_boundary(training):
             going = collect_population_rollouts(
-                [members[k] for k in training], population, [hooks[k] for k in training], members[0].n_steps
+                [members[k] for k in training], self._policies(training), [hooks[k] for k in training], members[0].n_steps
             )
             self._leave([k for k, on in zip(training, going, strict=True) if not on], hooks, on_leave)
             training = [k for k, on in zip(training, going, strict=True) if on]
-            if not training:
-                break
-            if tuple(training) != batched:
-                batched = tuple(training)
-                population = PopulationPolicy([members[k].policy for k in training])
-            for k in training:
-                iterations[k] += 1
-                members[k]._update_current_progress_remaining(members[k].num_timesteps, totals[k])
-                members[k].dump_logs(iterations[k])
-            measured = measure_due([members[k] for k in training], population)
-            for i, k in enumerate(training):
-                members[k].before_update(*measured.get(i, (None, None)))
-            population_update([members[k] for k in training], population, [self.rngs[k] for k in training])
-            for k in training:
-                members[k].after_update()
-            self._leave([k for k in training if members[k].num_timesteps >= totals[k]], hooks, on_leave)
-            training = [k for k in training if members[k].num_timesteps < totals[k]]
+            if training:
+                self._update(training, totals, iterations)
+                self._leave([k for k in training if members[k].num_timesteps >= totals[k]], hooks, on_leave)
+                training = [k for k in training if members[k].num_timesteps < totals[k]]
         for k in training:  # stopped at a boundary
             hooks[k].on_training_end()
         return not training
+
+    def _policies(self, training: list[int]) -> PopulationPolicy:
+        """The batched policy of the members ``training``, built again only when they change."""
+        if self._batched is None or self._batched[0] != tuple(training):
+            self._batched = (tuple(training), PopulationPolicy([self.members[k].policy for k in training]))
+        return self._batched[1]
+
+    def _update(self, training: list[int], totals: list[int], iterations: list[int]) -> None:
+        """One iteration's logs, noise-scale measurements and update of the members ``training``, their rollouts
+        collected (as ``PPO.learn`` does after ``collect_rollouts``)."""
+        members, population = self.members, self._policies(training)
+        for k in training:
+            iterations[k] += 1
+            members[k]._update_current_progress_remaining(members[k].num_timesteps, totals[k])
+            members[k].dump_logs(iterations[k])
+        measured = measure_due([members[k] for k in training], population)
+        for i, k in enumerate(training):
+            members[k].before_update(*measured.get(i, (None, None)))
+        population_update([members[k] for k in training], population, [self.rngs[k] for k in training])
+        for k in training:
+            members[k].after_update()
 
     @staticmethod
     def _leave(leaving: list[int], hooks: Sequence[BaseCallback], on_leave: Callable[[list[int]], None]) -> None:

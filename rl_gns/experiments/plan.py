@@ -279,13 +279,18 @@ def check_values(config: TrainConfig) -> None:
         raise ValueError(f"--torch-threads must be at most this machine's {os.cpu_count()} cores, got {config.torch_threads}")
     check_learning_rate(config.learning_rate)
     parse_predictor(config.adaptive_predictor)  # recorded in config.json whether or not the run is adaptive
+    check_fractions(config)
+    check_seed_range(config)
+
+
+def check_fractions(config: TrainConfig) -> None:
+    """Refuse a discount, GAE λ or sticky-action probability outside the range where it means something."""
     if not 0.0 < config.gamma <= 1.0:
         raise ValueError(f"--gamma must be in (0, 1], got {config.gamma}")
     if not 0.0 <= config.gae_lambda <= 1.0:
         raise ValueError(f"--gae-lambda must be in [0, 1], got {config.gae_lambda}")
     if not 0.0 <= config.sticky_actions < 1.0:
         raise ValueError(f"--sticky-actions is a probability below 1, got {config.sticky_actions}")
-    check_seed_range(config)
 
 
 def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
@@ -391,18 +396,24 @@ def check_device(device: str, nproc: int) -> None:
             raise ValueError(f"--device {device}: torch has one CPU device, cpu (cpu:0)")
         return
     if parsed.type == "cuda":
-        n_gpus = th.cuda.device_count() if th.cuda.is_available() else 0
-        if n_gpus == 0:
-            raise ValueError(f"--device {device}: torch sees no CUDA device here")
-        if parsed.index is not None and parsed.index >= n_gpus:
-            raise ValueError(f"--device {device}: torch sees {n_gpus} CUDA devices here")
-        if nproc > 1 and not under_torchrun() and nproc > n_gpus:
-            raise ValueError(f"--nproc {nproc} ranks on --device cuda, but torch sees {n_gpus} GPUs here")
+        check_cuda(device, parsed.index, nproc)
     elif parsed.type == "mps":
         if not th.backends.mps.is_available():
             raise ValueError(f"--device {device}: torch sees no Apple GPU (MPS) here")
     else:
         raise ValueError(f"--device {device}: rl-gns trains on cpu, cuda or mps")
+
+
+def check_cuda(device: str, index: int | None, nproc: int) -> None:
+    """Refuse ``--device cuda[:index]`` where torch sees no such GPU, or fewer GPUs than ``nproc`` ranks (each takes
+    its own; under torchrun the launcher places them)."""
+    n_gpus = th.cuda.device_count() if th.cuda.is_available() else 0
+    if n_gpus == 0:
+        raise ValueError(f"--device {device}: torch sees no CUDA device here")
+    if index is not None and index >= n_gpus:
+        raise ValueError(f"--device {device}: torch sees {n_gpus} CUDA devices here")
+    if nproc > 1 and not under_torchrun() and nproc > n_gpus:
+        raise ValueError(f"--nproc {nproc} ranks on --device cuda, but torch sees {n_gpus} GPUs here")
 
 
 def available_memory_bytes() -> int | None:

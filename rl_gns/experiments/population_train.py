@@ -31,11 +31,13 @@ import torch as th
 
 from rl_gns.core.games import save_games
 from rl_gns.core.population import Population
+from rl_gns.core.ppo import NoiseScalePPO
 from rl_gns.experiments.callbacks import Snapshots
 from rl_gns.experiments.config import TrainConfig, population_settings
 from rl_gns.experiments.plan import RunPlan
 from rl_gns.experiments.signals import Interrupted, StopOnSignal
 from rl_gns.experiments.train import (
+    OpenRun,
     checkpoint_clock,
     claim,
     close_run,
@@ -106,17 +108,11 @@ def _train(plans: Sequence[RunPlan], config: TrainConfig) -> list[Path]:
         remove_torn(plan.out)  # half-written checkpoints a kill left
     opened = [open_run(plan, console=None) for plan in plans]
     members = [run.model for run in opened]
-    rngs = [np.random.RandomState(member.seed) for member in members]
-    saved = {k: load_rng_states(plan.checkpoint)[0] for k, plan in enumerate(plans) if plan.checkpoint is not None}
-    resumed = list(saved)
-    for k, state in saved.items():
-        rngs[k].set_state(state["numpy"])
-    if saved:  # every member checkpointed at one boundary holds the same torch state
-        th.set_rng_state(saved[resumed[0]]["torch"])
+    rngs, resumed = restored_generators(plans, members)
     population = Population(members, rngs)
     print(
         f"population of {len(plans)} runs, {plans[0].batching.rollout_size:,} agent steps per iteration each, "
-        f"budget {config.total_steps:,}: {len(resumed)} resumed, {len(plans) - len(resumed)} new",
+        f"budget {config.total_steps:,}: {resumed} resumed, {len(plans) - resumed} new",
         flush=True,
     )
 
@@ -170,13 +166,36 @@ def _train(plans: Sequence[RunPlan], config: TrainConfig) -> list[Path]:
             at_boundary=at_boundary,
             on_leave=on_leave,
         )
-    paused = [k for k in range(len(plans)) if k not in left]
-    for k in paused:
-        opened[k].model.logger.close()  # flushes TensorBoard
+    paused = [opened[k] for k in range(len(plans)) if k not in left]
     if paused:
-        where = f"at {clock.saved_at:,} agent steps; the command that started them goes on from there"
-        if signals.signum is not None:
-            name = signal.Signals(signals.signum).name
-            raise Interrupted(signals.signum, f"stopped {len(paused)} runs by {name} with checkpoints {where}")
-        print(f"stopped {len(paused)} runs before --max-wall-minutes {config.max_wall_minutes} {where}", flush=True)
+        pause(paused, clock.saved_at, signals.signum, config.max_wall_minutes)
     return [run.run.path for run in opened]
+
+
+def restored_generators(plans: Sequence[RunPlan], members: Sequence[NoiseScalePPO]) -> tuple[list[np.random.RandomState], int]:
+    """Each member's minibatch-permutation generator, seeded with its seed or as its checkpoint left it; torch's
+    global generator as the checkpoints left it (every member checkpointed at one boundary holds the same torch
+    state). Return the generators and how many members resumed."""
+    rngs = [np.random.RandomState(member.seed) for member in members]
+    saved = {k: load_rng_states(plan.checkpoint)[0] for k, plan in enumerate(plans) if plan.checkpoint is not None}
+    for k, state in saved.items():
+        rngs[k].set_state(state["numpy"])
+    if saved:
+        th.set_rng_state(next(iter(saved.values()))["torch"])
+    return rngs, len(saved)
+
+
+def pause(paused: Sequence[OpenRun], saved_at: int, signum: int | None, max_wall_minutes: float | None) -> None:
+    """Close the logs of the members that did not finish (TensorBoard flushed) and say where they stopped.
+
+    :param saved_at: agent steps of the checkpoints they stopped at.
+    :param signum: the signal that stopped them, if one did; otherwise the wall-clock limit did.
+    :raises Interrupted: if a signal stopped them.
+    """
+    for run in paused:
+        run.model.logger.close()
+    where = f"at {saved_at:,} agent steps; the command that started them goes on from there"
+    if signum is not None:
+        name = signal.Signals(signum).name
+        raise Interrupted(signum, f"stopped {len(paused)} runs by {name} with checkpoints {where}")
+    print(f"stopped {len(paused)} runs before --max-wall-minutes {max_wall_minutes} {where}", flush=True)

@@ -491,13 +491,8 @@ def probe_cost(config: ProbeConfig, point: BranchPoint, sizes: int) -> ProbeCost
     return ProbeCost(config.anchor_steps + branches * config.budget_steps, branches, point.env_steps, speed)
 
 
-def check(config: ProbeConfig) -> BranchPoint:
-    """Check the probe without writing anything; return its branch point.
-
-    :raises ValueError: with the reason.
-    """
-    config = spelled_as_recorded(config)
-    config.check_execution()  # before the anchor's train settings, which carry --threads-per-run as theirs
+def check_numbers(config: ProbeConfig) -> None:
+    """Each value flag of the probe on its own (raises ``ValueError`` with the reason)."""
     if config.delta is not None and (not math.isfinite(config.delta) or config.delta <= 0):
         raise ValueError(f"--delta must be a finite improvement > 0, got {config.delta}")
     check_inert(config, {"delta_noise": "with --delta (the target is its raw improvement)"} if config.delta else {})
@@ -515,6 +510,16 @@ def check(config: ProbeConfig) -> BranchPoint:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
     if config.at is not None and config.at < 0:
         raise ValueError(f"--at must be >= 0 agent steps, got {config.at}")
+
+
+def check(config: ProbeConfig) -> BranchPoint:
+    """Check the probe without writing anything; return its branch point.
+
+    :raises ValueError: with the reason.
+    """
+    config = spelled_as_recorded(config)
+    config.check_execution()  # before the anchor's train settings, which carry --threads-per-run as theirs
+    check_numbers(config)
     point = probe_point(config)
     source = config.source_config()
     if source.learning_rate == 0:

@@ -272,11 +272,9 @@ def check_nonempty(config: SweepConfig) -> None:
 SWEEP_RERUN_FIELDS = (*EXECUTION_FIELDS, "edge_rounds")
 
 
-def check(config: SweepConfig, restart: bool = False) -> None:
-    """Validate the sweep without writing anything (raises ``ValueError`` with the reason).
-
-    :param restart: unfinished runs start again from their start rather than resume (:func:`sweep`).
-    """
+def check_numbers(config: SweepConfig) -> None:
+    """Each value flag of the sweep on its own: sizes named, finite targets and rates, counts in range (raises
+    ``ValueError`` with the reason)."""
     check_nonempty(config)
     for name in ("targets", "lr_ref", "lr_factor"):
         values = getattr(config, name)
@@ -290,13 +288,21 @@ def check(config: SweepConfig, restart: bool = False) -> None:
         raise ValueError(f"--n-steps-grid needs one --n-envs, got {config.n_envs}")
     if config.n_steps_grid and min(config.n_steps_grid) < 1:
         raise ValueError(f"--n-steps-grid must be >= 1, got {config.n_steps_grid}")
+    for name in ("n_envs_ref", "budget_steps"):
+        if getattr(config, name) < 1:
+            raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")
+
+
+def check(config: SweepConfig, restart: bool = False) -> None:
+    """Validate the sweep without writing anything (raises ``ValueError`` with the reason).
+
+    :param restart: unfinished runs start again from their start rather than resume (:func:`sweep`).
+    """
+    check_numbers(config)
     if config.edge_rounds < 0:
         raise ValueError(f"--edge-rounds must be >= 0, got {config.edge_rounds}")
     if config.edge_rounds and config.lr_points < 3:
         raise ValueError(f"--edge-rounds needs a grid with an inside: --lr-points 3 or more, got {config.lr_points}")
-    for name in ("n_envs_ref", "budget_steps"):
-        if getattr(config, name) < 1:
-            raise ValueError(f"{flag(name)} must be >= 1, got {getattr(config, name)}")
     largest = largest_seed(config.budget_steps, max(config.n_envs))
     if largest < 0:
         most = MAX_SEED - max(config.n_envs)

@@ -266,6 +266,32 @@ def runs_under(directory: Path) -> list[Path]:
 SWEEP_RUN_SETTINGS = frozenset({"out", "n_envs", "n_steps", "device", "checkpoint_minutes", "max_wall_minutes"})
 
 
+def settings_differing(config: RunConfig, settings: dict[str, Any]) -> dict[str, tuple[str, Any, Any]]:
+    """Where a run trained otherwise than its sweep's ``sweep.json`` says: the setting as the run's ``config.json``
+    names it -> (as ``sweep.json`` names it, ``sweep.json``'s value, the run's); empty where the sweep made the run.
+
+    :param config: the run's ``config.json``.
+    :param settings: the sweep's ``sweep.json``.
+    """
+    held = config.settings
+    differ = {
+        k: (k, settings[k], held[k])
+        for k in sorted(settings.keys() & held.keys() - SWEEP_RUN_SETTINGS)
+        if not same_setting(k, settings[k], held[k])
+    }
+    if config.n_envs not in settings["n_envs"]:
+        differ["n_envs"] = ("n_envs", settings["n_envs"], config.n_envs)
+    sizes = "n_steps_grid" if settings.get("n_steps_grid") else "n_steps"
+    if config.n_steps not in (settings.get("n_steps_grid") or [settings["n_steps"]]):
+        differ["n_steps"] = (sizes, settings[sizes], config.n_steps)
+    if config.total_steps != settings["budget_steps"]:
+        differ["total_steps (the sweep's budget_steps)"] = ("budget_steps", settings["budget_steps"], config.total_steps)
+    schemes = settings["gns_scheme"]
+    if config.gns_schemes and set(config.gns_schemes) != set(schemes):
+        differ["gns_scheme"] = ("gns_scheme", schemes, list(config.gns_schemes))
+    return differ
+
+
 def sweep_runs(sweep_dir: Path, settings: dict[str, Any]) -> list[RunDir]:
     """The started runs of a sweep (or a probe's branches), each checked to be one the sweep made: a run copied in
     from elsewhere, or one whose settings were edited, would be counted as the sweep's. Where every started run
@@ -284,24 +310,7 @@ def sweep_runs(sweep_dir: Path, settings: dict[str, Any]) -> list[RunDir]:
             continue
         if run.name not in settings["runs"]:
             raise RecordError(f"{path}: not a run of the sweep ({sweep_dir / SWEEP} names {len(settings['runs'])} others)")
-        config = run.config()
-        held = config.settings
-        # what differs, as the run's config.json names it -> (as sweep.json names it, sweep.json's value, the run's)
-        differ = {
-            k: (k, settings[k], held[k])
-            for k in sorted(settings.keys() & held.keys() - SWEEP_RUN_SETTINGS)
-            if not same_setting(k, settings[k], held[k])
-        }
-        if config.n_envs not in settings["n_envs"]:
-            differ["n_envs"] = ("n_envs", settings["n_envs"], config.n_envs)
-        sizes = "n_steps_grid" if settings.get("n_steps_grid") else "n_steps"
-        if config.n_steps not in (settings.get("n_steps_grid") or [settings["n_steps"]]):
-            differ["n_steps"] = (sizes, settings[sizes], config.n_steps)
-        if config.total_steps != settings["budget_steps"]:
-            differ["total_steps (the sweep's budget_steps)"] = ("budget_steps", settings["budget_steps"], config.total_steps)
-        schemes = settings["gns_scheme"]
-        if config.gns_schemes and set(config.gns_schemes) != set(schemes):
-            differ["gns_scheme"] = ("gns_scheme", schemes, list(config.gns_schemes))
+        differ = settings_differing(run.config(), settings)
         if differ:
             differing.append((run, differ))
         runs.append(run)

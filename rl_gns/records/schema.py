@@ -110,25 +110,34 @@ def conforms(value: Any, kind: Any) -> bool:
         return any(conforms(value, k) for k in args)
     if origin is Literal:
         return any(type(value) is type(a) and value == a for a in args)
-    if kind is bool:
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
+    if kind in (list, tuple, dict) or origin in (list, tuple, dict):
+        return _conforms_container(value, origin or kind, args)
+    return _conforms_scalar(value, kind)
+
+
+def _conforms_scalar(value: Any, kind: Any) -> bool:
+    """:func:`conforms` for a ``bool``, ``int``, ``float``, ``str``, path or other class."""
+    if kind is bool or isinstance(value, bool):
+        return kind is bool and isinstance(value, bool)
     if kind is int:
         return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if kind is float:
         return isinstance(value, int | float)
     if kind is str or (isinstance(kind, type) and issubclass(kind, PurePath)):
         return isinstance(value, str)
-    if kind in (list, tuple) or origin in (list, tuple):
-        if not isinstance(value, list):
-            return False
-        if origin is tuple and args and args[-1] is not Ellipsis:
-            return len(value) == len(args) and all(conforms(v, k) for v, k in zip(value, args, strict=True))
-        return not args or all(conforms(v, args[0]) for v in value)
-    if kind is dict or origin is dict:
-        return isinstance(value, dict) and (not args or all(conforms(v, args[1]) for v in value.values()))
     return isinstance(value, kind)
+
+
+def _conforms_container(value: Any, container: type, args: tuple[Any, ...]) -> bool:
+    """:func:`conforms` for ``list``/``tuple`` (a JSON list: ``[K]``, ``[K, ...]`` or fixed ``[K1, K2]``) and ``dict``
+    (``[str, K]``), ``args`` empty for any items."""
+    if container is dict:
+        return isinstance(value, dict) and (not args or all(conforms(v, args[1]) for v in value.values()))
+    if not isinstance(value, list):
+        return False
+    if container is tuple and args and args[-1] is not Ellipsis:
+        return len(value) == len(args) and all(conforms(v, k) for v, k in zip(value, args, strict=True))
+    return not args or all(conforms(v, args[0]) for v in value)
 
 
 def kind_name(kind: Any) -> str:

@@ -17,8 +17,8 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.advice import DEFAULT_PREDICTOR, advise, run_settings
-from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
+from rl_gns.core.agents.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
+from rl_gns.core.maths.advice import DEFAULT_PREDICTOR, advise, run_settings
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """How many games will a probe's anchor finish? The estimate ``rl-gns probe`` warns with, against the games played.
 
 For each given probe directory: the source run's games just before the branch point give their length ``L`` (agent
-steps per finished game) and spread ``cv`` (:func:`rl_gns.core.targets.game_length`); the renewal count
-:func:`rl_gns.core.targets.expected_games` of the anchor's ``anchor_steps`` over the source's env count is set beside
+steps per finished game) and spread ``cv`` (:func:`rl_gns.core.maths.targets.game_length`); the renewal count
+:func:`rl_gns.core.maths.targets.expected_games` of the anchor's ``anchor_steps`` over the source's env count is set beside
 the games the anchor finished (``probe.json``'s ``anchor_games``, or its ``episodes.csv`` where it stopped short).
 
     python benchmarks/anchor_games.py results/probes_v6/*/at*k* --out results/probes_v6/anchor_games.md
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import tyro
 
-from rl_gns.core.targets import expected_games, game_length
+from rl_gns.core.maths.targets import expected_games, game_length
 from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, read_json
 
 

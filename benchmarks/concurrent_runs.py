@@ -26,7 +26,7 @@ import torch as th
 import tyro
 from speed import build, machine
 
-from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO
+from rl_gns.core.agents.defaults import RL_ZOO3_ATARI_PPO
 
 
 @dataclass

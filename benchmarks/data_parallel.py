@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.names import FREE_SCHEMES, size_key
-from rl_gns.core.noise_scale import b_simple_interval
+from rl_gns.core.maths.names import size_key
+from rl_gns.core.maths.noise_scale import b_simple_interval
+from rl_gns.core.maths.schemes import FREE_SCHEMES, scheme_label
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.records.schema import RunConfig
-from rl_gns.reports.figures import SCHEME_LABELS, fmt, plt, relative, save_figure
+from rl_gns.reports.figures import fmt, plt, relative, save_figure
 from rl_gns.reports.run_plot import plot_noise_scale
 
 #: (run, scheme, loss, label): the fixed-parameter measurements of both runs, and the free ones of the ranks.
@@ -62,7 +63,7 @@ def plot_free_vs_fixed(runs: dict[str, tuple[dict[str, np.ndarray], RunConfig]])
             title = f"1 process: {settings.n_envs} envs"
         ax.set_title(f"{title} × {settings.n_steps} steps", fontsize=10)
     fig.suptitle(f"{runs['ranks'][1].game}: the free noise scale (ranks) against the fixed-parameter one "
-                 f"({SCHEME_LABELS['envs']})", fontsize=11)  # fmt: skip
+                 f"({scheme_label('envs')})", fontsize=11)  # fmt: skip
     return fig
 
 
@@ -118,7 +119,7 @@ def main(config: Config) -> None:
         *noise_rows,
         "",
         "B_simple is pooled over the run (Σ tr Σ / Σ |G|²); its interval comes from contiguous batches of every"
-        " measurement (`rl_gns.core.noise_scale.b_simple_interval`). 'unbounded': |G|² is not resolved from zero.",
+        " measurement (`rl_gns.core.maths.noise_scale.b_simple_interval`). 'unbounded': |G|² is not resolved from zero.",
         "",
         f"![free vs fixed]({relative(figure, config.out)})",
         "",

@@ -22,8 +22,8 @@ import tyro
 from stable_baselines3 import PPO
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.defaults import atari_ppo_kwargs
-from rl_gns.core.names import LOSSES
+from rl_gns.core.agents.defaults import atari_ppo_kwargs
+from rl_gns.core.maths.names import LOSSES
 
 
 @dataclass

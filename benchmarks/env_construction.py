@@ -2,7 +2,7 @@
 
 For each game: the wall time of ``make_atari_vec_env(..., backend)`` followed by its seeded reset, per env, and the
 time of one ``ALEInterface.loadROM`` (which ale-py runs when an env is made and again at every seeded reset; a RAM env
-of rl-gns is made with its first reset's seed and loads once: ``rl_gns.core.atari.SeededAtariEnv``). A short run
+of rl-gns is made with its first reset's seed and loads once: ``rl_gns.core.envs.atari.SeededAtariEnv``). A short run
 pays this once per env, so a sweep of many short runs at small sizes pays it many times.
 
     python benchmarks/env_construction.py --out results/benchmarks/env_construction_cpu.json
@@ -26,7 +26,7 @@ import numpy as np
 import tyro
 
 from rl_gns import make_atari_vec_env
-from rl_gns.core.atari import resolve_game
+from rl_gns.core.envs.atari import resolve_game
 
 Backend = Literal["ale_vector", "ram"]
 

@@ -28,8 +28,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.names import LOSSES, gns_key, size_key
-from rl_gns.core.noise_scale import b_simple_interval
+from rl_gns.core.maths.names import LOSSES, gns_key, size_key
+from rl_gns.core.maths.noise_scale import b_simple_interval
 from rl_gns.records.rundir import read_csv
 
 

@@ -2,7 +2,7 @@
 
 For one-step episodes (i.i.d. steps, ``H = 1``) and a 3-step MDP (correlated steps, ``H = 3``), draws many
 rollouts into SB3's ``RolloutBuffer``, measures each exactly as ``NoiseScalePPO`` does
-(:func:`rl_gns.core.measure.measure_rollout`), and pools the raw ``g2`` and ``trace_sigma`` estimates (mean
+(:func:`rl_gns.core.agents.measure.measure_rollout`), and pools the raw ``g2`` and ``trace_sigma`` estimates (mean
 over independent rollouts, 95 % interval from their standard error). Exact targets: for the ``envs``
 scheme ``(|G|², tr Σ_env)``; for the ``minibatch`` scheme what it estimates in expectation,
 ``(|G|² + (tr Σ_env − tr Σ_marginal)/(N − 1), (N tr Σ_marginal − tr Σ_env)/(N − 1))``, next to ``|G|²``.
@@ -24,9 +24,10 @@ import numpy as np
 import torch as th
 import tyro
 
-from rl_gns.core.measure import measure_rollout, measurement_indices
-from rl_gns.core.names import LOSSES
-from rl_gns.core.noise_scale import g2_and_trace
+from rl_gns.core.agents.measure import measure_rollout
+from rl_gns.core.maths.names import LOSSES
+from rl_gns.core.maths.noise_scale import g2_and_trace
+from rl_gns.core.maths.schemes import SCHEMES
 from rl_gns.testing.exact import ChainMDP, exact, minibatch_expectation, sample_rollout
 
 
@@ -57,7 +58,7 @@ def pooled(problem: ChainMDP, args: Args, horizon: int, normalize: bool) -> dict
     for _ in range(args.rollouts):
         buffer = sample_rollout(problem, policy, args.n_envs, n_steps, rng)
         for scheme, (b_small, b_big) in sizes.items():
-            norms = measure_rollout(policy, buffer, measurement_indices(scheme, args.n_envs, n_steps, b_big, rng),
+            norms = measure_rollout(policy, buffer, SCHEMES[scheme].indices(args.n_envs, n_steps, b_big, rng),
                                     b_big // b_small, LOSSES, normalize, problem.clip_range, None, problem.ent_coef,
                                     problem.vf_coef)  # fmt: skip
             for loss, n in norms.items():

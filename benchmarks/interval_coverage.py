@@ -3,7 +3,7 @@
 Draws ``T`` measurement pairs ``(g2, trace_sigma)`` around a true ``(|G|², tr Σ) = (1, 100)`` (B_simple = 100)
 with AR(1) noise of correlation ``φ`` between consecutive measurements, as consecutive PPO iterations are
 correlated, for a resolved ``|G|²`` (noise 2 per measurement) and a mostly unresolved one (noise 20), and
-counts how often :func:`rl_gns.core.noise_scale.b_simple_interval` (batch means + Fieller) covers 100. Next to
+counts how often :func:`rl_gns.core.maths.noise_scale.b_simple_interval` (batch means + Fieller) covers 100. Next to
 it, the interval that treats the measurements as independent (batches of one), which correlation breaks.
 
     python benchmarks/interval_coverage.py --out results/validation/interval_coverage
@@ -23,7 +23,7 @@ import numpy as np
 import tyro
 from scipy.stats import t as student_t
 
-from rl_gns.core.noise_scale import b_simple_interval
+from rl_gns.core.maths.noise_scale import b_simple_interval
 
 TRUE_G2, TRUE_TRACE = 1.0, 100.0
 

@@ -2,7 +2,7 @@
 
 The same K agents (seeds 0..K-1, one learning rate, RAM, the probe trunks' protocol: 8 envs, ``n_steps`` 32, 4
 minibatches, 4 epochs, learning rate 5e-4, clip range 0.1) train twice: each alone (``NoiseScalePPO.learn``) and all
-together as one :class:`rl_gns.core.population.Population`. Members draw their actions from one shared generator,
+together as one :class:`rl_gns.core.agents.population.Population`. Members draw their actions from one shared generator,
 so each plays other games than it would alone: the question is whether the two engines learn alike within the
 spread of seeds, not whether they are equal.
 
@@ -27,7 +27,7 @@ import tyro
 from stable_baselines3.common.callbacks import BaseCallback
 
 from rl_gns import NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.population import Population
+from rl_gns.core.agents.population import Population
 
 
 @dataclass

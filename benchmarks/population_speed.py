@@ -8,7 +8,7 @@ to whole rollouts:
 
 - ``lone``: each agent trains alone (``NoiseScalePPO.learn``), one after the other, as one sweep worker trains its runs
   (process start and imports, about 3 s per run, are not counted);
-- ``population``: the same agents train together (:class:`rl_gns.core.population.Population`);
+- ``population``: the same agents train together (:class:`rl_gns.core.agents.population.Population`);
 - ``ceiling``: the same ``agents × n_envs`` envs stepped with uniformly random actions, no policy
   (``emulator_ceiling.py``): the rate neither can exceed on this machine.
 
@@ -43,7 +43,7 @@ import tyro
 from emulator_ceiling import ceiling
 
 from rl_gns import NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.population import Population
+from rl_gns.core.agents.population import Population
 from rl_gns.experiments.config import TrainConfig, apply_regime
 from rl_gns.experiments.train import ppo_kwargs
 

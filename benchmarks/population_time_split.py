@@ -4,14 +4,14 @@ rollout, the update, the noise-scale measurement and the logs.
 One population of the validation protocol at one env count (RAM and the MLP; ``n_steps`` 32, 4 minibatches, 4
 epochs, clip 0.1, the noise scale measured every iteration with both schemes and three losses; ``seeds × learning
 rates`` members, each logging its rows to CSV and TensorBoard as a run does) trains ``--agent-steps`` each through
-:class:`rl_gns.core.population.Population`, with a wall-clock timer around each part:
+:class:`rl_gns.core.agents.population.Population`, with a wall-clock timer around each part:
 
 - ``emulators``: ale-py's ``AtariEnv.step`` (the frame-skipping emulator, inside the wrappers);
 - ``vec_env``: SB3's ``DummyVecEnv.step_wait`` around them (wrappers, infos, resets), the emulators' time taken out;
-- ``rollout``: the rest of :func:`~rl_gns.core.population.collect_population_rollouts` (the batched forward pass,
+- ``rollout``: the rest of :func:`~rl_gns.core.agents.population.collect_population_rollouts` (the batched forward pass,
   sampling, the members' buffers and callbacks);
-- ``update``: :func:`~rl_gns.core.population.population_update`;
-- ``measurement``: :func:`~rl_gns.core.population_measure.measure_due`;
+- ``update``: :func:`~rl_gns.core.agents.population.population_update`;
+- ``measurement``: :func:`~rl_gns.core.agents.population_measure.measure_due`;
 - ``logs``: SB3's ``Logger.dump`` (the rows to CSV and TensorBoard);
 - ``other``: the rest of ``Population.learn``.
 
@@ -43,9 +43,9 @@ import tyro
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-import rl_gns.core.population as population_module
+import rl_gns.core.agents.population as population_module
 from rl_gns import NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.ppo import NoiseScaleConfig
+from rl_gns.core.agents.ppo import NoiseScaleConfig
 from rl_gns.records.logs import run_logger
 
 

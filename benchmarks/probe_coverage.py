@@ -1,6 +1,6 @@
 """Does a probe's 95 % interval of B_crit cover the truth once the systematic effects are in? Simulated probes.
 
-``benchmarks/probe_design.py`` checks Fieller's interval (:func:`rl_gns.core.tradeoff.fit_local_tradeoff`) against
+``benchmarks/probe_design.py`` checks Fieller's interval (:func:`rl_gns.core.maths.tradeoff.fit_local_tradeoff`) against
 log-normal scatter of the steps alone. A real probe adds three effects that scatter does not model; each simulated
 probe here has a known ``B_crit`` and adds them one at a time:
 
@@ -17,7 +17,7 @@ probe here has a known ``B_crit`` and adds them one at a time:
    rates that learn nothing, over every game a branch of the largest size plays within the budget).
 5. ``+ games, null floor, trend``: the same games and target, ``S`` read as ``rl-gns probe --steps trend`` reads it:
    where the least-squares line through the scores of every game up to the reaching window's last meets the target
-   (:func:`rl_gns.core.targets.trend_crossing`).
+   (:func:`rl_gns.core.maths.targets.trend_crossing`).
 
 ``--curve`` bends the mean score's rise (``linear``; ``concave``, fast then slow; ``convex``, slow then fast), each
 passing the target at the branch's true steps, to see what a line through a curve does.
@@ -41,8 +41,8 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import tyro
 
-from rl_gns.core.targets import null_floor, null_max_running_scores, resolvable_improvement, trend_crossing
-from rl_gns.core.tradeoff import fit_local_tradeoff
+from rl_gns.core.maths.targets import null_floor, null_max_running_scores, resolvable_improvement, trend_crossing
+from rl_gns.core.maths.tradeoff import fit_local_tradeoff
 
 SCENARIOS = ("scatter", "+ rates", "+ games, 3 SE", "+ games, null floor", "+ games, null floor, trend")
 #: How a bent mean score rises to the target at ``x = t / S_true = 1``, as a fraction of the target (``k = 2``).

@@ -1,7 +1,7 @@
 """What would a probe need to identify B_crit? The scatter of the committed probes, then simulated probes.
 
 A probe fits ``S(B) = S_min (1 + B_crit / B)`` to the steps its kept branches took to the target
-(:func:`rl_gns.core.tradeoff.fit_local_tradeoff`) and identifies ``B_crit`` when the 95 % interval has an upper end.
+(:func:`rl_gns.core.maths.tradeoff.fit_local_tradeoff`) and identifies ``B_crit`` when the 95 % interval has an upper end.
 How often that can happen depends on how much the branches of one rollout size scatter. This reads each given probe's
 ``probe_results.json`` (its kept branches at the reported target), estimates that scatter as the pooled
 within-size standard deviation of ``ln S``, then draws probes with a known ``B_crit`` and log-normal scatter of that
@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import tyro
 
-from rl_gns.core.tradeoff import fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import fit_local_tradeoff
 
 
 @dataclass

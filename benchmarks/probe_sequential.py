@@ -31,7 +31,7 @@ import tyro
 from probe_coverage import GRID, LR_CURVATURE, as_json, command, games_to_target, null_target, write_record
 from probe_coverage import Args as Simulated
 
-from rl_gns.core.tradeoff import fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import fit_local_tradeoff
 
 
 @dataclass

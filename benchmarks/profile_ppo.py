@@ -21,7 +21,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from torch.profiler import ProfilerActivity, profile
 
 from rl_gns import NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.defaults import atari_ppo_kwargs
+from rl_gns.core.agents.defaults import atari_ppo_kwargs
 
 
 @dataclass

@@ -8,9 +8,9 @@ For every probe directory under the given paths (a directory holding ``probe.jso
    ``episodes.csv`` / ``episodes.csv.gz``). ``L``, the runs tried for one kept run: the learning rates per size
    (``sweep.json``'s ``lr_points``, or the realised grid of ``probe_results.json`` where that is longer).
 3. ``draws`` null runs of ``G`` games resampled from the anchor's games give the highest running score ``M`` of a run
-   that learns nothing (:func:`rl_gns.core.targets.null_max_running_scores`, ``window`` from ``probe.json``); each
-   committed target gets ``p_null = 1 - (1 - P(M >= T))^L`` (:func:`~rl_gns.core.targets.null_crossing`) and is safe
-   where ``p_null <= level``; the null floor ``F`` (:func:`~rl_gns.core.targets.null_floor`) is the lowest safe target.
+   that learns nothing (:func:`rl_gns.core.maths.targets.null_max_running_scores`, ``window`` from ``probe.json``); each
+   committed target gets ``p_null = 1 - (1 - P(M >= T))^L`` (:func:`~rl_gns.core.maths.targets.null_crossing`) and is safe
+   where ``p_null <= level``; the null floor ``F`` (:func:`~rl_gns.core.maths.targets.null_floor`) is the lowest safe target.
 4. The probe's reported ``B_crit`` (``probe_results.json``: ``target``, ``fit``, ``verdict``, as
    ``rl-gns probe-report`` wrote them) stands only where its target is safe. Where it is not, the lowest committed
    safe target's fit is the one ``probe-report`` already wrote in its ladder (``probe_results.json``'s ``ladder``);
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.targets import null_crossing, null_floor, null_max_running_scores
+from rl_gns.core.maths.targets import null_crossing, null_floor, null_max_running_scores
 from rl_gns.records.rundir import ANCHOR, PROBE, SWEEP, RunDir, runs_under
 
 #: What ``rl-gns probe-report`` writes: the reported target, its fit and the ladder of every target's fit.

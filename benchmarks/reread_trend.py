@@ -4,7 +4,7 @@ A probe times each branch by when its running score of ``window`` games first re
 ``midpoint``: the mean midpoint of that window's games). Noise draws that first passage early, and the more so the
 more slowly a branch's score rises per game, as a branch at a large rollout size does: in simulated probes this
 biases ``B_crit`` upwards and its interval misses the truth (``benchmarks/probe_coverage.py``). The ``trend``
-measure (:func:`rl_gns.core.targets.trend_crossing`) reads the crossing off the least-squares line through the
+measure (:func:`rl_gns.core.maths.targets.trend_crossing`) reads the crossing off the least-squares line through the
 scores of all of a branch's games up to the reaching one.
 
 For every probe directory under the given paths that still holds its branches, and each of its committed targets,
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import tyro
 
-from rl_gns.core.targets import StepsMeasure
-from rl_gns.core.tradeoff import LocalTradeoffFit
+from rl_gns.core.maths.targets import StepsMeasure
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit
 from rl_gns.reports.probe_report import rung
 from rl_gns.reports.sweep_analysis import load_sweep
 

@@ -41,8 +41,8 @@ from stable_baselines3 import PPO
 
 import rl_gns
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
-from rl_gns.core.names import LOSSES
+from rl_gns.core.agents.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
+from rl_gns.core.maths.names import LOSSES
 from rl_gns.experiments.timing import peak_rss_mib, time_phases
 
 DEFAULT_CONFIGS = ("a_sb3", "b_off", "c_default", "d_all_every_iteration")

@@ -11,7 +11,7 @@ Layers, each importing only those below it:
   adaptive reports);
 - :mod:`rl_gns.cli`: the ``rl-gns`` command on top.
 
-The names below load their modules on first use, so that ``import rl_gns.core.noise_scale`` does not load torch.
+The names below load their modules on first use, so that ``import rl_gns.core.maths.noise_scale`` does not load torch.
 """
 
 from __future__ import annotations
@@ -21,24 +21,24 @@ from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rl_gns.core.atari import AtariVecEnv, UnknownGameError, make_atari_vec_env, resolve_game
-    from rl_gns.core.noise_scale import NoiseScaleEMA, NoiseSums, b_simple, g2_and_trace
-    from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
+    from rl_gns.core.agents.ppo import NoiseScaleConfig, NoiseScalePPO
+    from rl_gns.core.envs.atari import AtariVecEnv, UnknownGameError, make_atari_vec_env, resolve_game
+    from rl_gns.core.maths.noise_scale import NoiseScaleEMA, NoiseSums, b_simple, g2_and_trace
 
 __version__ = version("rl-gns")
 
 #: public name -> the module that defines it
 _PUBLIC = {
-    "AtariVecEnv": "rl_gns.core.atari",
-    "UnknownGameError": "rl_gns.core.atari",
-    "make_atari_vec_env": "rl_gns.core.atari",
-    "resolve_game": "rl_gns.core.atari",
-    "NoiseScaleEMA": "rl_gns.core.noise_scale",
-    "NoiseSums": "rl_gns.core.noise_scale",
-    "b_simple": "rl_gns.core.noise_scale",
-    "g2_and_trace": "rl_gns.core.noise_scale",
-    "NoiseScaleConfig": "rl_gns.core.ppo",
-    "NoiseScalePPO": "rl_gns.core.ppo",
+    "AtariVecEnv": "rl_gns.core.envs.atari",
+    "UnknownGameError": "rl_gns.core.envs.atari",
+    "make_atari_vec_env": "rl_gns.core.envs.atari",
+    "resolve_game": "rl_gns.core.envs.atari",
+    "NoiseScaleEMA": "rl_gns.core.maths.noise_scale",
+    "NoiseSums": "rl_gns.core.maths.noise_scale",
+    "b_simple": "rl_gns.core.maths.noise_scale",
+    "g2_and_trace": "rl_gns.core.maths.noise_scale",
+    "NoiseScaleConfig": "rl_gns.core.agents.ppo",
+    "NoiseScalePPO": "rl_gns.core.agents.ppo",
 }
 
 __all__ = [

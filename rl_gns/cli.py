@@ -25,8 +25,8 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import numpy as np
 import tyro
 
-from rl_gns.core.distributed import rank_and_size
-from rl_gns.core.ppo import TrainingDivergedError
+from rl_gns.core.agents.distributed import rank_and_size
+from rl_gns.core.agents.ppo import TrainingDivergedError
 from rl_gns.experiments import bench, population_train, probe, scaling, train
 from rl_gns.experiments.config import TrainConfig, apply_regime, train_config_from_json
 from rl_gns.experiments.launch import RankFailedError, die_with_parent, under_torchrun

@@ -12,10 +12,10 @@ from stable_baselines3.common.env_util import unwrap_wrapper
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from rl_gns.core.adaptive import AdaptivePPO, adaptive_n_envs, extend_dummy_vec_env, scaled_learning_rate
-from rl_gns.core.atari import make_atari_vec_env
-from rl_gns.core.targets import steps_and_experience
-from rl_gns.core.tradeoff import TradeoffFit
+from rl_gns.core.agents.adaptive import AdaptivePPO, adaptive_n_envs, extend_dummy_vec_env, scaled_learning_rate
+from rl_gns.core.envs.atari import make_atari_vec_env
+from rl_gns.core.maths.targets import steps_and_experience
+from rl_gns.core.maths.tradeoff import TradeoffFit
 from rl_gns.experiments.callbacks import EpisodeLogger
 from rl_gns.experiments.train import TrainConfig, plan_run, train
 from rl_gns.records.rundir import RunDir

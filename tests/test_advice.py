@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.advice import (
+from rl_gns.core.maths.advice import (
     DEFAULT_PREDICTOR,
     VALIDATED,
     Advice,
@@ -20,9 +20,9 @@ from rl_gns.core.advice import (
     predictor_for,
     run_settings,
 )
-from rl_gns.core.noise_scale import RatioInterval
-from rl_gns.core.schemes import Candidate
-from rl_gns.core.tradeoff import TradeoffFit
+from rl_gns.core.maths.noise_scale import RatioInterval
+from rl_gns.core.maths.schemes import Candidate
+from rl_gns.core.maths.tradeoff import TradeoffFit
 
 
 def recipe(regime: str) -> dict:

@@ -10,7 +10,7 @@ from stable_baselines3.common.atari_wrappers import MaxAndSkipEnv, WarpFrame
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
-from rl_gns.core.atari import (
+from rl_gns.core.envs.atari import (
     FRAME_SKIP,
     AtariVecEnv,
     UnknownGameError,

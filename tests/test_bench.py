@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from rl_gns.cli import main
-from rl_gns.core.atari import resolve_game
-from rl_gns.core.names import gns_key
-from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.core.envs.atari import resolve_game
+from rl_gns.core.maths.names import gns_key
+from rl_gns.core.maths.noise_scale import NoiseSums
 from rl_gns.experiments.bench import BenchConfig, check, load_games, load_tier, record
 from rl_gns.records.rundir import RunDir
 from rl_gns.reports.bench_report import (

@@ -13,7 +13,7 @@ import pytest
 from conftest import lock_held_elsewhere, rl_gns
 
 from rl_gns.cli import main
-from rl_gns.core.names import LOSSES
+from rl_gns.core.maths.names import LOSSES
 from rl_gns.records.compact import KEPT_COLUMNS, compact_run, is_kept, prefixed_header
 from rl_gns.records.logs import read_rows
 from rl_gns.records.rundir import EPISODES, PROGRESS, RunDir, compact_name, noise_sums

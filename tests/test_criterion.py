@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.criterion import (
+from rl_gns.core.maths.criterion import (
     at_edge,
     beyond_edge,
     fastest,

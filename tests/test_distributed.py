@@ -1,4 +1,4 @@
-"""Data-parallel PPO (rl_gns.core.distributed) on 2 gloo processes: the same training as one process, and the
+"""Data-parallel PPO (rl_gns.core.agents.distributed) on 2 gloo processes: the same training as one process, and the
 free noise scale against exact ground truth."""
 
 import json
@@ -18,9 +18,9 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from rl_gns import make_atari_vec_env
-from rl_gns.core.distributed import DataParallelPPO
-from rl_gns.core.noise_scale import NoiseSums
-from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
+from rl_gns.core.agents.distributed import DataParallelPPO
+from rl_gns.core.agents.ppo import NoiseScaleConfig, NoiseScalePPO
+from rl_gns.core.maths.noise_scale import NoiseSums
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.launch import join, launch
 from rl_gns.experiments.train import plan_on_rank_0

@@ -14,8 +14,8 @@ import pytest
 from matplotlib.axis import Axis
 from matplotlib.collections import PolyCollection
 
-from rl_gns.core.noise_scale import RatioInterval
-from rl_gns.core.tradeoff import TradeoffFit, fit_local_tradeoff
+from rl_gns.core.maths.noise_scale import RatioInterval
+from rl_gns.core.maths.tradeoff import TradeoffFit, fit_local_tradeoff
 from rl_gns.records.rundir import RunDir, runs_under
 from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS
 from rl_gns.reports import sweep_report

@@ -1,12 +1,12 @@
-"""Games in progress saved and restored (rl_gns.core.games) on real ALE: Breakout from RAM, whose random games end
+"""Games in progress saved and restored (rl_gns.core.envs.games) on real ALE: Breakout from RAM, whose random games end
 within a few hundred agent steps, so that games end on both sides of the save."""
 
 import numpy as np
 import pytest
 from stable_baselines3 import PPO
 
-from rl_gns.core.atari import make_atari_vec_env
-from rl_gns.core.games import can_save_games, restore_games, save_games
+from rl_gns.core.envs.atari import make_atari_vec_env
+from rl_gns.core.envs.games import can_save_games, restore_games, save_games
 
 pytestmark = pytest.mark.atari
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch as th
 
-from rl_gns.core.measure import measure_rollout, rollout_samples
-from rl_gns.core.names import LOSSES
-from rl_gns.core.noise_scale import g2_and_trace
-from rl_gns.core.schemes import SCHEMES
+from rl_gns.core.agents.measure import measure_rollout, rollout_samples
+from rl_gns.core.maths.names import LOSSES
+from rl_gns.core.maths.noise_scale import g2_and_trace
+from rl_gns.core.maths.schemes import SCHEMES
 from rl_gns.testing.exact import ChainMDP, exact, minibatch_expectation, per_sample_gradients, sample_rollout
 
 N_ENVS, ROLLOUTS = 4, 1000

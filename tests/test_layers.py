@@ -85,23 +85,65 @@ def test_no_import_cycles():
 def test_the_check_sees_a_bad_import():
     """The rules are not vacuous: the graph holds the edges the package is built from."""
     graph = import_graph()
-    assert "rl_gns.core.ppo" in graph["rl_gns.experiments.train"]
+    assert "rl_gns.core.agents.ppo" in graph["rl_gns.experiments.train"]
     assert "rl_gns.records.rundir" in graph["rl_gns.reports.sweep_analysis"]
     assert layer("rl_gns.reports.sweep_report") not in ALLOWED["experiments"]
 
 
-#: The torch-free core: the estimator, intervals, tradeoff, targets, advice, throughput, sizes, names, schemes and
-#: settings.
-MATHS = ("noise_scale", "tradeoff", "targets", "advice", "throughput", "batching", "names", "schemes", "criterion", "settings")
+#: The core's folders -> the folders each may import (besides itself and ``rl_gns.core.shipped``): the maths stands
+#: on nothing, the envs on nothing, the agents on both.
+CORE_ALLOWED = {"maths": set(), "envs": set(), "agents": {"maths", "envs"}}
+
+
+def core_folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["rl_gns", "core"] else None
+
+
+def test_the_cores_folders_import_down():
+    graph = import_graph()
+    folders = {core_folder(m) for m in graph} - {None}
+    assert folders == set(CORE_ALLOWED)
+    wrong = {
+        module: sorted(i for i in imported if core_folder(i) not in (None, folder, *CORE_ALLOWED[folder]))
+        for module, imported in graph.items()
+        if (folder := core_folder(module)) is not None
+    }
+    assert not {m: w for m, w in wrong.items() if w}
 
 
 def test_the_maths_imports_with_numpy_and_scipy_alone():
-    """Importing the maths loads no torch, Stable-Baselines3, gymnasium or ale-py (a fresh interpreter)."""
-    modules = ", ".join(f"rl_gns.core.{name}" for name in MATHS)
+    """Importing every module of the core's maths loads no torch, Stable-Baselines3, gymnasium or ale-py (a fresh
+    interpreter)."""
+    maths = sorted(m for m in import_graph() if core_folder(m) == "maths")
+    assert len(maths) >= 10
     heavy = ("torch", "stable_baselines3", "gymnasium", "ale_py", "matplotlib")
-    code = f"import sys, {modules}; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    code = f"import sys, {', '.join(maths)}; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_module_path_of_before_the_folders_is_todays_module():
+    """Agents saved before the core had folders name ``rl_gns.core.ppo.NoiseScaleConfig`` and
+    ``rl_gns.core.noise_scale.NoiseScaleTracker`` (SB3 pickles class paths): they load as today's classes, and an old
+    path loads nothing heavier than today's module does."""
+    from rl_gns.core import MOVED
+
+    code = (
+        "import sys, importlib; from rl_gns.core import MOVED; "
+        "old = importlib.import_module('rl_gns.core.noise_scale'); "
+        "print(old.NoiseScaleTracker is importlib.import_module(MOVED['rl_gns.core.noise_scale']).NoiseScaleTracker, "
+        "'torch' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, check=True)
+    assert result.stdout.split() == ["True", "False"]
+    assert set(MOVED.values()) == {m for m in import_graph() if core_folder(m) is not None and m.count(".") == 3}
+    import importlib
+
+    for old, today in MOVED.items():
+        if today.startswith("rl_gns.core.maths"):  # torch-free; an old agent loads in test_ppo
+            names = {k for k in vars(importlib.import_module(today)) if k[0] != "_"}
+            assert vars(importlib.import_module(old)).keys() >= names
 
 
 def test_nothing_in_the_package_imports_the_testing_aids():
@@ -122,3 +164,21 @@ def test_every_command_of_the_registry_loads():
         assert is_dataclass(config_cls) and callable(prepare), name
         for reference in filter(None, (command.run, command.check)):
             assert reference.startswith("rl_gns.") and callable(attribute(reference)), (name, reference)
+
+
+def test_the_scripts_beside_the_package_import_names_that_exist():
+    """``benchmarks/`` and ``agents/`` run outside the test suite: every rl-gns module and name they import exists,
+    so that a rename in the package cannot leave them broken unseen."""
+    import importlib.util
+
+    missing = []
+    for path in sorted(path for folder in ("benchmarks", "agents") for path in (PACKAGE.parent / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rl_gns"):
+                module = importlib.import_module(node.module)
+                missing += [
+                    f"{path.name}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if not hasattr(module, alias.name) and importlib.util.find_spec(f"{node.module}.{alias.name}") is None
+                ]
+    assert not missing

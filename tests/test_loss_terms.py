@@ -1,7 +1,7 @@
 """``ppo_loss_terms`` against what Stable-Baselines3's ``PPO.train`` actually optimises.
 
 The noise-scale measurement and the ground-truth oracle both take their gradients from
-:func:`rl_gns.core.measure.ppo_loss_terms`, so agreeing with each other says nothing about whether
+:func:`rl_gns.core.agents.measure.ppo_loss_terms`, so agreeing with each other says nothing about whether
 they measure PPO's loss. Here a real SB3 ``PPO`` collects one rollout and runs ``train()`` on it as
 a single minibatch (one epoch, ``batch_size`` = the whole rollout, gradient clipping off); the
 gradient it hands to ``optimizer.step()`` is captured and compared with the autograd gradient of
@@ -16,7 +16,7 @@ import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from rl_gns.core import measure
+from rl_gns.core.agents import measure
 
 N_ENVS, N_STEPS = 2, 32
 N = N_ENVS * N_STEPS

@@ -9,7 +9,7 @@ from conftest import collect_one_rollout, tiny_model
 from torch.func import functional_call, grad, vmap
 
 from rl_gns import NoiseScaleConfig
-from rl_gns.core.measure import (
+from rl_gns.core.agents.measure import (
     GradNormTap,
     normalize_advantages,
     ppo_loss_terms,
@@ -17,7 +17,7 @@ from rl_gns.core.measure import (
     split_samples,
     two_batch_grad_norms,
 )
-from rl_gns.core.noise_scale import g2_and_trace
+from rl_gns.core.maths.noise_scale import g2_and_trace
 
 pytestmark = pytest.mark.atari
 

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.names import gns_key
-from rl_gns.core.noise_scale import (
+from rl_gns.core.maths.names import gns_key
+from rl_gns.core.maths.noise_scale import (
     NoiseScaleEMA,
     NoiseScaleTracker,
     NoiseSums,

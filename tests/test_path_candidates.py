@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.core.maths.noise_scale import NoiseSums
 from rl_gns.reports.sweep_analysis import Reach, RunRecord, path_candidates, pooled_candidate
 
 TARGET = 10.0

@@ -8,12 +8,12 @@ import torch as th
 from stable_baselines3 import PPO
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.defaults import optimizer_policy_kwargs
-from rl_gns.core.measure import measure_rollout
-from rl_gns.core.policies import ChannelsLastCnnPolicy
-from rl_gns.core.population import Population, PopulationPolicy, check_members, population_update
-from rl_gns.core.population_measure import measure_population
-from rl_gns.core.schemes import SCHEMES
+from rl_gns.core.agents.defaults import optimizer_policy_kwargs
+from rl_gns.core.agents.measure import measure_rollout
+from rl_gns.core.agents.policies import ChannelsLastCnnPolicy
+from rl_gns.core.agents.population import Population, PopulationPolicy, check_members, population_update
+from rl_gns.core.agents.population_measure import measure_population
+from rl_gns.core.maths.schemes import SCHEMES
 
 pytestmark = pytest.mark.atari
 

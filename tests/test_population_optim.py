@@ -6,7 +6,7 @@ import pytest
 import torch as th
 from torch import nn
 
-from rl_gns.core.population_optim import StackedOptimizers, clip_member_grads_
+from rl_gns.core.agents.population_optim import StackedOptimizers, clip_member_grads_
 
 K = 3
 

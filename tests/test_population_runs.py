@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.agents.ppo import NoiseScalePPO
 from rl_gns.experiments.config import TrainConfig, to_json
 from rl_gns.experiments.runner import as_resume, balance, makespan, population_jobs
 from rl_gns.experiments.sweep import SweepConfig

@@ -13,9 +13,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.policies import ChannelsLastCnnPolicy
-from rl_gns.core.schemes import SCHEMES
-from rl_gns.core.schemes import scheme as scheme_named
+from rl_gns.core.agents.policies import ChannelsLastCnnPolicy
+from rl_gns.core.maths.schemes import SCHEMES
+from rl_gns.core.maths.schemes import scheme as scheme_named
 from rl_gns.records.rundir import read_csv as read_progress
 
 pytestmark = pytest.mark.atari
@@ -221,3 +221,16 @@ def test_default_measurement_adapts_or_switches_off_where_sb3_accepts_the_sizes(
         NoiseScalePPO(
             "MlpPolicy", "CartPole-v1", n_steps=1, batch_size=1, normalize_advantage=False, noise_scale=NoiseScaleConfig()
         )
+
+
+def test_an_agent_saved_before_the_core_had_folders_loads():
+    """The committed snapshot was saved when the settings and trackers stood in ``rl_gns.core.ppo`` and
+    ``rl_gns.core.noise_scale``: it loads, with today's classes."""
+    from pathlib import Path
+
+    from rl_gns.core.maths.noise_scale import NoiseScaleTracker
+
+    snapshot = Path(__file__).resolve().parents[1] / "results/demo_probe/run/snapshots/000000100352.zip"
+    model = NoiseScalePPO.load(snapshot, device="cpu")
+    assert type(model.noise_scale) is NoiseScaleConfig
+    assert model.gns_trackers and all(type(t) is NoiseScaleTracker for t in model.gns_trackers.values())

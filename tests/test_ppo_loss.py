@@ -5,7 +5,7 @@ import math
 
 import torch as th
 
-from rl_gns.core.ppo_loss import clipped_losses
+from rl_gns.core.agents.ppo_loss import clipped_losses
 
 
 def losses(log_prob, old_log_prob, advantages, values=(0.0,), old_values=(0.0,), returns=(0.0,), entropy=(0.0,),

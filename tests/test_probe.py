@@ -22,9 +22,9 @@ import pytest
 import torch as th
 from conftest import ONE_RATE, lock_held_elsewhere, rl_gns
 
-from rl_gns.core.atari import make_atari_vec_env
-from rl_gns.core.ppo import NoiseScalePPO
-from rl_gns.core.tradeoff import LocalTradeoffFit
+from rl_gns.core.agents.ppo import NoiseScalePPO
+from rl_gns.core.envs.atari import make_atari_vec_env
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.probe import (
     AnchorGamesError,

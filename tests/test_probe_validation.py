@@ -97,7 +97,7 @@ def test_a_retest_of_an_agent_already_probed_is_left_out_of_the_pairs(tmp_path):
 def test_a_probe_verdict_states_only_what_its_fit_bounds():
     import numpy as np
 
-    from rl_gns.core.tradeoff import LocalTradeoffFit
+    from rl_gns.core.maths.tradeoff import LocalTradeoffFit
     from rl_gns.reports import probe_report
 
     sizes = np.array([128.0, 256.0, 256.0, 1024.0, 1024.0])

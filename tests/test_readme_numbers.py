@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import rl_gns
 
-from rl_gns.core.advice import VALIDATED
+from rl_gns.core.maths.advice import VALIDATED
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

@@ -9,7 +9,7 @@ from stable_baselines3 import A2C
 
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
 from rl_gns.cli import main
-from rl_gns.core.advice import DEFAULT_PREDICTOR, VALIDATED
+from rl_gns.core.maths.advice import DEFAULT_PREDICTOR, VALIDATED
 from rl_gns.experiments.config import REGIMES, TrainConfig, apply_regime
 from rl_gns.experiments.sweep import SweepConfig
 from rl_gns.experiments.train import ppo_kwargs

@@ -20,9 +20,9 @@ from stable_baselines3.common.logger import KVWriter, Logger, TensorBoardOutputF
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rl_gns.cli import main
-from rl_gns.core.atari import make_atari_vec_env
-from rl_gns.core.ppo import NoiseScalePPO
-from rl_gns.core.targets import first_reached
+from rl_gns.core.agents.ppo import NoiseScalePPO
+from rl_gns.core.envs.atari import make_atari_vec_env
+from rl_gns.core.maths.targets import first_reached
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.train import plan_run, resumed_model
 from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST, latest_checkpoint, sha256

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from rl_gns.cli import main
-from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
-from rl_gns.core.tradeoff import TradeoffFit
+from rl_gns.core.maths.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
+from rl_gns.core.maths.tradeoff import TradeoffFit
 
 REPO = Path(__file__).resolve().parents[1]
 

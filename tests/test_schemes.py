@@ -9,9 +9,9 @@ from typing import get_args
 import numpy as np
 import pytest
 
-from rl_gns.core.names import LOSSES
-from rl_gns.core.schemes import FACTORS, SCHEMES, WHERE, Candidate, Scheme, scheme, scheme_label
-from rl_gns.core.settings import NoiseScaleConfig
+from rl_gns.core.maths.names import LOSSES
+from rl_gns.core.maths.schemes import FACTORS, SCHEMES, WHERE, Candidate, Scheme, scheme, scheme_label
+from rl_gns.core.maths.settings import NoiseScaleConfig
 
 
 def test_every_candidate_name_parses_back_to_its_candidate():

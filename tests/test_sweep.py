@@ -228,7 +228,7 @@ def test_edge_rounds_add_the_rate_beyond_an_edge_that_a_majority_of_seeds_kept(t
     """``--edge-rounds 2`` on a real sweep, checked against the rule re-derived round by round from analyze's kept
     rates. Rates near 1e-7 barely move the policy, so every rate of a seed plays the same first game: the runs tie,
     the first in name order (``lr1.00e-07``, the grid's lowest) is kept, and round 1 must add the rate below it."""
-    from rl_gns.core.criterion import beyond_edge
+    from rl_gns.core.maths.criterion import beyond_edge
     from rl_gns.reports.sweep_analysis import kept_rates, load_sweep
 
     out = tmp_path / "sweep"

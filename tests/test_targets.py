@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rl_gns.core.targets import (
+from rl_gns.core.maths.targets import (
     expected_games,
     first_reached,
     game_length,

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.tradeoff import TradeoffFit, fit_local_tradeoff, fit_tradeoff, tradeoff_curve
+from rl_gns.core.maths.tradeoff import TradeoffFit, fit_local_tradeoff, fit_tradeoff, tradeoff_curve
 
 
 def test_closed_form_at_b_crit():

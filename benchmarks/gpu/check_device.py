@@ -23,15 +23,15 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 
 from rl_gns import NoiseScalePPO, make_atari_vec_env
-from rl_gns.core.defaults import atari_ppo_kwargs
-from rl_gns.core.measure import (
+from rl_gns.core.agents.defaults import atari_ppo_kwargs
+from rl_gns.core.agents.measure import (
     normalize_advantages,
     ppo_loss_terms,
     rollout_samples,
     split_samples,
     two_batch_grad_norms,
 )
-from rl_gns.core.names import LOSSES
+from rl_gns.core.maths.names import LOSSES
 
 
 @dataclass

@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rl_gns.core.atari import resolve_game
+from rl_gns.core.envs.atari import resolve_game
 from rl_gns.experiments.config import REGIMES, Regime, TrainConfig, apply_regime, base_train_config
 from rl_gns.experiments.runner import ExecutionConfig, check_directory, check_run_count, check_runs, connect, run_all
 from rl_gns.records.lock import RunLock

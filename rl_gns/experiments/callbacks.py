@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, ProgressBarCallback
 
-from rl_gns.core.distributed import DataParallelPPO, agree
-from rl_gns.core.targets import DEFAULT_WINDOW, running_score
+from rl_gns.core.agents.distributed import DataParallelPPO, agree
+from rl_gns.core.maths.targets import DEFAULT_WINDOW, running_score
 from rl_gns.records.logs import append_line, format_row, read_rows, rewrite
 from rl_gns.records.rundir import EPISODE_FIELDS, snapshot_path
 
@@ -25,13 +25,13 @@ class EpisodeLogger(BaseCallback):
     run). Each row is appended whole (:mod:`rl_gns.records.logs`), so a killed run keeps every game it
     finished. An existing file is continued: a resumed run reloads its scores, so the running score goes on.
 
-    With a :class:`~rl_gns.core.distributed.DataParallelPPO` on several ranks, the games of every rank are gathered
+    With a :class:`~rl_gns.core.agents.distributed.DataParallelPPO` on several ranks, the games of every rank are gathered
     at the end of each rollout; rank 0 writes them, and every rank stops at the next step once the target is
     reached (after that rollout's update).
 
     :param path: the CSV file to create or continue.
     :param stop_score: stop training once the mean of the last ``window`` scores reaches this; ``None``: never.
-    :param window: games in the running score (:func:`rl_gns.core.targets.running_score`).
+    :param window: games in the running score (:func:`rl_gns.core.maths.targets.running_score`).
     :param wall_offset_s: wall time of the earlier slices of a resumed run, seconds.
     """
 
@@ -156,7 +156,7 @@ class Checkpointer(BaseCallback):
     as its :class:`CheckpointClock` decides at the start of each rollout (the previous update and its log row are
     done, nothing of the next iteration has happened). Once the clock says stop, training stops at the next env step
     (SB3's ``on_step`` seam), whose step the checkpoint does not hold. In a data-parallel run, rank 0 decides for
-    every rank (:func:`~rl_gns.core.distributed.agree`).
+    every rank (:func:`~rl_gns.core.agents.distributed.agree`).
 
     :param save: writes a checkpoint of the model as it is now.
     :param clock: when to write one and when to stop.

@@ -2,7 +2,7 @@
 
 - :class:`EnvSettings`: which game and how it is observed;
 - :class:`PPOSettings`: PPO hyperparameters every experiment shares (rl-zoo3's Atari values,
-  :data:`rl_gns.core.defaults.RL_ZOO3_ATARI_PPO`), and the named recipe (``--regime``, :data:`REGIMES`) that sets them;
+  :data:`rl_gns.core.agents.defaults.RL_ZOO3_ATARI_PPO`), and the named recipe (``--regime``, :data:`REGIMES`) that sets them;
 - :class:`MeasureSettings`: how the gradient noise scale is measured;
 - :class:`TrainConfig`: one run, all three plus what a sweep or benchmark varies per run.
 
@@ -19,9 +19,9 @@ from typing import Annotated, Any, Literal, TypeVar, get_type_hints
 
 import tyro
 
-from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO
-from rl_gns.core.settings import AdaptiveConfig, NoiseScaleConfig
-from rl_gns.core.targets import DEFAULT_WINDOW
+from rl_gns.core.agents.defaults import RL_ZOO3_ATARI_PPO
+from rl_gns.core.maths.settings import AdaptiveConfig, NoiseScaleConfig
+from rl_gns.core.maths.targets import DEFAULT_WINDOW
 from rl_gns.records.schema import check_current, require
 
 _ZOO = RL_ZOO3_ATARI_PPO

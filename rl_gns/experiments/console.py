@@ -17,9 +17,9 @@ from typing import Any, TextIO
 
 from stable_baselines3.common.logger import KVWriter
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR
-from rl_gns.core.names import gns_key
-from rl_gns.core.schemes import Candidate
+from rl_gns.core.maths.advice import DEFAULT_PREDICTOR
+from rl_gns.core.maths.names import gns_key
+from rl_gns.core.maths.schemes import Candidate
 
 
 def duration(seconds: float) -> str:
@@ -46,7 +46,7 @@ class ConsoleLine(KVWriter):
     :param stream: where the lines go.
     :param min_interval_s: seconds between two lines at least (0: every iteration).
     :param clock: seconds, monotonic.
-    :param predictor: the candidate whose ``B_simple`` the line shows (:func:`rl_gns.core.advice.predictor_for`).
+    :param predictor: the candidate whose ``B_simple`` the line shows (:func:`rl_gns.core.maths.advice.predictor_for`).
     """
 
     def __init__(

@@ -20,10 +20,10 @@ from pathlib import Path
 import torch as th
 from stable_baselines3.common.save_util import load_from_zip_file
 
-from rl_gns.core.advice import parse_predictor
-from rl_gns.core.atari import agent_spaces, resolve_game
-from rl_gns.core.batching import Batching
-from rl_gns.core.distributed import sizes_over_ranks
+from rl_gns.core.agents.distributed import sizes_over_ranks
+from rl_gns.core.envs.atari import agent_spaces, resolve_game
+from rl_gns.core.maths.advice import parse_predictor
+from rl_gns.core.maths.batching import Batching
 from rl_gns.experiments.config import (
     RUN_CONTROL,
     TrainConfig,

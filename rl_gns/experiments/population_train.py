@@ -1,4 +1,4 @@
-"""Several planned runs trained as one population in one process (:class:`rl_gns.core.population.Population`), each
+"""Several planned runs trained as one population in one process (:class:`rl_gns.core.agents.population.Population`), each
 member writing its own ordinary run directory, as ``rl-gns train`` would.
 
 Reads top to bottom like :mod:`rl_gns.experiments.train`, whose pieces it uses: the plans, checked to be one
@@ -9,7 +9,7 @@ A population differs only in seeds and learning rates (``MEMBER_SETTINGS`` of :m
 one rollout size of a sweep is the natural unit. Checkpoints are taken at one iteration boundary for every member
 still training, written one member after another, and a signal or deadline stops them all there. A member's
 checkpoint holds the population's torch generator (the actions of all members are drawn from it at once) and the
-member's own NumPy generator (its minibatch permutations) and its games in progress (:mod:`rl_gns.core.games`), so a
+member's own NumPy generator (its minibatch permutations) and its games in progress (:mod:`rl_gns.core.envs.games`), so a
 population resumed from checkpoints of one boundary goes on as it would have; each is also an ordinary checkpoint
 that ``rl-gns train --resume`` can go on from alone. A kill while the checkpoints are written (SIGKILL) leaves the
 members written so far at the new boundary and the others at the one before, and a half-written ``.tmp-`` directory
@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 import torch as th
 
-from rl_gns.core.games import save_games
-from rl_gns.core.population import Population
-from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.agents.population import Population
+from rl_gns.core.agents.ppo import NoiseScalePPO
+from rl_gns.core.envs.games import save_games
 from rl_gns.experiments.callbacks import Snapshots
 from rl_gns.experiments.config import TrainConfig, population_settings
 from rl_gns.experiments.plan import RunPlan

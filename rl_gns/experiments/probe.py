@@ -10,11 +10,11 @@ finished, or its newest checkpoint), the probe does two things:
 2. **The branches** (``<out>/runs``): from the same agent, training at several rollout sizes (env counts, or
    ``n_steps`` at one env count with ``n_steps_grid``) and seeds, each until its running score reaches the start
    score plus ``delta``. Unless given, ``delta`` is ``delta_noise``
-   standard errors of the running score (:func:`rl_gns.core.targets.resolvable_improvement`): the smallest
+   standard errors of the running score (:func:`rl_gns.core.maths.targets.resolvable_improvement`): the smallest
    improvement that the score measure tells from noise, so that the probe stays local in training at every stage
    and every game. Several ``delta_noise`` make a ladder of targets: the branches run to the highest, and the report
    fits each. ``rl-gns probe-report`` fits ``S(B) = S_min (1 + B_crit / B)`` to the iterations the branches
-   took (:func:`rl_gns.core.tradeoff.fit_local_tradeoff`): the local critical rollout size of McCandlish et al.'s
+   took (:func:`rl_gns.core.maths.tradeoff.fit_local_tradeoff`): the local critical rollout size of McCandlish et al.'s
    App. D, far cheaper than sweeps from scratch late in training.
 
 How a branch starts:
@@ -47,9 +47,9 @@ from typing import Literal
 import numpy as np
 import tyro
 
-from rl_gns.core.batching import Batching
-from rl_gns.core.names import LOSSES
-from rl_gns.core.targets import (
+from rl_gns.core.maths.batching import Batching
+from rl_gns.core.maths.names import LOSSES
+from rl_gns.core.maths.targets import (
     DEFAULT_WINDOW,
     StepsMeasure,
     expected_games,
@@ -412,7 +412,7 @@ class NullFloor:
 
 
 def null_floor_of(config: ProbeConfig, anchor: Path, targets: tuple[float, ...]) -> NullFloor:
-    """The :class:`NullFloor` of the anchor's games (:func:`rl_gns.core.targets.null_floor`), its targets raised to it."""
+    """The :class:`NullFloor` of the anchor's games (:func:`~rl_gns.core.maths.targets.null_floor`), targets raised to it."""
     assert config.null_level is not None
     games = RunDir(anchor).episodes()
     ends = games["env_steps"]

@@ -1,7 +1,7 @@
 """``rl-gns scaling`` (measure stage): PPO throughput, time split and peak memory against ``n_envs`` and ranks.
 
 One fresh process per ``n_envs`` (so peak memory is its own), or ``D`` fresh ranks of a data-parallel
-:class:`~rl_gns.core.distributed.DataParallelPPO` (``--nproc``): env-only throughput with random actions,
+:class:`~rl_gns.core.agents.distributed.DataParallelPPO` (``--nproc``): env-only throughput with random actions,
 then end-to-end :class:`rl_gns.NoiseScalePPO` (default measurement, rl-zoo3 settings with constant
 rates) with ``n_steps``, the number of minibatches ``M`` (or the minibatch size) and ``n_epochs`` fixed:
 per-iteration rollout and update time (and, on several ranks, the time in gradient all-reduces) and peak memory.
@@ -22,11 +22,11 @@ from pathlib import Path
 import torch as th
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from rl_gns.core.atari import make_atari_vec_env, resolve_game
-from rl_gns.core.batching import Batching
-from rl_gns.core.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
-from rl_gns.core.distributed import DataParallelPPO, gather_objects, rank_and_size
-from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.agents.defaults import RL_ZOO3_ATARI_PPO, atari_ppo_kwargs
+from rl_gns.core.agents.distributed import DataParallelPPO, gather_objects, rank_and_size
+from rl_gns.core.agents.ppo import NoiseScalePPO
+from rl_gns.core.envs.atari import make_atari_vec_env, resolve_game
+from rl_gns.core.maths.batching import Batching
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.launch import join, launch
 from rl_gns.experiments.plan import check_device, check_epochs, check_memory, check_no_repeats
@@ -71,7 +71,7 @@ class ScalingConfig:
 
     def batching(self, n_envs: int) -> Batching:
         """The batching of the measurement at ``n_envs`` on one process: ``--n-minibatches`` fixed, or
-        ``--minibatch-size`` fixed, as :class:`~rl_gns.core.batching.Batching` checks them.
+        ``--minibatch-size`` fixed, as :class:`~rl_gns.core.maths.batching.Batching` checks them.
 
         :raises ValueError: for a count below 1, or minibatches that do not split the rollout.
         """

@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from rl_gns.core.batching import Batching
-from rl_gns.core.criterion import beyond_edge, fastest
-from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, steps_and_experience
-from rl_gns.core.tradeoff import MIN_FIT_SIZES
+from rl_gns.core.maths.batching import Batching
+from rl_gns.core.maths.criterion import beyond_edge, fastest
+from rl_gns.core.maths.targets import DEFAULT_WINDOW, first_reached, steps_and_experience
+from rl_gns.core.maths.tradeoff import MIN_FIT_SIZES
 from rl_gns.experiments.config import EnvSettings, MeasureSettings, PPOSettings, TrainConfig, base_train_config, to_json
 from rl_gns.experiments.plan import (
     MAX_LEARNING_RATE,
@@ -190,9 +190,9 @@ def recorded_edge_rates(out: Path) -> list[EdgeRate]:
 
 def edge_rates(config: SweepConfig, specs: dict[str, TrainConfig], round_: int) -> list[EdgeRate]:
     """Criterion v8's edge rule over the finished runs ``specs``: for each size and target, the kept run of each seed
-    (:func:`~rl_gns.core.criterion.fastest` in PPO iterations to the target, each run's games read back), and the rate
+    (:func:`~rl_gns.core.maths.criterion.fastest` in PPO iterations to the target, each run's games read back), and the rate
     one ``lr_factor`` beyond an edge that a majority of the sweep's seeds kept
-    (:func:`~rl_gns.core.criterion.beyond_edge`). A rate already tried, or outside the rates a run may have, is left out.
+    (:func:`~rl_gns.core.maths.criterion.beyond_edge`). A rate already tried, or outside the rates a run may have, is left out.
 
     :param config: the sweep (its targets, window, seeds and factor).
     :param specs: every run of the sweep so far, finished.

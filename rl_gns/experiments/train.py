@@ -10,13 +10,13 @@ write until it exits, and a second ``train``, ``--resume`` or ``--overwrite`` on
 and SIGHUP stop training after the PPO iteration in progress, with a checkpoint (:mod:`rl_gns.experiments.signals`).
 
 Resuming (``--resume DIR``) goes on from the run's newest checkpoint (:mod:`rl_gns.records.checkpoint`) as if
-nothing had happened, in the same games (:mod:`rl_gns.core.games`); only SB3's ``time/time_elapsed`` and ``time/fps``
+nothing had happened, in the same games (:mod:`rl_gns.core.envs.games`); only SB3's ``time/time_elapsed`` and ``time/fps``
 restart. Where the games in progress could not be saved (the ``ale_vector`` backend, or a checkpoint of an older
 rl-gns), the envs start new games (seeded ``seed + env_steps``) and the games cut off are counted in
 ``summary.json`` (``games_dropped``). Rows logged after the checkpoint are dropped and logged again.
 
 Data-parallel (``--nproc D``, or the ranks ``torchrun`` starts): every rank runs :func:`train_rank` with its share
-of the envs (:class:`~rl_gns.core.distributed.DataParallelPPO`); rank 0's plan holds for every rank, and rank 0
+of the envs (:class:`~rl_gns.core.agents.distributed.DataParallelPPO`); rank 0's plan holds for every rank, and rank 0
 alone writes the run directory.
 """
 
@@ -46,15 +46,15 @@ from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger,
 from stable_baselines3.common.vec_env import VecEnv
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from rl_gns.core.adaptive import AdaptivePPO, EnvFactory
-from rl_gns.core.advice import MIN_MEASUREMENTS, Advice, advise, predictor_for, run_settings
-from rl_gns.core.atari import FRAME_SKIP, make_atari_vec_env
-from rl_gns.core.defaults import optimizer_policy_kwargs, schedule
-from rl_gns.core.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
-from rl_gns.core.games import restore_games, save_games
-from rl_gns.core.names import tracker_key
-from rl_gns.core.ppo import NoiseScalePPO
-from rl_gns.core.schemes import Candidate
+from rl_gns.core.agents.adaptive import AdaptivePPO, EnvFactory
+from rl_gns.core.agents.defaults import optimizer_policy_kwargs, schedule
+from rl_gns.core.agents.distributed import DataParallelPPO, broadcast_object, gather_objects, rank_and_size
+from rl_gns.core.agents.ppo import NoiseScalePPO
+from rl_gns.core.envs.atari import FRAME_SKIP, make_atari_vec_env
+from rl_gns.core.envs.games import restore_games, save_games
+from rl_gns.core.maths.advice import MIN_MEASUREMENTS, Advice, advise, predictor_for, run_settings
+from rl_gns.core.maths.names import tracker_key
+from rl_gns.core.maths.schemes import Candidate
 from rl_gns.experiments.callbacks import CheckpointClock, Checkpointer, EpisodeLogger, RanksProgressBar, Snapshots
 from rl_gns.experiments.config import TrainConfig, to_json, training_settings
 from rl_gns.experiments.console import ConsoleLine
@@ -227,7 +227,7 @@ def write_run_checkpoint(opened: OpenRun, wall_s: float, rng_states: list[dict[s
 
     :param wall_s: seconds of training of this slice so far.
     :param rng_states: the global RNG states the agent draws from, one per rank.
-    :param games: the games in progress of each rank (:func:`rl_gns.core.games.save_games`).
+    :param games: the games in progress of each rank (:func:`rl_gns.core.envs.games.save_games`).
     """
     run, model, config = opened.run, opened.model, opened.plan.config
     log_rows = {name: len(read_rows(run.file(name))[1]) for name in (PROGRESS, EPISODES)}
@@ -418,7 +418,7 @@ def ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
 
 def new_model(plan: RunPlan, env: VecEnv, make_env: EnvFactory) -> NoiseScalePPO:
     """A new agent on ``env``, this rank's new envs (an :class:`AdaptivePPO` with ``--adaptive-r``; on several ranks,
-    a :class:`~rl_gns.core.distributed.DataParallelPPO`)."""
+    a :class:`~rl_gns.core.agents.distributed.DataParallelPPO`)."""
     config = plan.config
     policy = "MlpPolicy" if config.backend == "ram" else "CnnPolicy"
     planned = plan.gns_sizes  # the measurement's sizes the plan checked: the agent does not derive them again
@@ -479,11 +479,11 @@ def clear_run_files(run: RunDir) -> None:
 
 
 def final_advice(model: NoiseScalePPO, plan: RunPlan, predictor: str, settings: dict[str, Any]) -> Advice | None:
-    """What the measurements of the run's predictor (:func:`rl_gns.core.advice.predictor_for` its settings) over the
-    whole run say (:func:`rl_gns.core.advice.advise`), at the run's last env count; ``None`` if it did not measure the
+    """What the measurements of the run's predictor (:func:`rl_gns.core.maths.advice.predictor_for` its settings) over the
+    whole run say (:func:`rl_gns.core.maths.advice.advise`), at the run's last env count; ``None`` if it did not measure the
     predictor's scheme and loss.
 
-    :param settings: the run's settings (:func:`rl_gns.core.advice.run_settings` of :func:`run_record`).
+    :param settings: the run's settings (:func:`rl_gns.core.maths.advice.run_settings` of :func:`run_record`).
     """
     candidate = Candidate.parse(predictor)
     tracker = (model.gns_trackers or {}).get(tracker_key(candidate.scheme, candidate.loss))

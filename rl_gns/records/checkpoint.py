@@ -6,7 +6,7 @@ A checkpoint directory holds:
 ``model.zip``   the agent as SB3's ``save`` writes it: policy, optimizer, counters and schedules' progress,
                 noise-scale averages, pooled history and measurement RNG, adaptive state, score window
 ``rng.pkl``     the global RNG states (torch, NumPy, ``random``) that SB3 seeds once at the start, one per rank
-``games.pkl``   the games in progress of each rank's envs (:mod:`rl_gns.core.games`), or ``None`` for a rank whose
+``games.pkl``   the games in progress of each rank's envs (:mod:`rl_gns.core.envs.games`), or ``None`` for a rank whose
                 envs cannot save them
 ``state.json``  what the run directory needs to go on: agent steps, iterations, wall time, games dropped,
                 the rows each log held, the rl-gns version and settings it was made with
@@ -158,7 +158,7 @@ def write_checkpoint(
     :param save_model: writes the agent to the given ``.zip`` path (``model.save``).
     :param state: what :attr:`Checkpoint.state` holds.
     :param rng_states: :func:`global_rng_state` of each rank, in rank order (one for a single process).
-    :param games: :func:`rl_gns.core.games.save_games` of each rank's envs, in rank order.
+    :param games: :func:`rl_gns.core.envs.games.save_games` of each rank's envs, in rank order.
     :return: the checkpoint's directory.
     """
     root = run_path / CHECKPOINTS

@@ -39,7 +39,7 @@ from typing import Any
 
 import tyro
 
-from rl_gns.core.names import LOSSES, N_ENVS_KEY
+from rl_gns.core.maths.names import LOSSES, N_ENVS_KEY
 from rl_gns.records.checkpoint import CHECKPOINTS
 from rl_gns.records.lock import LOCK, RunLock, RunLockedError
 from rl_gns.records.logs import RunFileError, format_row, whole_lines, write_atomically

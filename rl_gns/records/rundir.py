@@ -39,8 +39,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rl_gns.core.names import gns_key
-from rl_gns.core.noise_scale import NoiseSums
+from rl_gns.core.maths.names import gns_key
+from rl_gns.core.maths.noise_scale import NoiseSums
 from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST
 from rl_gns.records.logs import (
     GZIP_SUFFIX,

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from rl_gns.core.names import LOSSES
-from rl_gns.core.schemes import FREE_SCHEMES, SCHEMES, Scheme
+from rl_gns.core.maths.names import LOSSES
+from rl_gns.core.maths.schemes import FREE_SCHEMES, SCHEMES, Scheme
 
 #: The largest count (envs, agent steps, samples) a record of rl-gns holds: ale-py's env seeds are 32-bit, so no run
 #: steps more envs or agent steps, and no rollout of more samples fits in a machine's memory.
@@ -481,7 +481,7 @@ class RunSummary:
     :param advice: the critical rollout size the default predictor gives, as printed.
     :param resumes: times the run went on from a checkpoint (0 for a run trained in one go).
     :param games_dropped: games in progress at those checkpoints that the resumed run lost, starting its envs anew
-        (none where the checkpoints held the games, :mod:`rl_gns.core.games`).
+        (none where the checkpoints held the games, :mod:`rl_gns.core.envs.games`).
     :param values: every field as written (throughput, device, checkpoints, ...).
     """
 

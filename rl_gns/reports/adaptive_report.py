@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.names import N_ENVS_KEY
-from rl_gns.core.targets import first_reached
-from rl_gns.core.tradeoff import TradeoffFit
+from rl_gns.core.maths.names import N_ENVS_KEY
+from rl_gns.core.maths.targets import first_reached
+from rl_gns.core.maths.tradeoff import TradeoffFit
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import CONFIG, STEP_KEY, RunDir, RunFileError, noise_columns, read_sweep_results, runs_under
 from rl_gns.reports.figures import Axes, colors, legend, relative, save_plot
@@ -51,7 +51,7 @@ def steps_and_experience_logged(env_steps: int, total_timesteps_T: np.ndarray) -
     """``(S, E)`` for an event at agent step ``env_steps`` of a run whose rollout size may change:
     it happened in the first iteration ``S`` (1-based) with ``total_timesteps_T[S-1] >= env_steps``, and
     ``E = total_timesteps_T[S-1]`` agent steps (``Σ`` of the rollout sizes up to ``S``). With a fixed
-    rollout size this is :func:`rl_gns.core.targets.steps_and_experience`.
+    rollout size this is :func:`rl_gns.core.maths.targets.steps_and_experience`.
 
     :param env_steps: agent steps when the event happened.
     :param total_timesteps_T: ``(T,)`` agent steps at the end of each iteration (increasing).

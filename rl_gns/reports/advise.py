@@ -1,7 +1,7 @@
 """``rl-gns advise RUN_DIR``: the critical rollout size a run's noise scale predicts, and what more envs buy.
 
 Reads only the run directory (``config.json``, ``progress.csv``) and prints what ``rl-gns train`` prints
-at its end (:class:`rl_gns.core.advice.Advice`), for any candidate predictor the run measured.
+at its end (:class:`rl_gns.core.maths.advice.Advice`), for any candidate predictor the run measured.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import Advice, parse_predictor, predictor_for, run_settings
-from rl_gns.core.advice import advise as predict
-from rl_gns.core.names import N_ENVS_KEY
+from rl_gns.core.maths.advice import Advice, parse_predictor, predictor_for, run_settings
+from rl_gns.core.maths.advice import advise as predict
+from rl_gns.core.maths.names import N_ENVS_KEY
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.records.schema import RunConfig
 
@@ -43,17 +43,17 @@ def check(config: AdviseConfig) -> None:
 
 
 def settings_of(config: RunConfig) -> dict[str, Any]:
-    """The run's settings as the predictors table reads them (:func:`rl_gns.core.advice.run_settings`)."""
+    """The run's settings as the predictors table reads them (:func:`rl_gns.core.maths.advice.run_settings`)."""
     return run_settings({**config.settings, "n_minibatches": config.n_minibatches})
 
 
 def run_predictor(config: RunConfig, predictor: str | None) -> str:
-    """``predictor``, or where unset the one of the run's settings (:func:`rl_gns.core.advice.predictor_for`)."""
+    """``predictor``, or where unset the one of the run's settings (:func:`rl_gns.core.maths.advice.predictor_for`)."""
     return predictor_for(settings_of(config)) if predictor is None else predictor
 
 
 def run_advice(progress: dict[str, np.ndarray], config: RunConfig, predictor: str | None = None) -> Advice | None:
-    """The advice of a run's files (:func:`rl_gns.core.advice.advise`); ``None`` if it did not measure the
+    """The advice of a run's files (:func:`rl_gns.core.maths.advice.advise`); ``None`` if it did not measure the
     predictor's scheme and loss. An adaptive run is judged at its last env count.
 
     :param progress: the run's ``progress.csv`` columns.

@@ -20,11 +20,11 @@ Definitions:
 - Losses: the default predictor's (value) first, then policy (the paper's Table 1) and total (what PPO optimises).
 - Intervals: 95 % percentile bootstrap over seeds (seeds resampled with replacement, pooled ratio of
   each resample; a resample whose pooled ``|G|²`` is not positive counts as ∞), only with ≥ 2 seeds.
-- Final score: mean raw score of the last 20 games of a run (:func:`rl_gns.core.targets.running_score`);
+- Final score: mean raw score of the last 20 games of a run (:func:`rl_gns.core.maths.targets.running_score`);
   none if the run finished fewer games. Human-normalised: ``(score − random) / (human − random)``.
 - Off random play: the mean over seeds of the last 20 games' score minus the first 20 games' (played by the initial,
   near-uniform policy, under the same environment settings) has a 95 % interval above 0, games as the sampling unit
-  (:func:`rl_gns.core.targets.score_gain`); needs 40 games of every run.
+  (:func:`rl_gns.core.maths.targets.score_gain`); needs 40 games of every run.
 - Aggregate: interquartile mean (``rliable.metrics.aggregate_iqm``) of the ``(R runs × G games)``
   human-normalised scores, with a 95 % stratified bootstrap interval (runs resampled within each game,
   as ``rliable.library.StratifiedBootstrap``; rliable 1.2's ``get_interval_estimates`` passes
@@ -43,12 +43,12 @@ import numpy as np
 import tyro
 from rliable import metrics
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR
-from rl_gns.core.atari import FRAME_SKIP, resolve_game
-from rl_gns.core.names import LOSSES as MEASURED_LOSSES
-from rl_gns.core.noise_scale import NoiseSums, b_simple
-from rl_gns.core.schemes import SCHEMES, scheme_label
-from rl_gns.core.targets import DEFAULT_WINDOW, first_reached, running_score, score_gain
+from rl_gns.core.envs.atari import FRAME_SKIP, resolve_game
+from rl_gns.core.maths.advice import DEFAULT_PREDICTOR
+from rl_gns.core.maths.names import LOSSES as MEASURED_LOSSES
+from rl_gns.core.maths.noise_scale import NoiseSums, b_simple
+from rl_gns.core.maths.schemes import SCHEMES, scheme_label
+from rl_gns.core.maths.targets import DEFAULT_WINDOW, first_reached, running_score, score_gain
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import (
     BENCH,
@@ -136,7 +136,7 @@ class BenchRun:
 @dataclass
 class NoiseScale:
     """Pooled ``B_simple`` of one loss over one window, in agent steps (its scheme's
-    :attr:`~rl_gns.core.schemes.SchemeSpec.unit`: of a rollout for the envs scheme, samples per gradient step for the
+    :attr:`~rl_gns.core.maths.schemes.SchemeSpec.unit`: of a rollout for the envs scheme, samples per gradient step for the
     minibatch scheme)."""
 
     b_simple: float
@@ -170,7 +170,7 @@ class GameResult:
     """Seeds whose running score reached ``target_score``."""
     gain: tuple[float, float, float] | None
     """Mean gain of the last 20 games' score over the first 20 games' (near-random play), with its 95 % interval
-    (:func:`~rl_gns.core.targets.score_gain`); ``None`` where a run has fewer than 40 games."""
+    (:func:`~rl_gns.core.maths.targets.score_gain`); ``None`` where a run has fewer than 40 games."""
     ppo_references: list[dict]
     b_crit: list[dict] = field(default_factory=list)
     """Fitted B_crit of analysed sweeps on this game: ``{sweep, backend, target, b_crit, ci}`` in agent steps."""

@@ -19,9 +19,9 @@ from matplotlib.axis import Axis
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.noise_scale import b_simple_interval, cumulative_b_simple
-from rl_gns.core.schemes import scheme_label
+from rl_gns.core.maths.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.maths.noise_scale import b_simple_interval, cumulative_b_simple
+from rl_gns.core.maths.schemes import scheme_label
 from rl_gns.records.logs import OutputError, check_output, printable
 
 __all__ = [
@@ -140,7 +140,7 @@ def number(value: float) -> str:
 
 def is_default_predictor(scheme: str, loss: str) -> bool:
     """Whether ``scheme`` and ``loss`` are those of the default predictor of the critical rollout size
-    (:data:`rl_gns.core.advice.DEFAULT_PREDICTOR`, ``env_value``: the envs scheme's value loss)."""
+    (:data:`rl_gns.core.maths.advice.DEFAULT_PREDICTOR`, ``env_value``: the envs scheme's value loss)."""
     return scheme == DEFAULT_SCHEME and loss == DEFAULT_LOSS
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.tradeoff import MIN_FIT_SIZES
+from rl_gns.core.maths.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.maths.tradeoff import MIN_FIT_SIZES
 from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import read_sweep_results, write_json
 from rl_gns.records.study import check_named_once, check_outside_records

@@ -4,12 +4,12 @@ Reads the probe directory only (``probe.json``, ``sweep.json``, the anchor's and
 
 - ``S``: PPO iterations each branch took to its target (its running score over ``window`` games reaching the anchor's
   start score plus ``delta``); per seed at each size, the fastest learning rate.
-- ``B_crit``: :func:`rl_gns.core.tradeoff.fit_local_tradeoff` over every (size, seed) that reached the target, with
+- ``B_crit``: :func:`rl_gns.core.maths.tradeoff.fit_local_tradeoff` over every (size, seed) that reached the target, with
   its Fieller interval; "not identified" where fewer than 2 sizes reached it or the data do not bound it.
 - How close each branch came: its best running score against the target.
 - The noise scale at the branch point: the anchor measured every iteration at the branch point's parameters
   (learning rate 0); pooled ``Σ tr(Σ) / Σ |G|²`` per scheme and loss, with the batch-means Fieller interval of
-  :func:`rl_gns.core.noise_scale.b_simple_interval`.
+  :func:`rl_gns.core.maths.noise_scale.b_simple_interval`.
 
 Shape glossary: ``N`` branches that reached the target.
 """
@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR
-from rl_gns.core.names import LOSSES, tracker_key
-from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
-from rl_gns.core.targets import StepsMeasure
-from rl_gns.core.tradeoff import LocalTradeoffFit, fit_local_tradeoff
+from rl_gns.core.maths.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR
+from rl_gns.core.maths.names import LOSSES, tracker_key
+from rl_gns.core.maths.noise_scale import RatioInterval, b_simple_interval
+from rl_gns.core.maths.targets import StepsMeasure
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import ANCHOR, CONFIG, PROBE, SWEEP, RunDir, noise_columns, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, RecordError, require, same_setting

@@ -25,9 +25,9 @@ import numpy as np
 import tyro
 from scipy.stats import spearmanr
 
-from rl_gns.core.names import LOSSES
-from rl_gns.core.noise_scale import NoiseSums
-from rl_gns.core.schemes import Candidate
+from rl_gns.core.maths.names import LOSSES
+from rl_gns.core.maths.noise_scale import NoiseSums
+from rl_gns.core.maths.schemes import Candidate
 from rl_gns.records.logs import check_outputs, check_writable, write_atomically
 from rl_gns.records.rundir import ANCHOR, PROBE, SWEEP, RunDir, noise_sums, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_FIT_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS, require

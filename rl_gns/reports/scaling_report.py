@@ -2,10 +2,10 @@
 
 Reads only files: a scaling directory (``settings.json``, ``measurements.jsonl``), optionally an analysed
 sweep (``results.json``: its fitted ``S(B)``) and a training run (its noise scale). Fits
-:class:`rl_gns.core.throughput.ThroughputModel`, predicts the wall time to the sweep's target per device
+:class:`rl_gns.core.maths.throughput.ThroughputModel`, predicts the wall time to the sweep's target per device
 count, and writes ``scaling.json``, ``report.md`` and ``scaling.png``, marking the ``n_envs`` at which the
 rollout reaches the critical size that the run's noise scale predicts (the default predictor
-:data:`rl_gns.core.advice.DEFAULT_PREDICTOR`, as ``rl-gns advise`` reads it; a run that did not measure it gives
+:data:`rl_gns.core.maths.advice.DEFAULT_PREDICTOR`, as ``rl-gns advise`` reads it; a run that did not measure it gives
 ``M × B_simple`` of the policy and total losses of its scheme instead) and the sweep's fitted ``B_crit``, each with
 its 95 % interval.
 """
@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.atari import FRAME_SKIP
-from rl_gns.core.noise_scale import RatioInterval
-from rl_gns.core.schemes import SCHEMES, Candidate
-from rl_gns.core.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
-from rl_gns.core.tradeoff import TradeoffFit
+from rl_gns.core.envs.atari import FRAME_SKIP
+from rl_gns.core.maths.advice import DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.maths.noise_scale import RatioInterval
+from rl_gns.core.maths.schemes import SCHEMES, Candidate
+from rl_gns.core.maths.throughput import ThroughputModel, fit_throughput_model, predicted_wall_s
+from rl_gns.core.maths.tradeoff import TradeoffFit
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import RunDir, read_sweep_results
 from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS, read_measurements, read_settings

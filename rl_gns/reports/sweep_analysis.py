@@ -5,7 +5,7 @@ be rerun at any time, also on a partial sweep. :mod:`rl_gns.reports.sweep_report
 
 Definitions:
 
-- Score measure: mean raw score of the last ``window`` finished games (:mod:`rl_gns.core.targets`).
+- Score measure: mean raw score of the last ``window`` finished games (:mod:`rl_gns.core.maths.targets`).
 - ``S``: PPO iterations to the target; ``E = S · rollout_size`` agent steps (frames = 4·E);
   gradient steps = ``S · n_epochs · M``; wall time = seconds since the run started.
 - Per target and rollout size, per seed the fastest learning rate is kept (as the paper kept the
@@ -35,13 +35,13 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR, PREDICTOR_FACTORS
-from rl_gns.core.atari import FRAME_SKIP
-from rl_gns.core.criterion import at_edge, fastest
-from rl_gns.core.names import LOSSES
-from rl_gns.core.noise_scale import NoiseSums, pool
-from rl_gns.core.schemes import FACTORS, Candidate
-from rl_gns.core.targets import (
+from rl_gns.core.envs.atari import FRAME_SKIP
+from rl_gns.core.maths.advice import DEFAULT_PREDICTOR, PREDICTOR_FACTORS
+from rl_gns.core.maths.criterion import at_edge, fastest
+from rl_gns.core.maths.names import LOSSES
+from rl_gns.core.maths.noise_scale import NoiseSums, pool
+from rl_gns.core.maths.schemes import FACTORS, Candidate
+from rl_gns.core.maths.targets import (
     StepsMeasure,
     first_reached,
     game_midpoints,
@@ -50,7 +50,7 @@ from rl_gns.core.targets import (
     trend_crossing,
     window_midpoint,
 )
-from rl_gns.core.tradeoff import MIN_FIT_SIZES, TradeoffFit, fit_tradeoff
+from rl_gns.core.maths.tradeoff import MIN_FIT_SIZES, TradeoffFit, fit_tradeoff
 from rl_gns.records.rundir import (
     PROBE,
     SWEEP,
@@ -96,10 +96,10 @@ class Reach:
     """``"<scheme>/<loss>"`` -> pooled raw estimates measured at or before ``env_steps``."""
     midpoint_iterations: float = math.nan
     """The PPO iteration the reaching running score stands for: its games' mean midpoint
-    (:func:`~rl_gns.core.targets.window_midpoint`) over the rollout size."""
+    (:func:`~rl_gns.core.maths.targets.window_midpoint`) over the rollout size."""
     trend_iterations: float = math.inf
     """The PPO iteration at which the least-squares line through the scores of every game up to the reaching one
-    against their midpoints meets the target (:func:`~rl_gns.core.targets.trend_crossing`), at the earliest the first
+    against their midpoints meets the target (:func:`~rl_gns.core.maths.targets.trend_crossing`), at the earliest the first
     game's midpoint (a line met before the run's first game cannot time it earlier); ``inf`` where it does not
     rise."""
     first_window: bool = False
@@ -131,7 +131,7 @@ class RunRecord:
     """The highest running score (mean of ``window`` games) the run reached; NaN before ``window`` games."""
     first_window_midpoint: float = math.nan
     """The agent step the run's first full running score (its first ``window`` games) stands for
-    (:func:`~rl_gns.core.targets.window_midpoint`): no reach can be timed earlier; NaN before ``window`` games."""
+    (:func:`~rl_gns.core.maths.targets.window_midpoint`): no reach can be timed earlier; NaN before ``window`` games."""
     resumes: int = 0
     """Times a finished run went on from a checkpoint (0 for an unfinished run)."""
     games_dropped: int = 0
@@ -260,7 +260,7 @@ def best_per_seed(
     runs: list[RunRecord], target: float, rollout_size: int, measure: StepsMeasure = "passage"
 ) -> dict[int, RunRecord]:
     """For each seed at one rollout size, in the order the seeds first appear in ``runs``, the run (over learning
-    rates) that reached ``target`` in fewest steps (:func:`~rl_gns.core.criterion.fastest`); a run whose steps
+    rates) that reached ``target`` in fewest steps (:func:`~rl_gns.core.maths.criterion.fastest`); a run whose steps
     ``measure`` cannot time (``trend`` without a rise) counts as not reaching it."""
     reached = [
         run
@@ -422,7 +422,7 @@ def path_candidates(
 
 #: The units factors of criterion v8's path and start candidates (:func:`path_candidates`), per scheme: the
 #: minibatch scheme's B_simple counts samples per gradient step, so it takes every factor of the registry (a new
-#: entry of :data:`~rl_gns.core.schemes.FACTORS` is a new candidate here); the envs scheme's counts a rollout's.
+#: entry of :data:`~rl_gns.core.maths.schemes.FACTORS` is a new candidate here); the envs scheme's counts a rollout's.
 PATH_FACTORS = {"minibatch": tuple(FACTORS), "envs": ("",)}
 
 
@@ -431,7 +431,7 @@ IDENTIFIED_FACTOR = 10.0
 
 
 def unidentified(result: TargetResult) -> str | None:
-    """Why a target's B_crit is not identified: fewer than :data:`~rl_gns.core.tradeoff.MIN_FIT_SIZES` rollout sizes
+    """Why a target's B_crit is not identified: fewer than :data:`~rl_gns.core.maths.tradeoff.MIN_FIT_SIZES` rollout sizes
     reached it (a curve through 2 points fits them exactly), or the fit put it more than :data:`IDENTIFIED_FACTOR`
     times beyond them; ``None`` if identified."""
     sizes = result.rollout_size_K

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rl_gns.core.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, parse_predictor
-from rl_gns.core.noise_scale import b_simple_interval
-from rl_gns.core.schemes import scheme_label
+from rl_gns.core.maths.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, parse_predictor
+from rl_gns.core.maths.noise_scale import b_simple_interval
+from rl_gns.core.maths.schemes import scheme_label
 from rl_gns.records.logs import write_atomically
 from rl_gns.records.rundir import RunDir, noise_columns
 from rl_gns.reports.figures import (
@@ -286,7 +286,7 @@ def resumed_note(runs: list[RunRecord]) -> list[str]:
     """A paragraph naming the finished runs that lost games in progress as they went on from checkpoints, where any
     did: each started every env anew at once, so that its next games end in order of length (the short first) and
     its running score can pass a target sooner or later than the uninterrupted run's would. A run whose checkpoints
-    held its games (:mod:`rl_gns.core.games`) played on as if uninterrupted, and is not named."""
+    held its games (:mod:`rl_gns.core.envs.games`) played on as if uninterrupted, and is not named."""
     resumed = [run for run in runs if run.games_dropped]
     if not resumed:
         return []

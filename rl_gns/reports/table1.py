@@ -6,7 +6,7 @@ Each ``DIR`` is one game at one rung of the ladder (``results/table1/<Game>/<run
 95 % interval in agent steps and frames, and ``B_simple`` at the start and averaged along the path per loss
 (``envs`` scheme, agent steps); per game the rate at which the kept learning rate sits at an edge of its grid. Then,
 per regime, every candidate's metrics over the counted pairs against both baselines
-(:mod:`rl_gns.core.criterion`).
+(:mod:`rl_gns.core.maths.criterion`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.atari import FRAME_SKIP
-from rl_gns.core.criterion import (
+from rl_gns.core.envs.atari import FRAME_SKIP
+from rl_gns.core.maths.criterion import (
     CONSTANT_BASELINE,
     GAMES_TO_RANK,
     at_edge,
@@ -31,7 +31,7 @@ from rl_gns.core.criterion import (
     winners,
     within,
 )
-from rl_gns.core.names import LOSSES
+from rl_gns.core.maths.names import LOSSES
 from rl_gns.records.rundir import read_json
 from rl_gns.reports.figures import fmt
 
@@ -81,7 +81,7 @@ def judged_regime(settings: dict) -> str:
 
 def kept_runs(runs: list[dict], target: float) -> dict[tuple[int, int], dict]:
     """Per (rollout size, seed), the run that reached ``target`` in fewest iterations
-    (:func:`~rl_gns.core.criterion.fastest`)."""
+    (:func:`~rl_gns.core.maths.criterion.fastest`)."""
     reached: dict[tuple[int, int], dict[str, dict]] = {}
     for run in runs:
         reach = run["reached"].get(str(target)) or run["reached"].get(repr(target))

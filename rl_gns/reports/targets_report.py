@@ -3,8 +3,8 @@
 Criterion v8's rule (``docs/prediction-criterion.md``): a null run (learning rate 0, the policy fixed) gives the
 scores of games played without learning; the running score of a sweep's run is looked at after every finished game,
 and the fastest of ``L`` learning rates is kept, so the chance that noise alone reaches a target ``T`` counts every
-look and every rate (:func:`rl_gns.core.targets.null_crossing`). The null floor ``F`` is the lowest safe target; the
-targets are spaced between it and the pilot's best running score (:func:`rl_gns.core.targets.spaced_targets`).
+look and every rate (:func:`rl_gns.core.maths.targets.null_crossing`). The null floor ``F`` is the lowest safe target; the
+targets are spaced between it and the pilot's best running score (:func:`rl_gns.core.maths.targets.spaced_targets`).
 Reads only the two run directories (``episodes.csv``); writes ``--out`` (JSON) if given.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from rl_gns.core.targets import (
+from rl_gns.core.maths.targets import (
     DEFAULT_WINDOW,
     game_length,
     null_crossing,

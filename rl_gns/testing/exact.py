@@ -10,7 +10,7 @@ own episode alone.
 
 Enumerating every episode (``2·(2·2)^H`` of them) with its probability gives, at the policy's fixed
 parameters and **without** advantage normalisation, for each of PPO's losses (``policy``, ``value``,
-``total``; the per-sample gradients come from :func:`rl_gns.core.measure.ppo_loss_terms` on single samples):
+``total``; the per-sample gradients come from :func:`rl_gns.core.agents.measure.ppo_loss_terms` on single samples):
 
 - ``G``, the expected gradient of the mean loss of a rollout (every position of an episode alike);
 - ``tr Σ_marginal = E|g|² − |G|²`` over one step drawn uniformly from a rollout: the noise random samples see;
@@ -40,8 +40,8 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 
-from rl_gns.core.measure import ppo_loss_terms
-from rl_gns.core.names import LOSSES
+from rl_gns.core.agents.measure import ppo_loss_terms
+from rl_gns.core.maths.names import LOSSES
 
 
 @dataclass(frozen=True)

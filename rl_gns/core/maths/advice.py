@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from rl_gns.core.noise_scale import RatioInterval, b_simple_interval
-from rl_gns.core.schemes import Candidate
+from rl_gns.core.maths.noise_scale import RatioInterval, b_simple_interval
+from rl_gns.core.maths.schemes import Candidate
 from rl_gns.core.shipped import shipped_path
 
 

@@ -1,17 +1,17 @@
 """The settings of the core's training engines, as plain dataclasses that import no torch: how the noise scale is
 measured (:class:`NoiseScaleConfig`) and how an adaptive rollout grows (:class:`AdaptiveConfig`). A command's
-settings hold them, so that its ``--help`` and a run's ``config.json`` load without torch; :mod:`rl_gns.core.ppo` and
-:mod:`rl_gns.core.adaptive` (where saved agents of earlier versions name them) import them from here.
+settings hold them, so that its ``--help`` and a run's ``config.json`` load without torch; :mod:`rl_gns.core.agents.ppo` and
+:mod:`rl_gns.core.agents.adaptive` (where saved agents of earlier versions name them) import them from here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rl_gns.core.advice import DEFAULT_PREDICTOR
-from rl_gns.core.batching import check_counts
-from rl_gns.core.names import LOSSES, Loss
-from rl_gns.core.schemes import SCHEMES, Scheme, scheme
+from rl_gns.core.maths.advice import DEFAULT_PREDICTOR
+from rl_gns.core.maths.batching import check_counts
+from rl_gns.core.maths.names import LOSSES, Loss
+from rl_gns.core.maths.schemes import SCHEMES, Scheme, scheme
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class NoiseScaleConfig:
     """How :class:`NoiseScalePPO` measures the gradient noise scale."""
 
     schemes: tuple[Scheme, ...] = ("envs",)
-    """One or more of :data:`~rl_gns.core.schemes.SCHEMES`: ``envs`` (default): the big batch is ``b_big / n_steps``
+    """One or more of :data:`~rl_gns.core.maths.schemes.SCHEMES`: ``envs`` (default): the big batch is ``b_big / n_steps``
     whole env trajectories, the small batches groups of ``b_small / n_steps`` envs, as data-parallel workers would
     hold them; unbiased on RL data (the steps of one trajectory are correlated); its value-loss B_simple is the
     default candidate predictor of the critical rollout size (``env_value``), which no criterion has yet shown to
@@ -44,7 +44,7 @@ class NoiseScaleConfig:
 
     def check(self) -> None:
         """Check the settings that do not depend on the rollout (the messages name each setting as ``rl-gns train``'s
-        flag, ``--gns-<field>``, as :class:`~rl_gns.core.batching.Batching`'s do).
+        flag, ``--gns-<field>``, as :class:`~rl_gns.core.maths.batching.Batching`'s do).
 
         :raises ValueError: with the reason.
         """
@@ -60,7 +60,7 @@ class NoiseScaleConfig:
 
     def sizes(self, name: Scheme, n_envs: int, n_steps: int, minibatch_size: int) -> tuple[int, int]:
         """Resolve and check ``(b_small, b_big)`` of the scheme ``name`` for a rollout of ``n_envs * n_steps``
-        samples: the scheme's own defaults and rules (:meth:`~rl_gns.core.schemes.SchemeSpec.default_sizes`), then
+        samples: the scheme's own defaults and rules (:meth:`~rl_gns.core.maths.schemes.SchemeSpec.default_sizes`), then
         those of every scheme.
 
         :raises ValueError: with the reason, when the settings cannot be measured.
@@ -95,6 +95,6 @@ class AdaptiveConfig:
     """Largest env count the rollout may grow to."""
     predictor: str = DEFAULT_PREDICTOR
     """Noise-scale candidate whose prediction of the critical rollout size drives the rule (its scheme and loss must
-    be measured), e.g. ``env_value`` or ``mb_xM_total`` (:func:`~rl_gns.core.advice.parse_predictor`)."""
+    be measured), e.g. ``env_value`` or ``mb_xM_total`` (:func:`~rl_gns.core.maths.advice.parse_predictor`)."""
     min_measurements: int = 8
     """Noise-scale measurements before the first growth (the average of fewer is mostly noise)."""

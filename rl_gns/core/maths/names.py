@@ -1,6 +1,6 @@
 """The names of the noise-scale log, formatted and parsed here alone: the losses and the SB3 logger keys
 ``gns/<scheme>/<quantity>_<loss>[_<suffix>]`` that ``progress.csv`` and TensorBoard hold (the schemes are
-:mod:`rl_gns.core.schemes`).
+:mod:`rl_gns.core.maths.schemes`).
 
 ========================================  ===================================================================
 ``gns/<scheme>/g2_<loss>_raw``            this measurement's unbiased ``|G|²`` estimate

@@ -1,6 +1,6 @@
 """PPO's loss as Stable-Baselines3's ``PPO.train`` computes it, written once as a pure function of tensors: the
-noise-scale measurement (:func:`rl_gns.core.measure.ppo_loss_terms`) and the population engine
-(:func:`rl_gns.core.population_policy.ppo_losses`, K members at once) both take it from here, and
+noise-scale measurement (:func:`rl_gns.core.agents.measure.ppo_loss_terms`) and the population engine
+(:func:`rl_gns.core.agents.population_policy.ppo_losses`, K members at once) both take it from here, and
 ``tests/test_loss_terms.py`` and ``tests/test_population.py`` check it against ``PPO.train()``.
 
 Shape glossary: ``...`` any leading axes (``K`` members), ``N`` samples, reduced over by the mean.

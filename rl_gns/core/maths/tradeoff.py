@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import t as student_t
 
-from rl_gns.core.noise_scale import fieller_interval
+from rl_gns.core.maths.noise_scale import fieller_interval
 
 #: Fewest distinct sizes whose steps identify ``S_min`` and ``E_min``: the two-parameter curve passes exactly through
 #: any two points, so two sizes fit with no residual and test nothing.
@@ -128,7 +128,7 @@ def fit_local_tradeoff(batch_N: np.ndarray, steps_N: np.ndarray, level: float = 
     """Fit ``S = s_min + e_min / B`` to ``N`` branches (every seed its own point) by weighted least squares, linear in
     ``(s_min, e_min)`` on the regressor ``1 / B``, with weights ``1 / Ŝ(B)²`` (steps scatter in proportion to
     their size; two passes), and give ``B_crit = e_min / s_min`` its interval by Fieller's theorem
-    (:func:`~rl_gns.core.noise_scale.fieller_interval`) with Student's ``t`` on ``N − 2`` degrees of freedom.
+    (:func:`~rl_gns.core.maths.noise_scale.fieller_interval`) with Student's ``t`` on ``N − 2`` degrees of freedom.
 
     Unlike a bootstrap over a few seeds, the interval keeps its level at small seed counts when the scatter is
     close to log-normal (``tests/test_tradeoff.py`` checks the coverage by simulation).

@@ -20,7 +20,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from rl_gns.core.names import LOSSES, Loss
+from rl_gns.core.maths.names import LOSSES, Loss
 
 Scheme = Literal["minibatch", "envs"]
 #: The free schemes of a data-parallel run, measured from its ranks' gradients (loss ``total`` only): the first
@@ -181,7 +181,7 @@ class Candidate:
     @classmethod
     def of(cls, measured: str, factor: str = "", where: str = "") -> Candidate:
         """The candidate of the measurement ``measured``, ``<scheme>/<loss>`` as a run's trackers name it
-        (:func:`~rl_gns.core.names.tracker_key`), with a units factor and a place.
+        (:func:`~rl_gns.core.maths.names.tracker_key`), with a units factor and a place.
 
         :raises ValueError: for an unknown scheme, loss, factor or place.
         """

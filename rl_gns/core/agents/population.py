@@ -5,7 +5,7 @@ Each member stays an ordinary SB3 ``PPO``: its own policy parameters, Adam, lear
 buffer, logger and seed. What the population shares is the arithmetic: one forward and one backward pass over
 ``K × minibatch_size`` samples in place of K, through :func:`torch.func.functional_call` and :func:`torch.func.vmap`
 over the members' own modules, and one optimiser step over their stacked parameters per group of members with equal
-optimiser settings (:class:`~rl_gns.core.population_optim.StackedOptimizers`), written back to each member's own
+optimiser settings (:class:`~rl_gns.core.agents.population_optim.StackedOptimizers`), written back to each member's own
 parameters and optimiser when its update ends.
 
 Shape glossary: ``K`` members, ``N`` samples per member (``n_envs * n_steps``), ``M`` samples per minibatch,
@@ -23,11 +23,11 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 
-from rl_gns.core.measure import rollout_samples
-from rl_gns.core.population_measure import measure_due
-from rl_gns.core.population_optim import StackedOptimizers
-from rl_gns.core.population_policy import PopulationPolicy, ppo_losses
-from rl_gns.core.ppo import NoiseScalePPO
+from rl_gns.core.agents.measure import rollout_samples
+from rl_gns.core.agents.population_measure import measure_due
+from rl_gns.core.agents.population_optim import StackedOptimizers
+from rl_gns.core.agents.population_policy import PopulationPolicy, ppo_losses
+from rl_gns.core.agents.ppo import NoiseScalePPO
 
 __all__ = ["Population", "PopulationPolicy", "check_members", "collect_population_rollouts", "population_update"]
 
@@ -322,11 +322,11 @@ def collect_population_rollouts(
 
 
 class Population:
-    """K :class:`~rl_gns.core.ppo.NoiseScalePPO` agents of one architecture and PPO settings (seeds and learning
+    """K :class:`~rl_gns.core.agents.ppo.NoiseScalePPO` agents of one architecture and PPO settings (seeds and learning
     rates may differ) trained in one process: rollouts with one batched forward pass per step
     (:func:`collect_population_rollouts`), updates with one batched forward and backward pass per minibatch
     (:func:`population_update`), the noise-scale measurements with one batched pass per small batch
-    (:func:`~rl_gns.core.population_measure.measure_due`), each member's logs and callbacks its own.
+    (:func:`~rl_gns.core.agents.population_measure.measure_due`), each member's logs and callbacks its own.
 
     A member whose callback stops it (a target reached, a deadline) or whose budget is spent leaves the population;
     the others go on.

@@ -15,7 +15,7 @@ rollout. They train like **one** process holding the union of their rollouts (``
 The free noise scale (McCandlish et al. 2018, App. A.1): at every optimiser step the hook also sees the local mean
 gradient ``G_r`` of each rank (``b_r`` samples) before the all-reduce, and the global one ``G`` (``B`` samples)
 after it. With ``A = Σ_r (b_r / B) |G_r|²`` (sample-weighted mean over ranks; ``E A = |G|² + D tr Σ / B`` for
-independent samples) and ``C = |G|²`` (``E C = |G|² + tr Σ / B``), :func:`~rl_gns.core.noise_scale.g2_and_trace`
+independent samples) and ``C = |G|²`` (``E C = |G|² + tr Σ / B``), :func:`~rl_gns.core.maths.noise_scale.g2_and_trace`
 with ``b_small = B / D`` and ``b_big = B`` is unbiased for ``|G|²`` and ``tr Σ``, whatever the shares ``b_r``.
 Caveats, which the fixed-parameter measurement does not have: the parameters move between the optimiser steps of
 an update, later epochs reuse data the parameters were already fitted on (the ratio is no longer 1), and the
@@ -39,12 +39,12 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.vec_env import VecEnv
 
-from rl_gns.core.batching import env_seed
-from rl_gns.core.measure import GradNormTap, SumOverRanks, normalize_advantages
-from rl_gns.core.names import size_key, tracker_key
-from rl_gns.core.noise_scale import NoiseScaleTracker, g2_and_trace
-from rl_gns.core.ppo import NoiseScaleConfig, NoiseScalePPO
-from rl_gns.core.schemes import FREE_SCHEMES, Scheme
+from rl_gns.core.agents.measure import GradNormTap, SumOverRanks, normalize_advantages
+from rl_gns.core.agents.ppo import NoiseScaleConfig, NoiseScalePPO
+from rl_gns.core.maths.batching import env_seed
+from rl_gns.core.maths.names import size_key, tracker_key
+from rl_gns.core.maths.noise_scale import NoiseScaleTracker, g2_and_trace
+from rl_gns.core.maths.schemes import FREE_SCHEMES, Scheme
 
 
 def rank_and_size() -> tuple[int, int]:
@@ -105,7 +105,7 @@ def sizes_over_ranks(
 ) -> dict[Scheme, tuple[int, int]]:
     """``{scheme: (b_small, b_big)}`` of a fixed-parameter measurement whose big batch is spread over ``n_ranks``
     ranks of ``n_envs`` envs each: the sizes one process with every rank's envs would measure
-    (:meth:`~rl_gns.core.ppo.NoiseScaleConfig.sizes`), each rank holding ``b_big / n_ranks`` samples as whole small
+    (:meth:`~rl_gns.core.agents.ppo.NoiseScaleConfig.sizes`), each rank holding ``b_big / n_ranks`` samples as whole small
     batches. A default ``b_small`` that does not divide a rank's part becomes their greatest common divisor.
 
     :param minibatch_size: the global minibatch (samples per optimiser step over all ranks).
@@ -144,7 +144,7 @@ def weak_hook(method: Callable[..., None]) -> Callable[..., None]:
 
 
 class SharedRolloutBuffer(RolloutBuffer):
-    """SB3's ``RolloutBuffer`` holding one rank's share of a rollout spread over ``D`` ranks (:mod:`rl_gns.core.distributed`).
+    """SB3's ``RolloutBuffer`` holding one rank's share of a rollout spread over ``D`` ranks.
 
     :meth:`get` yields this rank's part of each global minibatch (the minibatch one process holding every rank's
     envs would draw: global flat index ``rank * n_envs * n_steps + local index``), and sets :attr:`share`, its
@@ -191,7 +191,7 @@ class SharedRolloutBuffer(RolloutBuffer):
 
 
 class DataParallelPPO(NoiseScalePPO):
-    """:class:`~rl_gns.core.ppo.NoiseScalePPO` on ``D`` ranks of the default ``torch.distributed`` process group
+    """:class:`~rl_gns.core.agents.ppo.NoiseScalePPO` on ``D`` ranks of the default ``torch.distributed`` process group
     (see the module docstring); on one process (no process group) it trains exactly as ``NoiseScalePPO``.
 
     Each rank passes its own ``env`` (its share of the envs, ``n_envs`` per rank), the same ``seed`` and the
@@ -209,7 +209,7 @@ class DataParallelPPO(NoiseScalePPO):
 
     :param policy: as for :class:`stable_baselines3.PPO`.
     :param env: this rank's envs.
-    :param kwargs: keyword arguments of :class:`~rl_gns.core.ppo.NoiseScalePPO` (``batch_size`` global).
+    :param kwargs: keyword arguments of :class:`~rl_gns.core.agents.ppo.NoiseScalePPO` (``batch_size`` global).
     """
 
     def __init__(self, policy: Any, env: Any, *args: Any, **kwargs: Any) -> None:
@@ -307,7 +307,7 @@ class DataParallelPPO(NoiseScalePPO):
         self._average_train_logs()
 
     def _record_free_estimate(self) -> None:
-        """Fold this update's free estimates (:mod:`rl_gns.core.distributed`) into the ``ranks`` averages."""
+        """Fold this update's free estimates (:mod:`rl_gns.core.agents.distributed`) into the ``ranks`` averages."""
         local_S, global_S = (th.stack(column).double() for column in zip(*self._step_norms, strict=True))
         self._step_norms = []
         local_S = local_S.to(comm_device())

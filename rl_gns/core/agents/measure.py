@@ -18,7 +18,7 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 
-from rl_gns.core.ppo_loss import clipped_losses
+from rl_gns.core.agents.ppo_loss import clipped_losses
 
 #: Sums a tensor over the data-parallel ranks in place (``torch.distributed.all_reduce``); ``None``: one process.
 SumOverRanks = Callable[[th.Tensor], None] | None
@@ -121,7 +121,7 @@ def ppo_loss_terms(
     clip_range_vf: float | None = None,
 ) -> LossTerms:
     """The terms of ``stable_baselines3.PPO``'s loss on a batch whose advantages are already prepared
-    (:func:`~rl_gns.core.ppo_loss.clipped_losses` of the policy's outputs).
+    (:func:`~rl_gns.core.agents.ppo_loss.clipped_losses` of the policy's outputs).
 
     Mirrors ``PPO.train`` for one minibatch, so the measured gradients are those training follows.
 
@@ -168,7 +168,7 @@ def two_batch_grad_norms(
 
     :param policy: the actor-critic, at the parameters to measure.
     :param small_batches: ``K >= 2`` batches of equal size, advantages prepared for the big batch.
-    :param losses: names from :data:`~rl_gns.core.names.LOSSES`.
+    :param losses: names from :data:`~rl_gns.core.maths.names.LOSSES`.
     :param clip_range: PPO ratio clip at the current progress.
     :param clip_range_vf: value clip or ``None``.
     :param ent_coef: entropy coefficient of the total loss.
@@ -221,7 +221,7 @@ def measure_rollout(
     """One measurement: the big batch ``indices`` of a filled rollout, advantages normalised over it as PPO
     normalises a minibatch, split into ``n_small`` contiguous small batches (:func:`two_batch_grad_norms`).
 
-    :param indices: ``(b_big,)`` flat indices (:meth:`~rl_gns.core.schemes.SchemeSpec.indices`); with
+    :param indices: ``(b_big,)`` flat indices (:meth:`~rl_gns.core.maths.schemes.SchemeSpec.indices`); with
         ``sum_over_ranks``, this rank's part of the big batch.
     :param n_small: small batches, ``b_big / b_small`` (with ``sum_over_ranks``, this rank's).
     :param sum_over_ranks: sums a tensor over data-parallel ranks in place; the big batch is then the union of

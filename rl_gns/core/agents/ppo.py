@@ -15,14 +15,14 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import get_device
 
-from rl_gns.core.measure import GradNorms, GradNormTap, SumOverRanks, measure_rollout
-from rl_gns.core.names import gns_key, size_key, tracker_key
-from rl_gns.core.noise_scale import NoiseScaleTracker, g2_and_trace
-from rl_gns.core.policies import ChannelsLastCnnPolicy
-from rl_gns.core.schemes import SCHEMES, Scheme
-from rl_gns.core.settings import NoiseScaleConfig
+from rl_gns.core.agents.measure import GradNorms, GradNormTap, SumOverRanks, measure_rollout
+from rl_gns.core.agents.policies import ChannelsLastCnnPolicy
+from rl_gns.core.maths.names import gns_key, size_key, tracker_key
+from rl_gns.core.maths.noise_scale import NoiseScaleTracker, g2_and_trace
+from rl_gns.core.maths.schemes import SCHEMES, Scheme
+from rl_gns.core.maths.settings import NoiseScaleConfig
 
-#: A measurement's squared gradient norms, per scheme and loss (:func:`~rl_gns.core.measure.measure_rollout` per scheme).
+#: A measurement's squared gradient norms, per scheme and loss (:func:`~rl_gns.core.agents.measure.measure_rollout`).
 Measured = dict[Scheme, dict[str, GradNorms]]
 
 
@@ -49,12 +49,12 @@ class NoiseScalePPO(PPO):
     averages. Measurement uses ``torch.autograd.grad`` and its own RNG, so training is identical
     with measurement on or off.
 
-    Each (scheme, loss) keeps a :class:`~rl_gns.core.noise_scale.NoiseScaleTracker` in :attr:`gns_trackers`. The SB3
-    logger receives (keys formatted by :mod:`rl_gns.core.names`), per scheme ``S`` and per loss ``L`` in
+    Each (scheme, loss) keeps a :class:`~rl_gns.core.maths.noise_scale.NoiseScaleTracker` in :attr:`gns_trackers`. The SB3
+    logger receives (keys formatted by :mod:`rl_gns.core.maths.names`), per scheme ``S`` and per loss ``L`` in
     ``noise_scale.losses``: ``gns/S/g2_L_raw`` and ``gns/S/trace_sigma_L_raw`` (this iteration's unbiased estimates),
     ``gns/S/g2_L`` and ``gns/S/trace_sigma_L`` (their moving averages), ``gns/S/b_simple_L`` (the ratio of the moving
     averages, in samples), ``gns/S/b_simple_L_avg`` with ``_avg_low`` and ``_avg_high`` (the average over training so
-    far, ``Σ raw trace_sigma / Σ raw g2``, and its 95 % interval: :func:`~rl_gns.core.noise_scale.b_simple_interval`;
+    far, ``Σ raw trace_sigma / Σ raw g2``, and its 95 % interval: :func:`~rl_gns.core.maths.noise_scale.b_simple_interval`;
     the high end is ``inf`` while ``|G|²`` is not resolved), and ``gns/S/b_small``, ``gns/S/b_big``; and once per
     iteration ``gns/grad_norm_preclip`` (mean norm of the training gradients before clipping), ``gns/n_skipped``
     (non-finite measurements dropped) and ``gns/time_s``.
@@ -65,7 +65,7 @@ class NoiseScalePPO(PPO):
     Two engineering options make it faster than plain PPO without changing what it learns (same
     network, data, minibatches and hyperparameters; ``benchmarks/speed.py`` measures it):
     channels-last convolutions on a CPU (``"CnnPolicy"`` becomes
-    :class:`~rl_gns.core.policies.ChannelsLastCnnPolicy`, other policies get channels-last weights;
+    :class:`~rl_gns.core.agents.policies.ChannelsLastCnnPolicy`, other policies get channels-last weights;
     results equal NCHW to float rounding, ~1e-6 relative), and optionally rollouts on
     ``rollout_threads`` torch threads (1 helps on a busy machine, where OpenMP threads spin against
     the emulator threads, and costs on an idle one; the forward pass is bit-identical across

@@ -18,7 +18,7 @@ from stable_baselines3.common.torch_layers import FlattenExtractor
 from torch import nn
 from torch.func import functional_call, vmap
 
-from rl_gns.core.ppo_loss import clipped_losses
+from rl_gns.core.agents.ppo_loss import clipped_losses
 
 
 class _LogitsAndValues(nn.Module):
@@ -212,7 +212,7 @@ def ppo_losses(
     vf_coef: float,
 ) -> PPOLosses:
     """SB3's PPO losses of K members on their own minibatches, as ``PPO.train`` computes them for one
-    (:func:`~rl_gns.core.ppo_loss.clipped_losses` over each member's minibatch).
+    (:func:`~rl_gns.core.agents.ppo_loss.clipped_losses` over each member's minibatch).
 
     :param logits: ``(K, M, A)`` action logits at the current parameters.
     :param values: ``(K, M)`` values at the current parameters.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import nnls
 
-from rl_gns.core.tradeoff import TradeoffFit
+from rl_gns.core.maths.tradeoff import TradeoffFit
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The fixed-parameter noise-scale measurement of every member of a population at once: the same big and small batches
-each member would measure alone (:func:`rl_gns.core.measure.measure_rollout`), with one batched forward pass per small
+each member would measure alone (:func:`rl_gns.core.agents.measure.measure_rollout`), with one batched forward pass per small
 batch and one :func:`torch.autograd.grad` call per loss for all members.
 
 The gradients are taken with respect to a detached copy of the stacked parameters, so nothing of training changes:
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import torch as th
 
-from rl_gns.core.measure import GradNorms, rollout_samples
-from rl_gns.core.population_policy import PopulationPolicy, ppo_losses
-from rl_gns.core.ppo import Measured, NoiseScalePPO
+from rl_gns.core.agents.measure import GradNorms, rollout_samples
+from rl_gns.core.agents.population_policy import PopulationPolicy, ppo_losses
+from rl_gns.core.agents.ppo import Measured, NoiseScalePPO
 
 
 def normalized_advantages(advantages: th.Tensor) -> th.Tensor:
@@ -41,14 +41,14 @@ def population_grad_norms(
     ent_coef: float,
     vf_coef: float,
 ) -> list[dict[str, GradNorms]]:
-    """``|G_small|²`` and ``|G_big|²`` of each loss for every member (:func:`rl_gns.core.measure.two_batch_grad_norms`
+    """``|G_small|²`` and ``|G_big|²`` of each loss for every member (:func:`rl_gns.core.agents.measure.two_batch_grad_norms`
     for K members): its big batch split into ``S`` contiguous small batches, the big-batch gradient the mean of theirs.
 
     :param population: the members' policies, at the parameters to measure.
     :param big_batches: ``observations`` ``(K, B, *obs)``, ``actions``, ``old_log_prob``, ``advantages`` (prepared for
         the big batch), ``old_values``, ``returns``, each ``(K, B)``.
     :param n_small: ``S``, small batches per big batch (``B / b_small``).
-    :param losses: names from :data:`~rl_gns.core.names.LOSSES`.
+    :param losses: names from :data:`~rl_gns.core.maths.names.LOSSES`.
     :param eps: ``(K, 1)`` ratio clip of each member.
     :param eps_vf: ``(K, 1)`` value clip, or ``None``.
     :param ent_coef: entropy coefficient of the total loss.

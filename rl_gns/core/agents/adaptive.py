@@ -3,7 +3,7 @@
 McCandlish et al. 2018, Appendix D: if one optimiser step is worth ``r`` examples (an exchange
 rate, here agent steps per PPO iteration), the cost ``r·S + E`` to a target is least when each step
 uses the batch ``B(s) = sqrt(r · B_noise(s))``. In PPO the batch is the rollout, and ``B_noise`` is the
-critical rollout size a noise-scale candidate predicts (:mod:`rl_gns.core.advice`): by default ``env_value``,
+critical rollout size a noise-scale candidate predicts (:mod:`rl_gns.core.maths.advice`): by default ``env_value``,
 ``B_simple`` of the value loss over groups of whole trajectories, in agent steps; a ``_xM_`` candidate is
 ``M × B_simple`` of minibatch gradients (``M`` minibatches per epoch). So
 
@@ -37,12 +37,12 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-from rl_gns.core.advice import parse_predictor
-from rl_gns.core.batching import env_seed
-from rl_gns.core.names import N_ENVS_KEY, tracker_key
-from rl_gns.core.ppo import NoiseScalePPO
-from rl_gns.core.schemes import Scheme
-from rl_gns.core.settings import AdaptiveConfig
+from rl_gns.core.agents.ppo import NoiseScalePPO
+from rl_gns.core.maths.advice import parse_predictor
+from rl_gns.core.maths.batching import env_seed
+from rl_gns.core.maths.names import N_ENVS_KEY, tracker_key
+from rl_gns.core.maths.schemes import Scheme
+from rl_gns.core.maths.settings import AdaptiveConfig
 
 #: ``make_env(n_envs, seed) -> VecEnv``: builds the environments of a grown rollout.
 EnvFactory = Callable[[int, int | None], VecEnv]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.axis import Axis
-from matplotlib.collections import PolyCollection
+from matplotlib.container import BarContainer
 
 from rl_gns.core.maths.noise_scale import RatioInterval
 from rl_gns.core.maths.tradeoff import TradeoffFit, fit_local_tradeoff
@@ -81,9 +81,11 @@ def test_training_png_noise_panel():
     policy_y = np.asarray(policy.get_ydata(), dtype=float)
     assert np.isnan(policy_y).any() and np.isfinite(policy_y).any()  # breaks where not resolved, drawn where it is
     assert np.all(np.diff(np.asarray(value.get_xdata(), dtype=float)) > 0)
-    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    bands = [c for c in ax.containers if isinstance(c, BarContainer)]
     assert {c.get_label() for c in bands} <= {"95 % interval", "95 % interval, no upper end (|G|² not resolved)"}
     assert bands, "the interval is drawn as a band"
+    steps = sorted((bar.get_x(), bar.get_x() + bar.get_width()) for band in bands for bar in band)
+    assert all(np.isclose(end, start) for (_, end), (start, _) in itertools.pairwise(steps)), "a band, no gaps"
     bottom, top = ax.get_ylim()
     assert bottom > 0 and top > 80  # the run's rollout size (80 agent steps) is inside the panel
     assert "1,000,000" in tick_labels(ax.xaxis)  # 1 million agent steps, not "1.0" and "1e6"
@@ -212,7 +214,7 @@ def test_bench_figure_names_quantities():
 
     def game(name: str, b_simple: float) -> GameResult:
         noise = {loss: {window: scale(b_simple) for window in WINDOWS} for loss in LOSSES}
-        return GameResult(name, name, [0, 1], noise, [1.0, 2.0], 0.0, 10.0, 5.0, 2, [])
+        return GameResult(name, name, [0, 1], noise, [1.0, 2.0], 0.0, 10.0, 5.0, 2, None, [])
 
     games = [game("Pong", 100.0), game("Qbert", 200.0)]
     ranges = {"b_simple_start": [100, 1000], "b_simple_average": [1000, 20000]}

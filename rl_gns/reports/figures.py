@@ -241,8 +241,9 @@ def log_limits(ax: Axes, margin: float = 10.0) -> tuple[float, float]:
 def interval_band(
     ax: Axes, x: Any, low: Any, high: Any, color: Any, limits: tuple[float, float], alpha: tuple[float, float] = (0.3, 0.12)
 ) -> None:
-    """95 % intervals along a curve as a band: filled between its bounds where bounded, and fainter up to the top of
-    the panel where open above (``|G|²`` not resolved); clipped to the panel's y limits.
+    """95 % intervals along a curve as a band, a step for each position (to halfway to its neighbours): filled
+    between its bounds where bounded, and fainter up to the top of the panel where open above (``|G|²`` not
+    resolved); clipped to the panel's y limits.
 
     :param x: ``(P,)`` positions along the curve, ascending.
     :param low: ``(P,)`` lower bounds, in the panel's unit.
@@ -253,13 +254,21 @@ def interval_band(
     """
     x, low, high = (np.asarray(v, dtype=float) for v in (x, low, high))
     bottom, top = limits
-    bounded, open_above = np.isfinite(high), ~np.isfinite(high) & (low > 0)
-    low_clipped, high_clipped = np.clip(low, bottom, top), np.clip(np.where(bounded, high, top), bottom, top)
-    if bounded.any():
-        ax.fill_between(x, low_clipped, high_clipped, where=bounded, color=color, alpha=alpha[0], lw=0, label="95 % interval")
-    if open_above.any():
-        ax.fill_between(x, low_clipped, top, where=open_above, color=color, alpha=alpha[1], lw=0,
-                        label="95 % interval, no upper end (|G|² not resolved)")  # fmt: skip
+    if not len(x):
+        return
+    middles = (x[1:] + x[:-1]) / 2
+    half = (x[-1] - x[0]) / (2 * (len(x) - 1)) if len(x) > 1 else 0.5
+    left, right = np.concatenate([[x[0] - half], middles]), np.concatenate([middles, [x[-1] + half]])
+    bounded = np.isfinite(high)
+    low_clipped = np.clip(low, bottom, top)  # no lower bound (<= 0): from the bottom of the panel
+    high_clipped = np.clip(np.where(bounded, high, top), bottom, top)
+    for where, opacity, label in (
+        (bounded, alpha[0], "95 % interval"),
+        (~bounded, alpha[1], "95 % interval, no upper end (|G|² not resolved)"),
+    ):
+        if where.any():
+            ax.bar(left[where], (high_clipped - low_clipped)[where], (right - left)[where], bottom=low_clipped[where],
+                   align="edge", color=color, alpha=opacity, lw=0, label=label)  # fmt: skip
 
 
 def interval_bars(
@@ -284,7 +293,8 @@ def interval_bars(
     :param lw: the bars' width, points.
     """
     x, low, high = (np.asarray(v, dtype=float) for v in (x, low, high))
-    bounded, open_above = np.isfinite(high), ~np.isfinite(high) & (low > 0)
+    bounded = np.isfinite(high)
+    open_above = ~bounded  # from the lower bound, or the panel's bottom where there is none, to the top
     bottom, top = limits
     low_clipped, high_clipped = np.clip(low, bottom, top), np.clip(high, bottom, top)
     ax.vlines(x[bounded], low_clipped[bounded], high_clipped[bounded], color=color, lw=lw, alpha=alpha[0],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rl_gns.core.targets import DEFAULT_WINDOW, running_score
+from rl_gns.core.maths.targets import DEFAULT_WINDOW, running_score
 
 HERE = Path(__file__).resolve().parent
 

@@ -18,7 +18,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from rl_gns import make_atari_vec_env
-from rl_gns.core.agents.distributed import DataParallelPPO
+from rl_gns.core.agents.distributed import DataParallelPPO, sizes_over_ranks
 from rl_gns.core.agents.ppo import NoiseScaleConfig, NoiseScalePPO
 from rl_gns.core.maths.noise_scale import NoiseSums
 from rl_gns.experiments.config import TrainConfig
@@ -270,3 +270,9 @@ def test_ranks_started_with_other_settings_are_refused_before_anything_is_writte
     errors = launch(mismatched_worker, 2, config)
     assert errors[0] == errors[1] == "the ranks were started with other settings than rank 0 (ranks 1)"
     assert not (tmp_path / "run").exists()
+
+
+def test_a_given_small_batch_must_divide_each_ranks_part_of_the_big_batch():
+    noise_scale = NoiseScaleConfig(schemes=("envs",), b_small=256)  # 2 ranks of 3 envs x 128 steps: parts of 384
+    with pytest.raises(ValueError, match="b_small \\(256\\) must divide each rank's part of b_big \\(384\\)"):
+        sizes_over_ranks(noise_scale, n_envs=3, n_steps=128, minibatch_size=256, n_ranks=2)

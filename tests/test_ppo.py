@@ -115,6 +115,11 @@ def test_invalid_settings_fail_when_the_agent_is_built(noise_scale, message):
         tiny_model(noise_scale)
 
 
+def test_a_small_batch_below_one_is_refused_under_its_settings_name():
+    with pytest.raises(ValueError, match="gns_b_small must be >= 1, got 0"):
+        NoiseScaleConfig(schemes=("minibatch",), b_small=0).check()
+
+
 def test_envs_scheme_groups_whole_trajectories(tmp_path):
     model = tiny_model(NoiseScaleConfig(schemes=("envs",), every=1), n_envs=4)
     assert model.gns_sizes == {"envs": (32, 128)}  # one env's 32 steps per small batch, the whole rollout

@@ -123,9 +123,11 @@ class MeasureSettings:
     """Measure every k PPO iterations (each measured loss costs about one forward-backward pass over b_big samples)."""
     gns_b_big: int | None = None
     """Big-batch size in samples, with one scheme only; if unset, minibatch_size, or the rollout size for envs."""
-    gns_b_small: int | None = None
+    # Not flags (Python API only): any b_small gives the same unbiased estimate, only its variance changes; and the
+    # analyses and the console pool the raw estimates, not the moving averages that ema_beta smooths (logged only).
+    gns_b_small: Annotated[int | None, tyro.conf.Suppress] = None
     """Small-batch size in samples, with one scheme only; if unset, b_big / 4."""
-    gns_ema_beta: float = NoiseScaleConfig.ema_beta
+    gns_ema_beta: Annotated[float, tyro.conf.Suppress] = NoiseScaleConfig.ema_beta
     """Decay per measurement of the moving averages of |G|² and tr(Σ)."""
 
     def noise_scale_config(self) -> NoiseScaleConfig | None:

@@ -21,7 +21,9 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+
+import tyro
 
 from rl_gns.core.maths.batching import Batching
 from rl_gns.core.maths.criterion import beyond_edge, fastest
@@ -76,6 +78,9 @@ EDGE_KIND = list[tuple[Count, Count, Positive, Count]]
 class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
     """Train PPO at several env counts, learning rates and seeds, each run until the highest target or its budget."""
 
+    # Not a flag of a sweep: one big batch cannot fit every rollout size, so each run's follows its own (the default).
+    gns_b_big: Annotated[int | None, tyro.conf.Suppress] = None
+    """Big-batch size in samples: each run's default."""
     targets: tuple[float, ...] = (600.0, 800.0, 1000.0)
     """Target scores (mean raw score of the last --window games); runs stop at the highest."""
     n_envs: tuple[int, ...] = (4, 8, 16, 32, 64, 128)

@@ -44,11 +44,14 @@ class NoiseScaleConfig:
 
     def check(self) -> None:
         """Check the settings that do not depend on the rollout (the messages name each setting as ``rl-gns train``'s
-        flag, ``--gns-<field>``, as :class:`~rl_gns.core.maths.batching.Batching`'s do).
+        flag, ``--gns-<field>``, as :class:`~rl_gns.core.maths.batching.Batching`'s do; ``b_small`` and ``ema_beta``,
+        which are not flags, as the run settings name them, ``gns_<field>``).
 
         :raises ValueError: with the reason.
         """
-        check_counts(gns_every=self.every, gns_b_big=self.b_big, gns_b_small=self.b_small)
+        check_counts(gns_every=self.every, gns_b_big=self.b_big)
+        if self.b_small is not None and self.b_small < 1:
+            raise ValueError(f"gns_b_small must be >= 1, got {self.b_small}")
         if not self.losses or set(self.losses) - set(LOSSES) or len(set(self.losses)) != len(self.losses):
             raise ValueError(f"noise scale losses must be distinct names from {LOSSES}, got {self.losses}")
         if not self.schemes or set(self.schemes) - set(SCHEMES) or len(set(self.schemes)) != len(self.schemes):
@@ -56,7 +59,7 @@ class NoiseScaleConfig:
         if len(self.schemes) > 1 and (self.b_big or self.b_small):
             raise ValueError("b_big and b_small can only be set with a single noise scale scheme")
         if not 0.0 <= self.ema_beta < 1.0:
-            raise ValueError(f"--gns-ema-beta must be in [0, 1), got {self.ema_beta}")
+            raise ValueError(f"gns_ema_beta must be in [0, 1), got {self.ema_beta}")
 
     def sizes(self, name: Scheme, n_envs: int, n_steps: int, minibatch_size: int) -> tuple[int, int]:
         """Resolve and check ``(b_small, b_big)`` of the scheme ``name`` for a rollout of ``n_envs * n_steps``

@@ -187,6 +187,7 @@ def test_a_resumed_run_plays_on_in_its_games_as_an_uninterrupted_run_does(tmp_pa
     assert (sliced.summary().resumes, sliced.summary().games_dropped) == (1, 0)
 
 
+@pytest.mark.slow
 def test_corrupted_checkpoints_fall_back_or_are_refused(tmp_path):
     run = tmp_path / "run"
     assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
@@ -202,6 +203,7 @@ def test_corrupted_checkpoints_fall_back_or_are_refused(tmp_path):
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_checkpoint_directory_not_named_as_rl_gns_names_them_is_not_a_checkpoint(tmp_path):
     """An older checkpoint renamed ``64`` (from ``000000000064``) sorted after ``000000000128``: a resume went back to
     it, and the pruning after its next checkpoint deleted the newer ones and kept it, so every later resume went back
@@ -224,6 +226,7 @@ def rehash(checkpoint: Path, name: str) -> None:
     (checkpoint / MANIFEST).write_text(json.dumps(manifest))
 
 
+@pytest.mark.slow
 def test_a_checkpoint_whose_files_match_their_checksums_but_do_not_read_is_not_resumed_from(tmp_path):
     run = tmp_path / "run"
     assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
@@ -248,6 +251,7 @@ def test_a_checkpoint_whose_files_match_their_checksums_but_do_not_read_is_not_r
     assert latest_checkpoint(run).path == newest
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_layout_3_resumes_with_new_games(tmp_path):
     """A checkpoint written before games were saved (layout 3: no games.pkl) still resumes: the envs start new games,
     and the summary counts the games in progress it lost."""
@@ -267,6 +271,7 @@ def test_a_checkpoint_of_layout_3_resumes_with_new_games(tmp_path):
     assert json.loads((run / "summary.json").read_text())["games_dropped"] == 2
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_log_cell_that_is_not_a_number_before_training(tmp_path):
     run = tmp_path / "run"
     assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
@@ -280,6 +285,7 @@ def test_resume_refuses_a_log_cell_that_is_not_a_number_before_training(tmp_path
     assert {path: path.stat().st_mtime_ns for path in run.rglob("*")} == before
 
 
+@pytest.mark.slow
 def test_resume_refuses_logs_out_of_order_another_out_and_overwrite(tmp_path):
     run = tmp_path / "run"
     assert run_cli("train", *TINY, "--total-steps", "512", "--max-wall-minutes", "1e-9", "--out", str(run)).returncode == 0
@@ -489,6 +495,7 @@ def test_sweep_stops_before_its_deadline_and_goes_on_when_rerun(tmp_path, monkey
     assert summary["env_steps"] == 12288 and summary["resumes"] == 1
 
 
+@pytest.mark.slow
 def test_adaptive_run_resumes_at_its_grown_size(tmp_path):
     """An adaptive run killed after it grew resumes with as many envs as it had, and goes on growing."""
     run = tmp_path / "run"
@@ -516,6 +523,7 @@ def test_adaptive_run_resumes_at_its_grown_size(tmp_path):
     np.testing.assert_array_equal(np.diff(progress["time/total_timesteps"]), 32 * n_envs[1:])  # no gap, no duplicate
 
 
+@pytest.mark.slow
 def test_resumed_run_stops_at_its_target_with_the_score_window_of_the_games_before(tmp_path):
     """Killed once it has finished games, resumed: it stops where the running score over all of episodes.csv (the
     games before the kill included) first reaches the target."""
@@ -545,6 +553,7 @@ def test_resumed_run_stops_at_its_target_with_the_score_window_of_the_games_befo
     assert summary["stop_score_reached_at"] == games["env_steps"][first] == summary["env_steps"]
 
 
+@pytest.mark.slow
 def test_a_runs_checkpoints_and_snapshots_are_its_own(tmp_path, capsys):
     """Through a link into another run, a resume (or --overwrite) would write and prune that run's checkpoints and
     snapshots, or append to its logs; a directory where a run writes a file would fail at its first write: refused.

@@ -179,6 +179,7 @@ def test_resume_refuses_logs_that_no_longer_reach_the_checkpoint(tmp_path):
     assert deleted.returncode == 2 and "progress.csv holds 0 rows" in one_line(deleted)
 
 
+@pytest.mark.slow
 def test_a_second_sweep_is_refused_and_sigterm_to_a_sweep_stops_its_workers_with_checkpoints_and_leaves_no_orphan(
     tmp_path,
 ):

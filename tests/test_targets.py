@@ -16,6 +16,7 @@ from rl_gns.core.maths.targets import (
     null_crossing,
     null_floor,
     null_max_running_scores,
+    reach_steps,
     resolvable_improvement,
     running_score,
     score_gain,
@@ -117,6 +118,22 @@ def test_trend_crossing_is_where_the_least_squares_line_meets_the_target():
     assert trend_crossing(t[:2], t[:2], 1.0) == math.inf and trend_crossing(np.ones(5), t[:5], 1.0) == math.inf
     with pytest.raises(ValueError):
         trend_crossing(t, t[:3], 1.0)
+
+
+def test_reach_steps_by_every_measure_hand_computed():
+    """Games ending at agent steps 10..40 of 4 agent steps each over 2 envs (midpoints 6, 16, 26, 36), scoring 0, 0,
+    10, 10: a 2-game running score reaches 5 with game 2, in iteration ceil(30 / 8) = 4 of rollouts of 8; its window
+    stands for (16 + 26) / 2 = 21; the line through (6, 0), (16, 0), (26, 10) has slope 0.5 and meets 5 at
+    16 + (5 - 10 / 3) / 0.5 = 58 / 3."""
+    ends, scores, lengths = np.array([10, 20, 30, 40]), np.array([0.0, 0.0, 10.0, 10.0]), np.full(4, 4.0)
+    reach = reach_steps(ends, scores, lengths, n_envs=2, rollout_size=8, target=5.0, window=2)
+    assert reach is not None and (reach.game, reach.iterations, reach.env_steps) == (2, 4, 32)
+    assert reach.midpoint_iterations == pytest.approx(21 / 8) and reach.trend_iterations == pytest.approx(58 / 3 / 8)
+    assert [reach.steps(m) for m in ("passage", "midpoint", "trend")] == [4.0, 21 / 8, reach.trend_iterations]
+    assert reach_steps(ends, scores, lengths, n_envs=2, rollout_size=8, target=11.0, window=2) is None
+    # a line met before the first game is timed at the first game's midpoint, 6 agent steps
+    early = reach_steps(ends, np.array([9.0, 10, 10, 10]), lengths, n_envs=2, rollout_size=8, target=5.0, window=3)
+    assert early is not None and early.trend_iterations == pytest.approx(6 / 8)
 
 
 def test_trend_crossing_is_not_drawn_early_by_a_window_of_noise():

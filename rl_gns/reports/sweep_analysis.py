@@ -43,11 +43,8 @@ from rl_gns.core.maths.noise_scale import NoiseSums, pool
 from rl_gns.core.maths.schemes import FACTORS, Candidate
 from rl_gns.core.maths.targets import (
     StepsMeasure,
-    first_reached,
-    game_midpoints,
+    reach_steps,
     running_score,
-    steps_and_experience,
-    trend_crossing,
     window_midpoint,
 )
 from rl_gns.core.maths.tradeoff import MIN_FIT_SIZES, TradeoffFit, fit_tradeoff
@@ -163,9 +160,11 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
         record.first_window_midpoint = window_midpoint(episodes["env_steps"][:window], lengths[:window], config.n_envs)
     schemes = config.measured_schemes
     for target in targets:
-        game = first_reached(episodes["env_steps"], episodes["score"], target, window)
-        if game is not None:
-            iterations, env_steps = steps_and_experience(int(episodes["env_steps"][game]), record.rollout_size)
+        reach = reach_steps(
+            episodes["env_steps"], episodes["score"], lengths, config.n_envs, record.rollout_size, target, window
+        )
+        if reach is not None:
+            env_steps = reach.env_steps
             noise = {
                 f"{scheme}/{loss}": noise_sums(progress, scheme, loss, env_steps) for scheme in schemes for loss in LOSSES
             }
@@ -179,18 +178,14 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
                 for scheme in schemes
                 for loss in LOSSES
             }
-            window_games = slice(game - window + 1, game + 1)
-            midpoint = window_midpoint(episodes["env_steps"][window_games], lengths[window_games], config.n_envs)
-            games = slice(0, game + 1)
-            midpoints = game_midpoints(episodes["env_steps"][games], lengths[games], config.n_envs)
             record.reached[target] = Reach(
-                iterations,
+                reach.iterations,
                 env_steps,
-                float(episodes["wall_s"][game]),
+                float(episodes["wall_s"][reach.game]),
                 noise,
-                midpoint / record.rollout_size,
-                max(trend_crossing(midpoints, episodes["score"][games], target), midpoints[0]) / record.rollout_size,
-                first_window=game == window - 1,
+                reach.midpoint_iterations,
+                reach.trend_iterations,
+                first_window=reach.game == window - 1,
                 start_noise=start_noise,
             )
     return record

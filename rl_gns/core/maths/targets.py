@@ -11,6 +11,7 @@ Shape glossary: ``N`` finished games, in the order they finished.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -189,6 +190,62 @@ def steps_and_experience(env_steps: int, rollout_size: int) -> tuple[int, int]:
     ``S = ceil(env_steps / rollout_size)``, and ``E = S · rollout_size`` (the tradeoff model's ``E = B·S``)."""
     iterations = -(-env_steps // rollout_size)
     return iterations, iterations * rollout_size
+
+
+@dataclass(frozen=True)
+class ReachSteps:
+    """When a run's running score first reached a target, in PPO iterations by each :data:`StepsMeasure`.
+
+    :param game: index of the game whose score took the running score to the target.
+    :param iterations: ``S`` by ``passage``: the iteration that game finished in (:func:`steps_and_experience`).
+    :param env_steps: ``E = S · rollout_size``, agent steps.
+    :param midpoint_iterations: ``S`` by ``midpoint``: the reaching window's mean midpoint (:func:`window_midpoint`)
+        over the rollout size.
+    :param trend_iterations: ``S`` by ``trend``: :func:`trend_crossing` over the games up to ``game``, at the earliest
+        the first game's midpoint, over the rollout size; ``inf`` where the line does not rise.
+    """
+
+    game: int
+    iterations: int
+    env_steps: int
+    midpoint_iterations: float
+    trend_iterations: float
+
+    def steps(self, measure: StepsMeasure) -> float:
+        """``S`` by ``measure``, PPO iterations."""
+        if measure == "trend":
+            return self.trend_iterations
+        return self.midpoint_iterations if measure == "midpoint" else float(self.iterations)
+
+
+def reach_steps(
+    end_steps_N: np.ndarray,
+    scores_N: np.ndarray,
+    lengths_N: np.ndarray,
+    n_envs: int,
+    rollout_size: int,
+    target: float,
+    window: int = DEFAULT_WINDOW,
+) -> ReachSteps | None:
+    """When a run reached ``target`` (:func:`first_reached`), by every steps measure; ``None`` if it never did.
+
+    :param end_steps_N: ``(N,)`` agent steps (all envs) at which each game finished, in the order they finished.
+    :param scores_N: ``(N,)`` raw game scores.
+    :param lengths_N: ``(N,)`` each game's length in agent steps of its env (frames / frame skip).
+    :param n_envs: envs stepped together.
+    :param rollout_size: agent steps per PPO iteration.
+    :param target: the score to reach.
+    :param window: games in the running score.
+    """
+    game = first_reached(end_steps_N, scores_N, target, window)
+    if game is None:
+        return None
+    iterations, env_steps = steps_and_experience(int(end_steps_N[game]), rollout_size)
+    reaching = slice(game - window + 1, game + 1)
+    midpoint = window_midpoint(end_steps_N[reaching], lengths_N[reaching], n_envs)
+    midpoints = game_midpoints(end_steps_N[: game + 1], lengths_N[: game + 1], n_envs)
+    trend = max(trend_crossing(midpoints, np.asarray(scores_N)[: game + 1], target), float(midpoints[0]))
+    return ReachSteps(game, iterations, env_steps, midpoint / rollout_size, trend / rollout_size)
 
 
 def null_max_running_scores(

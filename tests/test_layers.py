@@ -137,7 +137,9 @@ def test_a_module_path_of_before_the_folders_is_todays_module():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, check=True)
     assert result.stdout.split() == ["True", "False"]
-    assert set(MOVED.values()) == {m for m in import_graph() if core_folder(m) is not None and m.count(".") == 3}
+    # every old path names one of today's core modules (a module added since the move has no old path)
+    assert set(MOVED.values()) <= {m for m in import_graph() if core_folder(m) is not None and m.count(".") == 3}
+    assert len(set(MOVED.values())) == len(MOVED)
     import importlib
 
     for old, today in MOVED.items():

@@ -451,12 +451,68 @@ def test_a_probe_states_its_cost_and_max_cost_caps_it(source, tmp_path):
     )
     assert cost.agent_steps == 1_000 + 2 * 2 * 10_000 and cost.branches == 4
     assert cost.multiple == pytest.approx(cost.agent_steps / point.env_steps) and cost.steps_per_s > 0
-    assert f"{cost.multiple:,.1f}x the run's {point.env_steps:,} agent steps" in cost.line()
+    assert f"41,000 agent steps ({cost.multiple:,.1f}x the run's {point.env_steps:,}, about " in cost.line()
     settings = dict(source=source, at=1500, n_envs=(2, 4), lr_points=1, seeds=2, budget_steps=10_000, anchor_steps=1_000)
     with pytest.raises(ValueError, match=r"--max-cost 5: this probe may spend 41,000 agent steps"):
         check(ProbeConfig(**settings, max_cost=5.0, out=tmp_path / "q"))
     check(ProbeConfig(**settings, max_cost=cost.multiple + 1, out=tmp_path / "q"))
     assert not (tmp_path / "q").exists()
+
+
+def test_a_sequential_probe_states_its_first_round_and_max_cost_caps_that_round(source, tmp_path):
+    """A sequential probe's first round trains one seed per size: its cost line gives that round and every round, and
+    --max-cost refuses it only where the first round alone could pass the cap (later rounds stop before it)."""
+    settings = dict(source=source, at=1500, n_envs=(2, 4), lr_points=1, seeds=3, budget_steps=10_000, anchor_steps=1_000)
+    point = check(ProbeConfig(**settings, design="sequential", out=tmp_path / "p"))
+    cost = probe_cost(ProbeConfig(**settings, design="sequential"), point, 2)
+    assert cost.first_round == 1_000 + 2 * 10_000 and cost.agent_steps == 1_000 + 2 * 3 * 10_000 and cost.branches == 6
+    assert "its first round (one seed per size, and the anchor) at most 21,000 agent steps (13.7x" in cost.line()
+    first = cost.multiple_of(cost.first_round)
+    with pytest.raises(ValueError, match=r"--max-cost 10: this probe's first round may spend 21,000 agent steps"):
+        check(ProbeConfig(**settings, design="sequential", max_cost=10.0, out=tmp_path / "q"))
+    check(ProbeConfig(**settings, design="sequential", max_cost=first + 0.1, out=tmp_path / "q"))  # below the whole
+    assert first + 0.1 < cost.multiple and not (tmp_path / "q").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"stop_ratio": 4.0}, "--stop-ratio 4.0 has no effect with --design fixed"),
+        ({"design": "sequential", "stop_ratio": 1.0}, "--stop-ratio must be a finite ratio > 1, got 1"),
+        ({"design": "sequential", "edge_rounds": 1}, "--edge-rounds needs --design fixed"),
+    ],
+)
+def test_the_sequential_design_refuses_settings_it_cannot_use(source, tmp_path, flags, message):
+    with pytest.raises(ValueError, match=message):
+        check(ProbeConfig(source=source, n_envs=(2, 4), out=tmp_path / "p", **flags))
+
+
+def test_a_sequential_probe_trains_in_rounds_and_a_rerun_goes_on_with_them(source, tmp_path):
+    """The real CLI on a tiny probe: one seed at every size first, each round recorded in probe.json before it
+    starts, as many seeds per size as the rule gives and never more than --seeds, the runs those rounds name and no
+    other; why it stopped, in probe.json and the report. Rerun, it trains nothing and keeps its rounds."""
+    out = tmp_path / "probe"
+    command = [*CLI, "probe", str(source), *ONE_RATE, "--at", "3000", "--anchor-steps", "4096", "--window", "2",
+               "--n-envs", "2", "4", "--seeds", "2", "--budget-steps", "1024", "--workers", "2",
+               "--design", "sequential", "--out", str(out)]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "probe cost (sequential design): its first round" in result.stdout
+    record = json.loads((out / "probe.json").read_text())
+    assert record["design"] == "sequential" and record["rounds"][0] == [[2, 32, 0], [4, 32, 0]]
+    units = [tuple(unit) for units in record["rounds"] for unit in units]
+    assert len(units) == len(set(units)) and all(seed < 2 for _, _, seed in units)
+    for size in {(n_envs, n_steps) for n_envs, n_steps, _ in units}:  # each size's seeds are 0, 1, ... in turn
+        seeds = sorted(seed for n_envs, n_steps, seed in units if (n_envs, n_steps) == size)
+        assert seeds == list(range(len(seeds)))
+    trained = {(RunDir(run).config().n_envs, RunDir(run).config().seed) for run in (out / "runs").iterdir()}
+    assert trained == {(n_envs, seed) for n_envs, _, seed in units}
+    assert record["stopped"] and f"the sequential design stops after {len(record['rounds'])} rounds" in result.stdout
+    assert "Design: sequential" in (out / "report.md").read_text()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads((out / "probe.json").read_text())["rounds"] == record["rounds"]
+    assert "to run from the start" not in again.stdout.replace(" 0 to run from the start", "")
 
 
 def test_a_probe_with_edge_rounds_passes_them_to_its_branches_and_counts_every_rate_they_may_add(source, tmp_path):

@@ -36,6 +36,7 @@ then an uninterrupted probe's.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
@@ -47,8 +48,10 @@ from typing import Literal
 import numpy as np
 import tyro
 
+from rl_gns.core.envs.atari import FRAME_SKIP
 from rl_gns.core.maths.batching import Batching
 from rl_gns.core.maths.names import LOSSES
+from rl_gns.core.maths.sequential import next_round, precise_enough
 from rl_gns.core.maths.targets import (
     DEFAULT_WINDOW,
     StepsMeasure,
@@ -57,8 +60,10 @@ from rl_gns.core.maths.targets import (
     null_crossing,
     null_floor,
     null_max_running_scores,
+    reach_steps,
     resolvable_improvement,
 )
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.experiments.config import EnvSettings, PPOSettings, TrainConfig, to_json, train_config_from_json
 from rl_gns.experiments.console import duration
 from rl_gns.experiments.plan import check_inert, largest_seed
@@ -68,7 +73,7 @@ from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint, sha256
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.logs import RunFileError, check_regular
-from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_record, snapshots, write_json
+from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_json, read_record, snapshots, write_json
 from rl_gns.records.schema import PROBE_FIELDS
 
 #: Seeds of the anchors' envs start here, apart from the branches' seeds (0, 1, ...).
@@ -285,7 +290,11 @@ class ProbeConfig(ExecutionConfig):
     null_level: float | None = 0.01
     """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
     max_cost: float | None = None
-    """Refuse a probe whose agent steps could pass this multiple of the run's agent steps at the branch point."""
+    """A cap on agent steps, as a multiple of the run's at the branch point (a sequential probe stops before it)."""
+    design: Literal["fixed", "sequential"] = "fixed"
+    """fixed: every size, --seeds seeds; sequential: one seed per size, then seeds around the fitted B_crit (docs/probe.md)."""
+    stop_ratio: float = 8.0
+    """Sequential design: stop once B_crit's 95 % interval is within this ratio (high / low)."""
 
     def __post_init__(self) -> None:
         if len(set(self.n_envs)) > 1 and self.n_steps_grid == DEFAULT_N_STEPS_GRID:
@@ -387,7 +396,19 @@ GRID = (
 SHARED = (*(f.name for f in fields(EnvSettings)), *(f.name for f in fields(PPOSettings)), "gns_ema_beta")
 
 #: What ``probe.json`` records of the settings; a probe directory refuses a rerun with others.
-RECORDED = ("source", "at", "anchor_steps", "delta", "delta_noise", "window", "first_seed", "steps", "null_level")
+RECORDED = (
+    "source",
+    "at",
+    "anchor_steps",
+    "delta",
+    "delta_noise",
+    "window",
+    "first_seed",
+    "steps",
+    "null_level",
+    "design",
+    "stop_ratio",
+)
 
 
 #: Null branches resampled from the anchor's games to set the null floor.
@@ -450,28 +471,42 @@ class ProbeCost:
     :param branches: sizes × learning rates × seeds.
     :param run_steps: the run's agent steps at the branch point.
     :param steps_per_s: the run's own speed (agent steps per second over its training), NaN if not known.
+    :param first_round: with the sequential design, the anchor's agent steps plus its first round's budgets (one seed
+        per size); ``None`` for the fixed design.
     """
 
     agent_steps: int
     branches: int
     run_steps: int
     steps_per_s: float
+    first_round: int | None = None
 
     @property
     def multiple(self) -> float:
         """The cost as a multiple of the run's agent steps at the branch point (inf at step 0)."""
-        return self.agent_steps / self.run_steps if self.run_steps else math.inf
+        return self.multiple_of(self.agent_steps)
 
-    def line(self) -> str:
+    def multiple_of(self, agent_steps: int) -> float:
+        """``agent_steps`` as a multiple of the run's agent steps at the branch point (inf at step 0)."""
+        return agent_steps / self.run_steps if self.run_steps else math.inf
+
+    def spend(self, agent_steps: int) -> str:
+        """``agent_steps`` as the line gives it: the count, the multiple of the run, and the time at the run's speed."""
         speed = ""
         if self.steps_per_s > 0:
-            seconds = self.agent_steps / self.steps_per_s
-            speed = f"; about {duration(seconds)} at the run's {self.steps_per_s:,.0f} agent steps/s"
+            speed = f", about {duration(agent_steps / self.steps_per_s)} at the run's {self.steps_per_s:,.0f} agent steps/s"
+        return f"{agent_steps:,} agent steps ({self.multiple_of(agent_steps):,.1f}x the run's {self.run_steps:,}{speed})"
+
+    def line(self) -> str:
+        if self.first_round is not None:
+            return (
+                f"probe cost (sequential design): its first round (one seed per size, and the anchor) at most "
+                f"{self.spend(self.first_round)}; all rounds together at most {self.branches} branches to their "
+                f"budget, {self.spend(self.agent_steps)} (a branch stops at its target, the design once B_crit is bounded)"
+            )
         return (
-            f"probe cost: at most {self.agent_steps:,} agent steps ({self.branches} branches to their budget, and the "
-            f"anchor), {self.multiple:,.1f}x the run's {self.run_steps:,} agent steps at the branch point"
-            + speed
-            + " (a branch stops at its target)"
+            f"probe cost: at most {self.spend(self.agent_steps)} ({self.branches} branches to their budget, and the "
+            "anchor; a branch stops at its target)"
         )
 
 
@@ -487,8 +522,10 @@ def probe_cost(config: ProbeConfig, point: BranchPoint, sizes: int) -> ProbeCost
             speed = float(run.progress().get("time/fps", [math.nan])[-1])
     except (RunFileError, IndexError, ValueError):
         pass  # the speed is an estimate: without it the cost is given in agent steps only
-    branches = sizes * config.most_rates() * config.seeds
-    return ProbeCost(config.anchor_steps + branches * config.budget_steps, branches, point.env_steps, speed)
+    per_seed = sizes * config.most_rates()
+    most = config.anchor_steps + per_seed * config.seeds * config.budget_steps
+    first = config.anchor_steps + per_seed * config.budget_steps if config.design == "sequential" else None
+    return ProbeCost(most, per_seed * config.seeds, point.env_steps, speed, first)
 
 
 def check_numbers(config: ProbeConfig) -> None:
@@ -510,6 +547,16 @@ def check_numbers(config: ProbeConfig) -> None:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
     if config.at is not None and config.at < 0:
         raise ValueError(f"--at must be >= 0 agent steps, got {config.at}")
+    check_design(config)
+
+
+def check_design(config: ProbeConfig) -> None:
+    """The sequential design's settings (raises ``ValueError`` with the reason)."""
+    check_inert(config, {"stop_ratio": "with --design fixed"} if config.design == "fixed" else {})
+    if not (math.isfinite(config.stop_ratio) and config.stop_ratio > 1):
+        raise ValueError(f"--stop-ratio must be a finite ratio > 1, got {config.stop_ratio:g}")
+    if config.design == "sequential" and config.edge_rounds:
+        raise ValueError("--edge-rounds needs --design fixed: a sequential probe does not train every seed at every size")
 
 
 def check(config: ProbeConfig) -> BranchPoint:
@@ -544,11 +591,13 @@ def check(config: ProbeConfig) -> BranchPoint:
         if not config.max_cost > 0:
             raise ValueError(f"--max-cost must be a multiple of the run's agent steps > 0, got {config.max_cost:g}")
         cost = probe_cost(config, point, len(branches.sizes()))
-        if cost.multiple > config.max_cost:
+        capped = cost.agent_steps if cost.first_round is None else cost.first_round  # a sequential probe stops at it
+        if cost.multiple_of(capped) > config.max_cost:
+            what = "this probe" if cost.first_round is None else "this probe's first round"
             raise ValueError(
-                f"--max-cost {config.max_cost:g}: this probe may spend {cost.agent_steps:,} agent steps, "
-                f"{cost.multiple:,.1f}x the run's {cost.run_steps:,}; lower --budget-steps, --seeds, --lr-points or the "
-                "sizes"
+                f"--max-cost {config.max_cost:g}: {what} may spend {capped:,} agent steps, "
+                f"{cost.multiple_of(capped):,.1f}x the run's {cost.run_steps:,}; lower --budget-steps, --seeds, "
+                "--lr-points or the sizes"
             )
     return point
 
@@ -606,7 +655,8 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         write_json(directory / PROBE, {**settings, **origin(replace(point, source=point.model), directory)})
         point = hold(point, directory)
     restarts = dict(before.get("restarts") or {})
-    origin_record = {**origin(point, directory), "restarts": restarts}
+    rounds = {ROUNDS: before[ROUNDS]} if before.get(ROUNDS) else {}  # a sequential probe's: a rerun goes on with them
+    origin_record = {**origin(point, directory), "restarts": restarts, **rounds}
     write_json(directory / PROBE, {**settings, **origin_record})
     anchor = config.anchor_config(point)
     if RunDir(directory / ANCHOR).status() != "done":
@@ -655,8 +705,102 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         + ", ".join(f"{target:.1f}" for target in targets),
         flush=True,
     )
-    sweep(branches, restart=True)
+    if config.design == "sequential":
+        sequential(config, branches, directory, point)
+    else:
+        sweep(branches, restart=True)
     return directory
+
+
+#: ``probe.json``'s record of a sequential probe: its rounds, each a list of ``[n_envs, n_steps, seed]`` (every learning
+#: rate of the size trains that seed), written before the round starts; and why it stopped.
+ROUNDS, STOPPED = "rounds", "stopped"
+
+
+def kept_steps(
+    specs: dict[str, TrainConfig], target: float, window: int, measure: StepsMeasure
+) -> tuple[list[int], list[float]]:
+    """The rollout sizes and PPO iterations of each ``(size, seed)`` among the finished runs ``specs`` that reached
+    ``target``: its fastest learning rate by ``measure`` (:func:`~rl_gns.core.maths.targets.reach_steps`), as the
+    report keeps it; a run whose steps ``measure`` cannot time counts as not reaching it."""
+    best: dict[tuple[int, int, int], tuple[int, float]] = {}
+    for spec in specs.values():
+        run = RunDir(spec.out)  # type: ignore[arg-type]  # every spec of a sweep has its out
+        games = run.episodes()
+        lengths = games["length_frames"] / run.config().settings.get("frame_skip", FRAME_SKIP)
+        reach = reach_steps(games["env_steps"], games["score"], lengths, spec.n_envs, spec.rollout_size, target, window)
+        steps = math.inf if reach is None else reach.steps(measure)
+        key = (spec.n_envs, spec.n_steps, spec.seed)
+        if math.isfinite(steps) and steps < best.get(key, (0, math.inf))[1]:
+            best[key] = (spec.rollout_size, steps)
+    return [size for size, _ in best.values()], [steps for _, steps in best.values()]
+
+
+def fit_or_none(batch_N: list[int], steps_N: list[float]) -> LocalTradeoffFit | None:
+    """:func:`~rl_gns.core.maths.tradeoff.fit_local_tradeoff` of the branches so far; ``None`` where too few reached
+    the target (fewer than 3, or at one size)."""
+    if len(batch_N) < 3 or len(set(batch_N)) < 2:
+        return None
+    return fit_local_tradeoff(np.array(batch_N, dtype=float), np.array(steps_N, dtype=float))
+
+
+def sequential(config: ProbeConfig, branches: SweepConfig, directory: Path, point: BranchPoint) -> None:
+    """The sequential design (:mod:`rl_gns.core.maths.sequential`): rounds of branches, the first one seed at every
+    size, each next one chosen from the fit of the branches before it at the highest target. Each round is written to
+    ``probe.json`` before it starts, so that a rerun goes on with the same rounds; the design stops once ``B_crit`` is
+    bounded within ``stop_ratio``, no size it would add to has a seed left (``seeds``), or the next round could take
+    the probe past ``max_cost``."""
+    specs = branches.runs()
+    sizes = sorted(branches.sizes(), key=lambda size: size[0] * size[1])
+    rollout_K = [n_envs * n_steps for n_envs, n_steps in sizes]
+    record = read_json(directory / PROBE)
+    rounds: list[list[list[int]]] = [list(map(list, units)) for units in record.get(ROUNDS) or []]
+    for index in itertools.count():
+        if index == len(rounds):
+            done = {tuple(unit) for units in rounds for unit in units}
+            chosen = [name for name, spec in specs.items() if (spec.n_envs, spec.n_steps, spec.seed) in done]
+            units = next_units(config, branches, {name: specs[name] for name in chosen}, sizes, rollout_K, point)
+            if isinstance(units, str):
+                write_json(directory / PROBE, {**read_json(directory / PROBE), STOPPED: units})
+                print(f"probe {directory}: the sequential design stops after {len(rounds)} rounds: {units}", flush=True)
+                return
+            rounds.append(units)
+            write_json(directory / PROBE, {**read_json(directory / PROBE), ROUNDS: rounds})
+        units_now = {tuple(unit) for unit in rounds[index]}
+        names = [name for name, spec in specs.items() if (spec.n_envs, spec.n_steps, spec.seed) in units_now]
+        outcome = sweep(branches, restart=True, only=names, label=f"probe round {index + 1}")
+        if not all(state in ("done", "skipped") for state in outcome.values()):
+            return  # stopped before --max-wall-minutes: rerun to go on
+
+
+def next_units(
+    config: ProbeConfig,
+    branches: SweepConfig,
+    trained: dict[str, TrainConfig],
+    sizes: list[tuple[int, int]],
+    rollout_K: list[int],
+    point: BranchPoint,
+) -> list[list[int]] | str:
+    """The next round's ``[n_envs, n_steps, seed]`` after the finished branches ``trained``
+    (:func:`~rl_gns.core.maths.sequential.next_round`), or why the design stops."""
+    seeds_K = [len({spec.seed for spec in trained.values() if (spec.n_envs, spec.n_steps) == size}) for size in sizes]
+    fit = fit_or_none(*kept_steps(trained, max(branches.targets), branches.window, config.steps))
+    picks = next_round(rollout_K, seeds_K, fit, config.stop_ratio, config.seeds)
+    where = (
+        "B_crit not identified" if fit is None else f"B_crit {fit.b_crit:,.0f} [{fit.b_crit_low:,.0f}, {fit.b_crit_high:,.0f}]"
+    )
+    if precise_enough(fit, config.stop_ratio):
+        return f"{where}, within {config.stop_ratio:g}x"
+    if not picks:
+        return f"{where}; the sizes it would add to hold --seeds {config.seeds} seeds"
+    if config.max_cost is not None:
+        trained_steps = [RunDir(spec.out).summary().env_steps for spec in trained.values() if spec.out is not None]
+        spent = config.anchor_steps + sum(trained_steps)
+        if spent + len(picks) * config.most_rates() * config.budget_steps > config.max_cost * point.env_steps:
+            return f"{where}; its next round could pass --max-cost {config.max_cost:g}"
+    if trained:
+        print(f"probe: {where}; one more seed at rollout sizes {', '.join(f'{rollout_K[k]:,}' for k in picks)}", flush=True)
+    return [[*sizes[k], config.first_seed + seeds_K[k]] for k in picks]
 
 
 def origin(point: BranchPoint, directory: Path) -> dict[str, object]:

@@ -18,7 +18,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
@@ -352,7 +352,9 @@ def sweep_command(config: SweepConfig) -> dict[str, str]:
     return sweep(config)
 
 
-def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:
+def sweep(
+    config: SweepConfig, restart: bool = False, only: Collection[str] | None = None, label: str = "sweep"
+) -> dict[str, str]:
     """Run every unfinished run of the sweep, then its edge rounds (``edge_rounds``), holding its directory's lock;
     return ``{run name: "done" | "skipped" | "failed" | "paused" | "waiting"}``.
 
@@ -361,6 +363,8 @@ def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:
     their own populations (``--engine population``), as they do on a rerun.
 
     :param restart: start unfinished runs again from their start rather than resume them (:func:`run_all`).
+    :param only: run only these of the sweep's runs, by name, and no edge round (a sequential probe's round).
+    :param label: what the progress lines call the runs.
 
     :raises rl_gns.records.lock.RunLockedError: if another process writes the sweep.
     """
@@ -376,8 +380,9 @@ def sweep(config: SweepConfig, restart: bool = False) -> dict[str, str]:
         if not (config.out / SWEEP).exists():  # a rerun (its settings checked equal) leaves the record as it was
             write_json(config.out / SWEEP, {**record, "runs": sorted(specs)})
         deadline = None if config.max_wall_minutes is None else time.time() + 60 * config.max_wall_minutes
-        outcome = run_all(config.out, specs, config, label="sweep", restart=restart)
-        for round_ in range(1, config.edge_rounds + 1):
+        todo = specs if only is None else {name: specs[name] for name in only}
+        outcome = run_all(config.out, todo, config, label=label, restart=restart)
+        for round_ in range(1, (config.edge_rounds if only is None else 0) + 1):
             if not all(state in ("done", "skipped") for state in outcome.values()):
                 print(f"sweep: edge round {round_} waits until every run has finished; rerun the same command to go on")
                 break

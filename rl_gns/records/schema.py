@@ -255,6 +255,9 @@ PROBE_FIELDS: dict[str, Any] = {
     "anchor_games": Count | None,
     "target": Finite | None,
     "targets": Targets | None,
+    "design": Literal["fixed", "sequential"] | None,
+    "rounds": list[list[tuple[Count, Count, Whole]]] | None,
+    "stopped": str | None,
 }
 #: ``probe.json`` once the anchor has played (``start_score`` is set).
 PROBE_PLAYED_FIELDS: dict[str, Any] = {

@@ -272,6 +272,21 @@ def null_lines(probe: dict) -> list[str]:
     ]
 
 
+def design_lines(probe: dict) -> list[str]:
+    """The sequential design's line where the probe ran it (``probe.json``'s ``rounds``): its rounds and why it
+    stopped; none for a fixed probe."""
+    if probe.get("design") != "sequential":
+        return []
+    rounds = probe.get("rounds") or []
+    sizes = ", ".join("[" + ", ".join(f"{n_envs * n_steps:,}" for n_envs, n_steps, _ in units) + "]" for units in rounds)
+    stopped = probe.get("stopped") or "not yet (rerun the probe to go on)"
+    return [
+        f"Design: sequential (docs/probe.md), {len(rounds)} rounds, each one more seed at the rollout sizes {sizes}; "
+        f"stopped: {stopped}.",
+        "",
+    ]
+
+
 def ladder_lines(rungs: list[Rung], chosen: Rung, floor: float, start: float) -> list[str]:
     """The report's table of every target of a ladder and its fit, the reported one marked; none for one target."""
     if len(rungs) < 2:
@@ -422,6 +437,8 @@ def print_verdict(result: ProbeResult) -> None:
     if result.predictor is not None:
         interval = f"[{fmt(result.predictor.low)}, {fmt(result.predictor.high)}]"
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(result.predictor.point)} {interval}", flush=True)
+    for line in design_lines(result.probe)[:1]:
+        print(f"  {line}", flush=True)
     for note in result.all_notes:
         print(f"  note: {note}", flush=True)
 
@@ -511,6 +528,7 @@ def markdown(result: ProbeResult) -> str:
         f"of the agent at fixed parameters); target {target:.1f} (improvement {target - probe['start_score']:.1f}).",
         "",
         *null_lines(probe),
+        *design_lines(probe),
         *ladder_lines(result.rungs, chosen, earliest, probe["start_score"]),
         f"Steps S of a branch: {STEPS_TEXT[result.measure]}"
         + f" A branch's first running score stands for agent step {fmt(earliest)} (median over branches), the earliest"

@@ -1,0 +1,63 @@
+"""The sequential design of a probe: where its next seeds go (docs/probe.md, "A sequential probe").
+
+A fixed probe trains every size with every seed. A sequential one trains in rounds: one seed at every size first;
+then, after each round, it fits ``S(B) = S_min (1 + B_crit / B)`` to the branches so far and, unless the fit already
+bounds ``B_crit`` within ``stop_ratio`` (``b_crit_high / b_crit_low``), trains one more seed at the two sizes around
+the fitted ``B_crit``, where a point moves the bend most, or at every size while the fit bounds nothing. A size takes
+at most ``most_seeds`` seeds; the design stops when no size it would add to has one left.
+
+Shape glossary: ``K`` rollout sizes, ascending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit
+
+
+def precise_enough(fit: LocalTradeoffFit | None, stop_ratio: float) -> bool:
+    """Whether ``fit`` identifies ``B_crit`` with a 95 % interval no wider than ``b_crit_high / b_crit_low <=
+    stop_ratio``; an interval whose low end is 0 or NaN is not."""
+    if fit is None or not fit.identified or not fit.b_crit_low > 0:
+        return False
+    return fit.b_crit_high / fit.b_crit_low <= stop_ratio
+
+
+def sizes_around(rollout_K: Sequence[int], b_crit: float) -> tuple[int, int]:
+    """The indices of the two neighbouring sizes around ``b_crit``: the largest below it and the next one up; the two
+    smallest where ``b_crit`` lies below the grid, the two largest where above.
+
+    :param rollout_K: ``(K,)`` rollout sizes, ascending, ``K >= 2``.
+    :param b_crit: a fitted critical rollout size, agent steps.
+    """
+    above = int(np.searchsorted(np.asarray(rollout_K, dtype=float), b_crit))
+    lower = min(max(above - 1, 0), len(rollout_K) - 2)
+    return lower, lower + 1
+
+
+def next_round(
+    rollout_K: Sequence[int], seeds_K: Sequence[int], fit: LocalTradeoffFit | None, stop_ratio: float, most_seeds: int
+) -> list[int]:
+    """The sizes that train one more seed in the next round, as ascending indices; empty: the design stops.
+
+    - none where ``fit`` bounds ``B_crit`` within ``stop_ratio`` (:func:`precise_enough`);
+    - where ``fit`` identifies ``B_crit``: :func:`sizes_around` it;
+    - else (no fit yet, or ``B_crit`` unbounded): every size;
+
+    each leaving out the sizes that hold ``most_seeds`` seeds already.
+
+    :param rollout_K: ``(K,)`` rollout sizes, ascending, ``K >= 2``.
+    :param seeds_K: ``(K,)`` seeds each size has trained so far.
+    :param fit: the fit of every branch so far (each seed its own point), ``None`` where too few reached the target.
+    :param stop_ratio: the widest ``b_crit_high / b_crit_low`` at which the design stops (> 1).
+    :param most_seeds: the most seeds a size may train.
+    """
+    if len(rollout_K) != len(seeds_K) or len(rollout_K) < 2 or list(rollout_K) != sorted(set(rollout_K)):
+        raise ValueError("rollout_K must hold 2 or more ascending sizes, and seeds_K one count per size")
+    if precise_enough(fit, stop_ratio):
+        return []
+    chosen = sizes_around(rollout_K, fit.b_crit) if fit is not None and fit.identified else range(len(rollout_K))
+    return [k for k in chosen if seeds_K[k] < most_seeds]

@@ -7,9 +7,10 @@ measure, a rate rule off the optimum by a random offset per probe and per size).
 
 - ``fixed``: every size × ``--seeds`` seeds × 3 learning rates a factor 2 apart, the fastest rate kept per seed: what
   ``rl-gns probe`` runs today (54 branches at 6 sizes);
-- ``sequential``: one branch per size at the rule's rate; then, while ``B_crit`` is not identified or its 95 %
-  interval is wider than ``--stop-ratio`` (high / low), one more seed at each of the two sizes around the fitted
-  ``B_crit`` (at every size while it is not identified), until ``--max-branches``.
+- ``sequential``: ``rl-gns probe --design sequential --lr-points 1``'s rule (:func:`rl_gns.core.maths.sequential.next_round`):
+  one branch per size at the rule's rate; then, while ``B_crit`` is not bounded within ``--stop-ratio`` (high / low),
+  one more seed at the two sizes around the fitted ``B_crit`` (at every size while it is not identified), a size
+  taking at most ``--seeds`` seeds.
 
 A branch's cost is the agent steps it trains: to the game that takes its running score to the target, else its budget.
 Cost is given in units of ``E_min`` (the truth's experience at the smallest rollout sizes) and as the sequential
@@ -31,6 +32,7 @@ import tyro
 from probe_coverage import GRID, LR_CURVATURE, as_json, command, games_to_target, null_target, write_record
 from probe_coverage import Args as Simulated
 
+from rl_gns.core.maths.sequential import next_round
 from rl_gns.core.maths.tradeoff import fit_local_tradeoff
 
 
@@ -46,8 +48,6 @@ class Args:
     """Seeds per size and rate of the fixed design."""
     stop_ratio: float = 8.0
     """The sequential design stops once B_crit is identified with a 95 % interval of high / low at most this."""
-    max_branches: int = 18
-    """The most branches the sequential design trains."""
     draws: int = 200
     """Simulated probes per B_crit and σ."""
     seed: int = 0
@@ -116,28 +116,19 @@ def sequential(
     sim: Simulated, probe: Probe, args: Args, seed_sd: float, target: float, b_crit: float, rng: np.random.Generator
 ) -> dict:
     """The sequential design on one simulated probe (the module's docstring): its fit, cost and branches."""
-    batch, steps, cost, branches = [], [], 0.0, 0
+    batch, steps, cost = [], [], 0.0
     rule = len(GRID) // 2  # the rule's own rate, the grid's centre
-    sizes = list(range(len(probe.rollout_K)))
-    while True:
+    seeds_K = [0] * len(probe.rollout_K)
+    fit = None
+    while sizes := next_round(list(probe.rollout_K), seeds_K, fit, args.stop_ratio, args.seeds):
         for k in sizes:
             s, trained = branch(sim, probe, k, rule, seed_sd, target, rng)
-            cost, branches = cost + trained, branches + 1
+            cost, seeds_K[k] = cost + trained, seeds_K[k] + 1
             if s is not None:
                 batch.append(probe.rollout_K[k])
                 steps.append(s)
-        result = judged(batch, steps, b_crit)
-        fit = result["fit"]
-        done = fit is not None and fit.identified and fit.b_crit_high / max(fit.b_crit_low, 1e-12) <= args.stop_ratio
-        if done or branches + 2 > args.max_branches:
-            return {**result, "cost": cost, "branches": branches}
-        if fit is not None and fit.identified:  # the two sizes around the fitted B_crit
-            above = int(np.searchsorted(probe.rollout_K, fit.b_crit))
-            sizes = sorted({min(max(above - 1, 0), len(sizes) - 1), min(above, len(probe.rollout_K) - 1)})
-        else:
-            sizes = list(range(len(probe.rollout_K)))
-            if branches + len(sizes) > args.max_branches:
-                return {**result, "cost": cost, "branches": branches}
+        fit = judged(batch, steps, b_crit)["fit"]
+    return {**judged(batch, steps, b_crit), "cost": cost, "branches": sum(seeds_K)}
 
 
 def summary(results: list[dict]) -> dict:
@@ -192,8 +183,9 @@ def table(record: dict) -> str:
         f"running score, the target at the null floor ({record['null_floor_target']:.2f} game sds), steps by the trend "
         f"measure. Fixed: {a['seeds']} seeds x 3 learning rates per size. Sequential: one branch per size at the rule's "
         f"rate, then a seed at the two sizes around the fitted B_crit (every size while unidentified) until its 95 % "
-        f"interval is within {a['stop_ratio']:g}x (high / low) or {a['max_branches']} branches. Exploratory: the "
-        "stopping rule and the sizes it adds were chosen for this simulation, not fixed in advance.",
+        f"interval is within {a['stop_ratio']:g}x (high / low), at most {a['seeds']} seeds per size: the rule of "
+        "`rl-gns probe --design sequential --lr-points 1`. Exploratory: the stopping rule and the sizes it adds were "
+        "chosen on an earlier run of this simulation, not fixed in advance.",
         "",
         "| σ_seed | true B_crit | design | branches (median) | cost / E_min (median) | identified | covers the truth | "
         "median fitted/true | cost, sequential / fixed (median) |",

@@ -105,7 +105,7 @@ def test_the_validated_predictors_are_the_committed_criterion_winners():
 def coverage_span(rows: list[dict], key: str) -> str:
     """``low–high`` of a column of simulated-probe rows, as percentages (``89–98``) or ratios (``0.74–1.26``)."""
     values = [row[key] for row in rows]
-    if key == "covered":
+    if key in ("covered", "identified"):
         return f"{min(values):.0%}–{max(values):.0%}".replace("%", "")
     return f"{min(values):.2f}–{max(values):.2f}"
 
@@ -153,3 +153,9 @@ def test_the_sequential_designs_simulated_cost_and_coverage():
            f"{low:.1f}–{high:.0f}×)" in probe_md  # fmt: skip
     sequential, fixed = (coverage_span([row[d] for row in rows], "covered") for d in ("sequential", "fixed"))
     assert f"covers the truth in {sequential} % of probes against {fixed} % for the fixed design" in probe_md
+    found = (coverage_span([row[d] for row in rows], "identified") for d in ("sequential", "fixed"))
+    assert "It identifies `B_crit` in {} % of probes (fixed: {} %)".format(*found) in probe_md
+    branches = [row["sequential"]["median_branches"] for row in rows]
+    assert f"it trains a median {min(branches):.0f}–{max(branches):.0f} branches instead of 54" in probe_md
+    results_md = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    assert f"spends {cost} of the fixed design's agent steps, covering {sequential} % against {fixed} %" in results_md

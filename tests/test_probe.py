@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import resource
 import shutil
 import subprocess
@@ -35,6 +36,7 @@ from rl_gns.experiments.probe import (
     probe_cost,
     start_score,
     warn_short_anchor,
+    warn_without_own_size,
 )
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.logs import whole_lines
@@ -197,9 +199,9 @@ def test_a_probe_of_a_run_without_snapshots_or_an_anchor_without_games_is_refuse
         check(ProbeConfig(source=source, delta_noise=(0.5, 0.01), out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--delta-noise must be finite numbers > 0"):
         check(ProbeConfig(source=source, delta_noise=(float("nan"),), out=tmp_path / "p"))
-    with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs and at least 2 distinct n_steps"):
+    with pytest.raises(ValueError, match="--n-steps-grid needs at most one --n-envs and at least 2 distinct n_steps"):
         check(ProbeConfig(source=source, n_envs=(2, 4), n_steps_grid=(32, 64), out=tmp_path / "p"))
-    with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs and at least 2 distinct n_steps"):
+    with pytest.raises(ValueError, match="--n-steps-grid needs at most one --n-envs and at least 2 distinct n_steps"):
         check(ProbeConfig(source=source, n_envs=(2,), n_steps_grid=(32, 32), out=tmp_path / "p"))
     with pytest.raises(ValueError, match="does not split into"):  # 3 envs x 33 steps into the source's 2 minibatches
         check(ProbeConfig(source=source, n_envs=(3,), n_steps_grid=(32, 33), out=tmp_path / "p"))
@@ -246,18 +248,36 @@ def test_an_anchor_too_short_for_the_games_of_the_source_is_warned_of_before_it_
         warn_short_anchor(ProbeConfig(source=copy, anchor_steps=64), branch_point(copy, 3000), n_envs=2)
 
 
-def test_the_defaults_are_the_settings_the_probe_guide_recommends(tmp_path):
-    """``rl-gns probe RUN --at STEP`` alone probes as docs/probe.md recommends: 4 envs at n_steps 32 to 1,024, 3
-    learning rates per size, S where a line through the games meets the target. Several --n-envs vary the env count
-    instead (the default grid gives way); a grid given with them is refused."""
-    default = ProbeConfig(source=tmp_path)
-    assert (default.n_envs, default.n_steps_grid) == ((4,), (32, 64, 128, 256, 512, 1024))
-    assert (default.lr_points, default.steps, default.seeds) == (3, "trend", 3)
-    assert ProbeConfig(source=tmp_path, n_envs=(2, 4)).n_steps_grid == ()
-    guide = (Path(__file__).resolve().parents[1] / "docs" / "probe.md").read_text()
-    assert "`--n-envs 4 --n-steps-grid 32 64 128 256 512 1024 --seeds 3 --lr-points 3 --steps trend`" in guide
-    with pytest.raises(ValueError, match="--n-steps-grid needs one --n-envs"):
-        check(ProbeConfig(source=tmp_path, n_envs=(2, 4), n_steps_grid=(16, 32)))
+def test_a_probe_varies_the_env_count_at_the_runs_n_steps_by_default(source, tmp_path):
+    """``rl-gns probe RUN --at STEP`` alone varies n_envs, as docs/probe.md says: the run's own 2 envs times 1/4 to 8,
+    the whole counts of at least 1, at its n_steps 32, so that its own rollout size is one of them; 3 learning rates per
+    size, S where a line through the games meets the target. --n-steps-grid varies n_steps instead, at the run's env
+    count or one --n-envs."""
+    default = ProbeConfig(source=source)
+    point = branch_point(source)
+    assert default.sweep_config(point, (1.0,)).sizes() == [(1, 32), (2, 32), (4, 32), (8, 32), (16, 32)]
+    assert (default.lr_points, default.steps, default.seeds, default.design) == (3, "trend", 3, "fixed")
+    by_steps = ProbeConfig(source=source, n_steps_grid=(32, 64)).sweep_config(point, (1.0,))
+    assert by_steps.sizes() == [(2, 32), (2, 64)]
+    at_four = ProbeConfig(source=source, n_envs=(4,), n_steps_grid=(32, 64)).sweep_config(point, (1.0,))
+    assert at_four.sizes() == [(4, 32), (4, 64)]
+    guide = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "docs" / "probe.md").read_text())
+    assert "the run's own env count times 1/4 to 8 (those that are whole numbers of at least 1) at its n_steps" in guide
+    with pytest.raises(ValueError, match="a probe needs at least 2 distinct --n-envs"):
+        check(ProbeConfig(source=source, n_envs=(4,), out=tmp_path / "p"))
+
+
+def test_a_grid_without_the_runs_own_rollout_size_is_warned_of(source):
+    """The path candidates are measured at the run's own rollout size (2 envs x 32 steps = 64): a grid that leaves it
+    out is warned of; the default grid holds it."""
+    point = branch_point(source)
+    config = ProbeConfig(source=source, n_envs=(4, 8))
+    with pytest.warns(UserWarning, match=r"leave out the run's own \(64 agent steps\)"):
+        warn_without_own_size(config, config.sweep_config(point, (1.0,)).sizes())
+    default = ProbeConfig(source=source)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_without_own_size(default, default.sweep_config(point, (1.0,)).sizes())
 
 
 def test_a_probe_of_more_branches_than_can_be_is_refused_before_they_are_enumerated(source, tmp_path, monkeypatch):

@@ -241,8 +241,8 @@ def start_score(anchor: Path, window: int, spread_needed: bool) -> StartScore:
     return StartScore(float(np.mean(scores)), float(np.std(scores, ddof=1)), len(scores))
 
 
-#: The n_steps of a probe's branches at its one env count, unless given: 32 to 1,024 steps per env (docs/probe.md).
-DEFAULT_N_STEPS_GRID = (32, 64, 128, 256, 512, 1024)
+#: The env counts of a probe's branches, unless given: the run's own times each of these that makes a whole count >= 1.
+ENV_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 @dataclass(kw_only=True)
@@ -261,10 +261,10 @@ class ProbeConfig(ExecutionConfig):
     """Raw-score improvement over the start score a branch must reach (needed if games all tie); else --delta-noise SEs."""
     delta_noise: tuple[float, ...] = (3.0,)
     """Without --delta: improvements in standard errors of the running score; several (ascending): a ladder of targets."""
-    n_envs: tuple[int, ...] = (4,)
-    """Env counts of the branches: one, with --n-steps-grid; or at least 2 (rollout size = n_envs * the source's n_steps)."""
-    n_steps_grid: tuple[int, ...] = DEFAULT_N_STEPS_GRID
-    """Steps per env per rollout, one per size at one --n-envs; none (--n-steps-grid alone) or several --n-envs vary n_envs."""
+    n_envs: tuple[int, ...] = ()
+    """Env counts of the branches at the run's n_steps; none: the run's own x 1/4 to 8. One, with --n-steps-grid."""
+    n_steps_grid: tuple[int, ...] = ()
+    """Vary n_steps instead: steps per env per rollout, one per size, at one --n-envs (default: the run's)."""
     seeds: int = 3
     """Seeds per (env count, learning rate)."""
     first_seed: int = 0
@@ -295,10 +295,6 @@ class ProbeConfig(ExecutionConfig):
     """fixed: every size, --seeds seeds; sequential: one seed per size, then seeds around the fitted B_crit (docs/probe.md)."""
     stop_ratio: float = 8.0
     """Sequential design: stop once B_crit's 95 % interval is within this ratio (high / low)."""
-
-    def __post_init__(self) -> None:
-        if len(set(self.n_envs)) > 1 and self.n_steps_grid == DEFAULT_N_STEPS_GRID:
-            self.n_steps_grid = ()  # several env counts: the default grid gives way (derived here, once)
 
     def directory(self, point: BranchPoint) -> Path:
         """The probe directory."""
@@ -356,12 +352,23 @@ class ProbeConfig(ExecutionConfig):
             return (start.mean + self.delta,)
         return tuple(start.mean + resolvable_improvement(start.sd, self.window, n) for n in self.delta_noise)
 
+    def branch_n_envs(self, source_n_envs: int) -> tuple[int, ...]:
+        """The env counts of the branches: ``n_envs`` where given; else, with ``n_steps_grid``, the run's own; else the
+        run's own times each of :data:`ENV_FACTORS` that gives a whole count of at least 1."""
+        if self.n_envs:
+            return self.n_envs
+        if self.n_steps_grid:
+            return (source_n_envs,)
+        scaled = (source_n_envs * factor for factor in ENV_FACTORS)
+        return tuple(int(n_envs) for n_envs in scaled if n_envs >= 1 and n_envs.is_integer())
+
     def sweep_config(self, point: BranchPoint, targets: tuple[float, ...]) -> SweepConfig:
         """The sweep of branches: the source's game, observations and PPO settings, its minibatches per epoch, and its
         learning rate at its env count; constant rates; the noise scale measured every ``gns_every`` iterations."""
         source = self.source_config()
         shared = {name: getattr(source, name) for name in SHARED}
         own = {name: getattr(self, name) for name in (*ExecutionConfig.__dataclass_fields__, *GRID)}
+        own["n_envs"] = self.branch_n_envs(source.n_envs)
         batching = Batching.of_minibatch_size(source.n_envs, source.n_steps, source.minibatch_size)
         return SweepConfig(
             **shared,
@@ -536,9 +543,9 @@ def check_numbers(config: ProbeConfig) -> None:
     noise = config.delta_noise
     if not noise or not all(math.isfinite(n) and n > 0 for n in noise) or list(noise) != sorted(set(noise)):
         raise ValueError(f"--delta-noise must be finite numbers > 0, ascending without repeats, got {list(noise)}")
-    if config.n_steps_grid and (len(config.n_envs) != 1 or len(set(config.n_steps_grid)) < 2):
-        raise ValueError("--n-steps-grid needs one --n-envs and at least 2 distinct n_steps to fit S(B)")
-    if not config.n_steps_grid and len(set(config.n_envs)) < 2:
+    if config.n_steps_grid and (len(config.n_envs) > 1 or len(set(config.n_steps_grid)) < 2):
+        raise ValueError("--n-steps-grid needs at most one --n-envs and at least 2 distinct n_steps to fit S(B)")
+    if not config.n_steps_grid and len(config.n_envs) == 1:
         raise ValueError("a probe needs at least 2 distinct --n-envs (or --n-steps-grid) to fit S(B)")
     if config.null_level is not None and not 0 < config.null_level < 1:
         raise ValueError(f"--null-level must be a probability in (0, 1), got {config.null_level}")
@@ -628,6 +635,18 @@ def warn_short_anchor(config: ProbeConfig, point: BranchPoint, n_envs: int) -> N
     )
 
 
+def warn_without_own_size(config: ProbeConfig, sizes: list[tuple[int, int]]) -> None:
+    """Warn where the branches' ``(n_envs, n_steps)`` leave out the run's own rollout size: the path averages of the
+    noise scale (docs/prediction-criterion.md) are measured at it."""
+    own = config.source_config().rollout_size
+    if own not in {n_envs * n_steps for n_envs, n_steps in sizes}:
+        warnings.warn(
+            f"rl-gns: the branches' rollout sizes leave out the run's own ({own:,} agent steps): the path averages of "
+            "the noise scale (docs/prediction-criterion.md) are measured at it",
+            stacklevel=2,
+        )
+
+
 def probe(config: ProbeConfig) -> Path:
     """Play the anchor, then run every unfinished branch, holding the probe directory's lock; return the directory.
 
@@ -638,7 +657,9 @@ def probe(config: ProbeConfig) -> Path:
     point = check(config)
     connect(config)  # a cluster that does not answer leaves nothing written
     directory = config.directory(point)
-    print(probe_cost(config, point, len(config.sweep_config(point, (0.0,)).sizes())).line(), flush=True)
+    sizes = config.sweep_config(point, (0.0,)).sizes()
+    warn_without_own_size(config, sizes)
+    print(probe_cost(config, point, len(sizes)).line(), flush=True)
     with RunLock(directory).acquire():
         # again, under the lock, what another command may have written since check(): the directory, not every run
         check_directory(directory, "probe", config.recorded(), shares=("sweep",))

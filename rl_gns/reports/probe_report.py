@@ -137,6 +137,28 @@ def first_window_note(rates: list[KeptRates], window: int) -> str | None:
     )
 
 
+#: The correlation of the anchor's game scores with their lengths above which a probe that varies ``n_envs`` warns of
+#: the first-games floor (Seaquest's games correlate at 0.95).
+LENGTH_CORRELATION = 0.5
+
+
+def first_games_note(anchor: RunDir, by_envs: bool) -> str | None:
+    """One line where a probe varies ``n_envs`` and the anchor's game scores grow with their lengths (correlation above
+    :data:`LENGTH_CORRELATION`), or ``None``: all envs of a branch reset together, so its first games finish in order of
+    length and its running score rises for about one game length with no learning (docs/probe.md)."""
+    games = anchor.episodes()
+    if not by_envs or len(games["score"]) < 3 or np.ptp(games["score"]) == 0 or np.ptp(games["length_frames"]) == 0:
+        return None
+    r = float(np.corrcoef(games["score"], games["length_frames"])[0, 1])
+    if not r > LENGTH_CORRELATION:
+        return None
+    return (
+        f"the anchor's game scores correlate with their lengths at {r:.2f}: a branch's first games over many envs end in "
+        "order of length, so its running score rises with no learning for about one game length; the large sizes may "
+        "sit on that floor (--n-steps-grid at a few envs avoids it)"
+    )
+
+
 #: How far above the earliest timeable agent step (:func:`measure_floor`) the fitted ``E_min`` must lie for the probe
 #: to time learning rather than its own score measure: below it, the branches at the large sizes, whose experience
 #: is close to ``E_min``, are timed within a factor 2 of when their first running score could tell. It decides the
@@ -379,6 +401,8 @@ class ProbeResult:
     """The learning-rate, first-window and resolution notes (``None`` where none applies)."""
     interrupted: list[str]
     """What interruptions may have changed (:func:`interruption_notes`)."""
+    varied: str
+    """How the rollout size was varied (:func:`varied`)."""
 
     @property
     def predictor(self) -> RatioInterval | None:
@@ -395,6 +419,14 @@ class ProbeResult:
         """Where the probe stands: ``at 100,000 agent steps of <source> (score ... -> target ...)``."""
         score = f"score {self.probe['start_score']:.1f} at fixed parameters -> target {self.chosen.target:.1f}"
         return f"at {self.probe['env_steps']:,} agent steps of {self.probe['source']} ({score})"
+
+
+def varied(settings: dict) -> str:
+    """How a probe's branches varied the rollout size, from its ``sweep.json``: ``n_envs 2, 4, ... at n_steps 128`` or
+    ``n_steps 32, 64, ... at 4 envs``."""
+    if settings.get("n_steps_grid"):
+        return f"n_steps {', '.join(map(str, settings['n_steps_grid']))} at {settings['n_envs'][0]} envs"
+    return f"n_envs {', '.join(map(str, settings['n_envs']))} at n_steps {settings['n_steps']}"
 
 
 def analyse(probe_dir: Path) -> ProbeResult:
@@ -420,8 +452,10 @@ def analyse(probe_dir: Path) -> ProbeResult:
             edge_note(chosen.rates) or single_rate_note(chosen.rates),
             first_window_note(chosen.rates, window),
             resolution_note(chosen.fit, earliest, window),
+            first_games_note(RunDir(probe_dir / ANCHOR), not settings.get("n_steps_grid")),
         ],
         interrupted=interruption_notes(probe_dir, probe),
+        varied=varied(settings),
     )
 
 
@@ -429,6 +463,7 @@ def print_verdict(result: ProbeResult) -> None:
     """The verdict, the targets tried, the default predictor's noise scale there, and the notes, on stdout."""
     chosen = result.chosen
     print(f"critical rollout size {result.at}: {result.verdict}", flush=True)
+    print(f"  rollout sizes varied by {result.varied}", flush=True)
     if len(result.rungs) > 1:
         resolved = chosen.resolved(result.earliest)
         why = "the lowest resolved" if resolved else f"none resolved (E_min at least {RESOLVED:g}x the first window's step)"
@@ -520,6 +555,8 @@ def markdown(result: ProbeResult) -> str:
         f"# Probe {result.at}",
         "",
         f"Critical rollout size: {result.verdict}.",
+        "",
+        f"Rollout sizes varied by {result.varied}.",
         "",
         *(line for note in result.all_notes for line in (f"Note: {note}.", "")),
         "![steps against rollout size](steps_vs_rollout_size.png)",

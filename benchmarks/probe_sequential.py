@@ -7,10 +7,10 @@ measure, a rate rule off the optimum by a random offset per probe and per size).
 
 - ``fixed``: every size × ``--seeds`` seeds × 3 learning rates a factor 2 apart, the fastest rate kept per seed: what
   ``rl-gns probe`` runs today (54 branches at 6 sizes);
-- ``sequential``: ``rl-gns probe --design sequential --lr-points 1``'s rule (:func:`rl_gns.core.maths.sequential.next_round`):
-  one branch per size at the rule's rate; then, while ``B_crit`` is not bounded within ``--stop-ratio`` (high / low),
-  one more seed at the two sizes around the fitted ``B_crit`` (at every size while it is not identified), a size
-  taking at most ``--seeds`` seeds.
+- ``sequential``: ``rl-gns probe --design sequential``'s rule (:func:`rl_gns.core.maths.sequential.next_round`): one
+  seed per size at the grid's 3 rates (``--lr-points 1``: the rule's rate only); then, while ``B_crit`` is not bounded
+  within ``--stop-ratio`` (high / low), one more seed at the two sizes around the fitted ``B_crit`` (at every size
+  while it is not identified), at the rate the size's first seed kept, a size taking at most ``--seeds`` seeds.
 
 A branch's cost is the agent steps it trains: to the game that takes its running score to the target, else its budget.
 Cost is given in units of ``E_min`` (the truth's experience at the smallest rollout sizes) and as the sequential
@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import tyro
@@ -48,6 +49,8 @@ class Args:
     """Seeds per size and rate of the fixed design."""
     stop_ratio: float = 8.0
     """The sequential design stops once B_crit is identified with a 95 % interval of high / low at most this."""
+    lr_points: Literal[1, 3] = 3
+    """Learning rates of the sequential design's first round: 3, the grid (later seeds at the rate it kept); 1, the rule's."""
     draws: int = 200
     """Simulated probes per B_crit and σ."""
     seed: int = 0
@@ -116,19 +119,26 @@ def sequential(
     sim: Simulated, probe: Probe, args: Args, seed_sd: float, target: float, b_crit: float, rng: np.random.Generator
 ) -> dict:
     """The sequential design on one simulated probe (the module's docstring): its fit, cost and branches."""
-    batch, steps, cost = [], [], 0.0
-    rule = len(GRID) // 2  # the rule's own rate, the grid's centre
+    batch, steps, cost, branches = [], [], 0.0, 0
+    first = range(len(GRID)) if args.lr_points == 3 else [len(GRID) // 2]  # the grid, or the rule's own rate
+    tuned: dict[int, int] = {}  # size -> the grid rate its first round kept
     seeds_K = [0] * len(probe.rollout_K)
     fit = None
     while sizes := next_round(list(probe.rollout_K), seeds_K, fit, args.stop_ratio, args.seeds):
+        first_round = not any(seeds_K)
         for k in sizes:
-            s, trained = branch(sim, probe, k, rule, seed_sd, target, rng)
-            cost, seeds_K[k] = cost + trained, seeds_K[k] + 1
-            if s is not None:
+            rates = first if first_round or k not in tuned else [tuned[k]]
+            runs = {rate: branch(sim, probe, k, rate, seed_sd, target, rng) for rate in rates}
+            cost, branches, seeds_K[k] = cost + sum(t for _, t in runs.values()), branches + len(rates), seeds_K[k] + 1
+            reached = {rate: s for rate, (s, _) in runs.items() if s is not None}
+            if reached:
+                kept = min(reached, key=reached.__getitem__)
                 batch.append(probe.rollout_K[k])
-                steps.append(s)
+                steps.append(reached[kept])
+                if first_round:
+                    tuned[k] = kept
         fit = judged(batch, steps, b_crit)["fit"]
-    return {**judged(batch, steps, b_crit), "cost": cost, "branches": sum(seeds_K)}
+    return {**judged(batch, steps, b_crit), "cost": cost, "branches": branches}
 
 
 def summary(results: list[dict]) -> dict:
@@ -181,11 +191,13 @@ def table(record: dict) -> str:
         f"ways: {sim['n_envs']} envs at n_steps {sim['n_steps_grid']}, budget {sim['budget_steps']:,} agent steps per "
         f"branch, E_min {sim['e_min']:,.0f}, games of {sim['game_length']:.0f} agent steps, a {sim['window']}-game "
         f"running score, the target at the null floor ({record['null_floor_target']:.2f} game sds), steps by the trend "
-        f"measure. Fixed: {a['seeds']} seeds x 3 learning rates per size. Sequential: one branch per size at the rule's "
-        f"rate, then a seed at the two sizes around the fitted B_crit (every size while unidentified) until its 95 % "
-        f"interval is within {a['stop_ratio']:g}x (high / low), at most {a['seeds']} seeds per size: the rule of "
-        "`rl-gns probe --design sequential --lr-points 1`. Exploratory: the stopping rule and the sizes it adds were "
-        "chosen on an earlier run of this simulation, not fixed in advance.",
+        f"measure. Fixed: {a['seeds']} seeds x 3 learning rates per size. Sequential: one seed per size at "
+        + ("the grid's 3 rates" if a["lr_points"] == 3 else "the rule's rate")
+        + f", then a seed at the two sizes around the fitted B_crit (every size while unidentified), at the rate the "
+        f"size's first seed kept, until its 95 % interval is within {a['stop_ratio']:g}x (high / low), at most "
+        f"{a['seeds']} seeds per size: the rule of `rl-gns probe --design sequential --lr-points {a['lr_points']}`. "
+        "Exploratory: the stopping rule and the sizes it adds were chosen on an earlier run of this simulation, not "
+        "fixed in advance.",
         "",
         "| σ_seed | true B_crit | design | branches (median) | cost / E_min (median) | identified | covers the truth | "
         "median fitted/true | cost, sequential / fixed (median) |",

@@ -34,6 +34,7 @@ from rl_gns.experiments.probe import (
     check,
     held_snapshots,
     probe_cost,
+    round_runs,
     start_score,
     warn_short_anchor,
     warn_without_own_size,
@@ -492,6 +493,18 @@ def test_a_sequential_probe_states_its_first_round_and_max_cost_caps_that_round(
         check(ProbeConfig(**settings, design="sequential", max_cost=10.0, out=tmp_path / "q"))
     check(ProbeConfig(**settings, design="sequential", max_cost=first + 0.1, out=tmp_path / "q"))  # below the whole
     assert first + 0.1 < cost.multiple and not (tmp_path / "q").exists()
+
+
+def test_a_sequential_round_trains_every_rate_first_then_the_rate_the_first_round_kept(source):
+    """The first round trains a seed at every rate of its size's grid; a later seed trains only the rate that size's
+    first seed kept, or every rate where the first seed reached the target at none."""
+    specs = ProbeConfig(source=source, n_envs=(2, 4)).sweep_config(branch_point(source), (1.0,)).runs()
+    grid = sorted({spec.learning_rate for spec in specs.values() if spec.n_envs == 2})
+    first = round_runs(specs, [[2, 32, 0], [4, 32, 0]], None)
+    assert len(grid) == 3 and len(first) == 6 and {spec.seed for spec in first.values()} == {0}
+    later = round_runs(specs, [[2, 32, 1], [4, 32, 1]], {(2, 32): grid[0]})
+    assert sorted((spec.n_envs, spec.learning_rate) for spec in later.values() if spec.n_envs == 2) == [(2, grid[0])]
+    assert len([spec for spec in later.values() if spec.n_envs == 4]) == 3 and {s.seed for s in later.values()} == {1}
 
 
 @pytest.mark.parametrize(

@@ -738,13 +738,27 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
 ROUNDS, STOPPED = "rounds", "stopped"
 
 
-def kept_steps(
+@dataclass(frozen=True)
+class Kept:
+    """The kept branch of one size and seed: the fastest of its learning rates to a target.
+
+    :param rollout_size: agent steps per PPO iteration.
+    :param steps: PPO iterations to the target by the probe's steps measure.
+    :param learning_rate: the rate that got there fastest.
+    """
+
+    rollout_size: int
+    steps: float
+    learning_rate: float
+
+
+def kept_runs(
     specs: dict[str, TrainConfig], target: float, window: int, measure: StepsMeasure
-) -> tuple[list[int], list[float]]:
-    """The rollout sizes and PPO iterations of each ``(size, seed)`` among the finished runs ``specs`` that reached
-    ``target``: its fastest learning rate by ``measure`` (:func:`~rl_gns.core.maths.targets.reach_steps`), as the
-    report keeps it; a run whose steps ``measure`` cannot time counts as not reaching it."""
-    best: dict[tuple[int, int, int], tuple[int, float]] = {}
+) -> dict[tuple[int, int, int], Kept]:
+    """``(n_envs, n_steps, seed)`` -> :class:`Kept`, over the finished runs ``specs`` that reached ``target`` (by
+    :func:`~rl_gns.core.maths.targets.reach_steps`), as the report keeps them; a run whose steps ``measure`` cannot
+    time counts as not reaching it."""
+    best: dict[tuple[int, int, int], Kept] = {}
     for spec in specs.values():
         run = RunDir(spec.out)  # type: ignore[arg-type]  # every spec of a sweep has its out
         games = run.episodes()
@@ -752,9 +766,23 @@ def kept_steps(
         reach = reach_steps(games["env_steps"], games["score"], lengths, spec.n_envs, spec.rollout_size, target, window)
         steps = math.inf if reach is None else reach.steps(measure)
         key = (spec.n_envs, spec.n_steps, spec.seed)
-        if math.isfinite(steps) and steps < best.get(key, (0, math.inf))[1]:
-            best[key] = (spec.rollout_size, steps)
-    return [size for size, _ in best.values()], [steps for _, steps in best.values()]
+        if math.isfinite(steps) and (key not in best or steps < best[key].steps):
+            best[key] = Kept(spec.rollout_size, steps, spec.learning_rate)
+    return best
+
+
+def round_runs(
+    specs: dict[str, TrainConfig], units: list[list[int]], tuned: dict[tuple[int, int], float] | None
+) -> dict[str, TrainConfig]:
+    """The runs of one round of a sequential probe: each unit's seed at its size, at every learning rate of the size's
+    grid (``tuned`` None: the first round), else at the size's ``tuned`` rate where it has one."""
+    chosen = {tuple(unit) for unit in units}
+    return {
+        name: spec
+        for name, spec in specs.items()
+        if (spec.n_envs, spec.n_steps, spec.seed) in chosen
+        and (tuned is None or tuned.get((spec.n_envs, spec.n_steps), spec.learning_rate) == spec.learning_rate)
+    }
 
 
 def fit_or_none(batch_N: list[int], steps_N: list[float]) -> LocalTradeoffFit | None:
@@ -767,45 +795,45 @@ def fit_or_none(batch_N: list[int], steps_N: list[float]) -> LocalTradeoffFit | 
 
 def sequential(config: ProbeConfig, branches: SweepConfig, directory: Path, point: BranchPoint) -> None:
     """The sequential design (:mod:`rl_gns.core.maths.sequential`): rounds of branches, the first one seed at every
-    size, each next one chosen from the fit of the branches before it at the highest target. Each round is written to
-    ``probe.json`` before it starts, so that a rerun goes on with the same rounds; the design stops once ``B_crit`` is
-    bounded within ``stop_ratio``, no size it would add to has a seed left (``seeds``), or the next round could take
-    the probe past ``max_cost``."""
+    size at every learning rate of its grid, each next one chosen from the fit of the branches before it at the highest
+    target, at the rate the first round kept at the size. Each round is written to ``probe.json`` before it starts, so
+    that a rerun goes on with the same rounds; the design stops once ``B_crit`` is bounded within ``stop_ratio``, no
+    size it would add to has a seed left (``seeds``), or the next round could take the probe past ``max_cost``."""
     specs = branches.runs()
     sizes = sorted(branches.sizes(), key=lambda size: size[0] * size[1])
-    rollout_K = [n_envs * n_steps for n_envs, n_steps in sizes]
     record = read_json(directory / PROBE)
     rounds: list[list[list[int]]] = [list(map(list, units)) for units in record.get(ROUNDS) or []]
+    target = max(branches.targets)
+    tuned: dict[tuple[int, int], float] | None = None
+    trained: dict[str, TrainConfig] = {}
     for index in itertools.count():
         if index == len(rounds):
-            done = {tuple(unit) for units in rounds for unit in units}
-            chosen = [name for name, spec in specs.items() if (spec.n_envs, spec.n_steps, spec.seed) in done]
-            units = next_units(config, branches, {name: specs[name] for name in chosen}, sizes, rollout_K, point)
+            units = next_units(config, trained, sizes, point, target)
             if isinstance(units, str):
                 write_json(directory / PROBE, {**read_json(directory / PROBE), STOPPED: units})
                 print(f"probe {directory}: the sequential design stops after {len(rounds)} rounds: {units}", flush=True)
                 return
             rounds.append(units)
             write_json(directory / PROBE, {**read_json(directory / PROBE), ROUNDS: rounds})
-        units_now = {tuple(unit) for unit in rounds[index]}
-        names = [name for name, spec in specs.items() if (spec.n_envs, spec.n_steps, spec.seed) in units_now]
-        outcome = sweep(branches, restart=True, only=names, label=f"probe round {index + 1}")
+        this_round = round_runs(specs, rounds[index], tuned)
+        outcome = sweep(branches, restart=True, only=list(this_round), label=f"probe round {index + 1}")
         if not all(state in ("done", "skipped") for state in outcome.values()):
             return  # stopped before --max-wall-minutes: rerun to go on
+        trained.update(this_round)
+        if tuned is None:  # the first round tunes each size's learning rate for the rounds after it
+            kept = kept_runs(this_round, target, config.window, config.steps)
+            tuned = {(n_envs, n_steps): run.learning_rate for (n_envs, n_steps, _), run in kept.items()}
 
 
 def next_units(
-    config: ProbeConfig,
-    branches: SweepConfig,
-    trained: dict[str, TrainConfig],
-    sizes: list[tuple[int, int]],
-    rollout_K: list[int],
-    point: BranchPoint,
+    config: ProbeConfig, trained: dict[str, TrainConfig], sizes: list[tuple[int, int]], point: BranchPoint, target: float
 ) -> list[list[int]] | str:
     """The next round's ``[n_envs, n_steps, seed]`` after the finished branches ``trained``
-    (:func:`~rl_gns.core.maths.sequential.next_round`), or why the design stops."""
+    (:func:`~rl_gns.core.maths.sequential.next_round`, fitted at ``target``), or why the design stops."""
+    rollout_K = [n_envs * n_steps for n_envs, n_steps in sizes]
     seeds_K = [len({spec.seed for spec in trained.values() if (spec.n_envs, spec.n_steps) == size}) for size in sizes]
-    fit = fit_or_none(*kept_steps(trained, max(branches.targets), branches.window, config.steps))
+    kept = kept_runs(trained, target, config.window, config.steps)
+    fit = fit_or_none([k.rollout_size for k in kept.values()], [k.steps for k in kept.values()])
     picks = next_round(rollout_K, seeds_K, fit, config.stop_ratio, config.seeds)
     where = (
         "B_crit not identified" if fit is None else f"B_crit {fit.b_crit:,.0f} [{fit.b_crit_low:,.0f}, {fit.b_crit_high:,.0f}]"

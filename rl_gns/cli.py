@@ -285,8 +285,8 @@ def split_number_lists(args: list[str], config_cls: type) -> list[str]:
 
 #: What the work of a command raises for bad input found only once it runs: a run file that cannot be read, a run
 #: another process took, a checkpoint that cannot be resumed, a run that measured nothing to advise on, a probe's
-#: anchor whose games set no target, a record on disk that lacks a field or holds one of the wrong kind, a Ray address
-#: where no cluster answers, data too large to plot.
+#: anchor whose games set no target or pilot that passes no null floor, a record on disk that lacks a field or holds
+#: one of the wrong kind, a Ray address where no cluster answers, data too large to plot.
 INPUT_ERRORS = (
     RunFileError,
     RecordError,
@@ -296,6 +296,7 @@ INPUT_ERRORS = (
     FileNotFoundError,
     advise.NotMeasuredError,
     probe.AnchorGamesError,
+    probe.NoTargetError,
     RayAddressError,
     FigureError,
     OutputError,

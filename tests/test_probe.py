@@ -25,6 +25,7 @@ from conftest import ONE_RATE, lock_held_elsewhere, rl_gns
 
 from rl_gns.core.agents.ppo import NoiseScalePPO
 from rl_gns.core.envs.atari import make_atari_vec_env
+from rl_gns.core.maths.targets import running_score
 from rl_gns.core.maths.tradeoff import LocalTradeoffFit
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.probe import (
@@ -487,7 +488,7 @@ def test_a_sequential_probe_states_its_first_round_and_max_cost_caps_that_round(
     point = check(ProbeConfig(**settings, design="sequential", out=tmp_path / "p"))
     cost = probe_cost(ProbeConfig(**settings, design="sequential"), point, 2)
     assert cost.first_round == 1_000 + 2 * 10_000 and cost.agent_steps == 1_000 + 2 * 3 * 10_000 and cost.branches == 6
-    assert "its first round (one seed per size, and the anchor) at most 21,000 agent steps (13.7x" in cost.line()
+    assert "its first round (one seed per size, and what runs before it) at most 21,000 agent steps (13.7x" in cost.line()
     first = cost.multiple_of(cost.first_round)
     with pytest.raises(ValueError, match=r"--max-cost 10: this probe's first round may spend 21,000 agent steps"):
         check(ProbeConfig(**settings, design="sequential", max_cost=10.0, out=tmp_path / "q"))
@@ -546,6 +547,31 @@ def test_a_sequential_probe_trains_in_rounds_and_a_rerun_goes_on_with_them(sourc
     assert again.returncode == 0, again.stderr[-2000:]
     assert json.loads((out / "probe.json").read_text())["rounds"] == record["rounds"]
     assert "to run from the start" not in again.stdout.replace(" 0 to run from the start", "")
+
+
+def test_a_pilot_that_passes_no_null_floor_sets_no_target_and_says_so(source, tmp_path):
+    """--target-rule pilot (criterion v8's): the anchor and a pilot play first, the pilot at the run's own settings for
+    one branch budget; where its best running score does not pass the null floor, the probe ends in one line naming
+    both (exit status 2) before any branch trains, and a rerun says the same without training again."""
+    out = tmp_path / "probe"
+    command = [*CLI, "probe", str(source), *ONE_RATE, "--at", "3000", "--anchor-steps", "4096", "--window", "2",
+               "--n-envs", "2", "4", "--seeds", "1", "--budget-steps", "2048", "--workers", "2",
+               "--target-rule", "pilot", "--out", str(out)]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    pilot = RunDir(out / "pilot")
+    assert pilot.status() == "done" and pilot.config().learning_rate == RunDir(source).config().learning_rate
+    best = np.nanmax(running_score(pilot.episodes()["score"], 2))
+    line = result.stderr.strip().splitlines()[-1]  # after the runs' progress bars
+    assert result.returncode == 2 and line.startswith("rl-gns probe: error: "), result.stderr[-2000:]
+    assert f"the pilot's best running score, {best:.4g}, does not pass the null floor" in line
+    assert not (out / "runs").exists() or not any((out / "runs").iterdir())
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 2 and again.stderr.strip().splitlines()[-1] == line
+    assert "2 finished before, 0 to resume from checkpoints, 0 to run from the start" in again.stdout
+    with pytest.raises(ValueError, match=r"--delta-noise 6\.0 has no effect with --target-rule pilot"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", delta_noise=(6.0,), out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--target-rule pilot needs --null-level"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", null_level=None, out=tmp_path / "p"))
 
 
 def test_a_probe_with_edge_rounds_passes_them_to_its_branches_and_counts_every_rate_they_may_add(source, tmp_path):

@@ -62,6 +62,8 @@ from rl_gns.core.maths.targets import (
     null_max_running_scores,
     reach_steps,
     resolvable_improvement,
+    running_score,
+    spaced_targets,
 )
 from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.experiments.config import EnvSettings, PPOSettings, TrainConfig, to_json, train_config_from_json
@@ -73,11 +75,24 @@ from rl_gns.experiments.sweep import check as check_sweep
 from rl_gns.records.checkpoint import latest_checkpoint, sha256
 from rl_gns.records.lock import RunLock, check_unlocked
 from rl_gns.records.logs import RunFileError, check_regular
-from rl_gns.records.rundir import ANCHOR, CONFIG, MODEL, PROBE, RunDir, read_json, read_record, snapshots, write_json
+from rl_gns.records.rundir import (
+    ANCHOR,
+    CONFIG,
+    MODEL,
+    PILOT,
+    PROBE,
+    RunDir,
+    read_json,
+    read_record,
+    snapshots,
+    write_json,
+)
 from rl_gns.records.schema import PROBE_FIELDS
 
 #: Seeds of the anchors' envs start here, apart from the branches' seeds (0, 1, ...).
 ANCHOR_SEED = 1_000_000
+#: Seeds of the pilots' envs start here, apart from the anchors' and the branches'.
+PILOT_SEED = 2_000_000
 
 
 #: The probe's own copy of the agent it branches from, in its directory: the anchor and every branch start from it.
@@ -261,6 +276,8 @@ class ProbeConfig(ExecutionConfig):
     """Raw-score improvement over the start score a branch must reach (needed if games all tie); else --delta-noise SEs."""
     delta_noise: tuple[float, ...] = (3.0,)
     """Without --delta: improvements in standard errors of the running score; several (ascending): a ladder of targets."""
+    target_rule: Literal["noise", "pilot"] = "noise"
+    """noise: the start score plus --delta or --delta-noise; pilot: criterion v8's, from the null floor to a pilot's best."""
     n_envs: tuple[int, ...] = ()
     """Env counts of the branches at the run's n_steps; none: the run's own x 1/4 to 8. One, with --n-steps-grid."""
     n_steps_grid: tuple[int, ...] = ()
@@ -336,6 +353,22 @@ class ProbeConfig(ExecutionConfig):
             max_wall_minutes=None,
             snapshot_steps=None,
         )
+
+    def pilot_config(self, point: BranchPoint) -> TrainConfig:
+        """The pilot of criterion v8's targets: the branch point's agent training on at the source's settings and
+        learning rate (constant) for one branch budget, measured as the branches are."""
+        return replace(
+            self.anchor_config(point),
+            learning_rate=self.source_config().learning_rate,
+            total_steps=self.budget_steps,
+            seed=PILOT_SEED + self.first_seed,
+            gns_every=self.gns_every,
+            out=self.directory(point) / PILOT,
+        )
+
+    def before_branches(self) -> int:
+        """Agent steps the probe spends before its branches: the anchor's, and the pilot's whole budget (``pilot`` rule)."""
+        return self.anchor_steps + (self.budget_steps if self.target_rule == "pilot" else 0)
 
     def most_rates(self) -> int:
         """The most learning rates a size may try: the grid, and at each edge round one rate beyond each edge."""
@@ -413,6 +446,7 @@ RECORDED = (
     "first_seed",
     "steps",
     "null_level",
+    "target_rule",
     "design",
     "stop_ratio",
 )
@@ -455,6 +489,48 @@ def null_floor_of(config: ProbeConfig, anchor: Path, targets: tuple[float, ...])
     return NullFloor(floor, looks, raised, tuple(null_crossing(maxima, t, rates) for t in raised))
 
 
+class NoTargetError(ValueError):
+    """Criterion v8's pilot did not pass the null floor: the game has no target at this point of the run."""
+
+
+def probe_targets(config: ProbeConfig, directory: Path, start: StartScore) -> tuple[tuple[float, ...], dict[str, object]]:
+    """The targets every branch is timed to, ascending, and what ``probe.json`` records of the null rule.
+
+    With ``null_level``, each target of ``target_rule`` noise is raised to the null floor (:func:`null_floor_of`); with
+    ``pilot``, the targets are criterion v8's, a third and two thirds of the way from the floor to the pilot's best
+    running score (:func:`~rl_gns.core.maths.targets.spaced_targets`).
+
+    :raises NoTargetError: if the pilot's best running score does not pass the null floor.
+    """
+    targets = config.targets(start)
+    if config.null_level is None:
+        return targets, {}
+    floor = null_floor_of(config, directory / ANCHOR, targets)
+    pilot: dict[str, object] = {}
+    how = "targets raised to it where below"
+    if config.target_rule == "pilot":
+        best = float(np.nanmax(running_score(RunDir(directory / PILOT).episodes()["score"], config.window), initial=-math.inf))
+        targets = spaced_targets(floor.floor, best)
+        if not targets:
+            raise NoTargetError(
+                f"{directory / PILOT}: the pilot's best running score, {best:.4g}, does not pass the null floor "
+                f"{floor.floor:.4g}: no target at this point of the run (criterion v8 replaces the game)"
+            )
+        floor, pilot = null_floor_of(config, directory / ANCHOR, targets), {"pilot_best": best}
+        how = f"targets a third and two thirds of the way from it to the pilot's best running score, {best:.4g}"
+    print(
+        f"probe {directory}: a branch that learns nothing reaches {floor.floor:.4g} with probability at most "
+        f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.most_rates()} rates): {how}",
+        flush=True,
+    )
+    return floor.targets, {
+        "null_floor": floor.floor,
+        "null_looks": floor.looks,
+        "false_crossing": list(floor.false_crossing),
+        **pilot,
+    }
+
+
 def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
     """``config`` with its source spelled as its probe directory records it, where both spellings name the same
     directory: a probe given its source relative in one call and absolute in the next is one probe, and its anchor
@@ -474,7 +550,7 @@ class ProbeCost:
     """What a probe may spend, before it trains: every branch taken to its whole budget (branches stop at their
     target, so this is an upper bound).
 
-    :param agent_steps: the anchor's agent steps plus every branch's budget.
+    :param agent_steps: the anchor's agent steps (and the pilot's budget) plus every branch's budget.
     :param branches: sizes × learning rates × seeds.
     :param run_steps: the run's agent steps at the branch point.
     :param steps_per_s: the run's own speed (agent steps per second over its training), NaN if not known.
@@ -507,13 +583,13 @@ class ProbeCost:
     def line(self) -> str:
         if self.first_round is not None:
             return (
-                f"probe cost (sequential design): its first round (one seed per size, and the anchor) at most "
+                f"probe cost (sequential design): its first round (one seed per size, and what runs before it) at most "
                 f"{self.spend(self.first_round)}; all rounds together at most {self.branches} branches to their "
                 f"budget, {self.spend(self.agent_steps)} (a branch stops at its target, the design once B_crit is bounded)"
             )
         return (
-            f"probe cost: at most {self.spend(self.agent_steps)} ({self.branches} branches to their budget, and the "
-            "anchor; a branch stops at its target)"
+            f"probe cost: at most {self.spend(self.agent_steps)} ({self.branches} branches to their budget, and what "
+            "runs before them; a branch stops at its target)"
         )
 
 
@@ -530,8 +606,8 @@ def probe_cost(config: ProbeConfig, point: BranchPoint, sizes: int) -> ProbeCost
     except (RunFileError, IndexError, ValueError):
         pass  # the speed is an estimate: without it the cost is given in agent steps only
     per_seed = sizes * config.most_rates()
-    most = config.anchor_steps + per_seed * config.seeds * config.budget_steps
-    first = config.anchor_steps + per_seed * config.budget_steps if config.design == "sequential" else None
+    most = config.before_branches() + per_seed * config.seeds * config.budget_steps
+    first = config.before_branches() + per_seed * config.budget_steps if config.design == "sequential" else None
     return ProbeCost(most, per_seed * config.seeds, point.env_steps, speed, first)
 
 
@@ -555,6 +631,16 @@ def check_numbers(config: ProbeConfig) -> None:
     if config.at is not None and config.at < 0:
         raise ValueError(f"--at must be >= 0 agent steps, got {config.at}")
     check_design(config)
+    check_target_rule(config)
+
+
+def check_target_rule(config: ProbeConfig) -> None:
+    """The pilot target rule's settings (raises ``ValueError`` with the reason)."""
+    if config.target_rule != "pilot":
+        return
+    check_inert(config, {"delta": "with --target-rule pilot", "delta_noise": "with --target-rule pilot"})
+    if config.null_level is None:
+        raise ValueError("--target-rule pilot needs --null-level: its targets start from the null floor")
 
 
 def check_design(config: ProbeConfig) -> None:
@@ -587,7 +673,8 @@ def check(config: ProbeConfig) -> BranchPoint:
     directory = config.directory(point)
     settings = config.recorded()
     check_directory(directory, "probe", settings, shares=("sweep",))
-    check_runs([config.anchor_config(point)], restart=True)
+    first = [config.anchor_config(point), *([config.pilot_config(point)] if config.target_rule == "pilot" else [])]
+    check_runs(first, restart=True)
     record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
     if record.get("model_sha256", point.sha256) != point.sha256:  # probes before 2026-11-24 recorded no digest
         raise ValueError(f"{point.model} is not the agent this probe started from (its SHA-256 differs); use another --out")
@@ -680,25 +767,17 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
     origin_record = {**origin(point, directory), "restarts": restarts, **rounds}
     write_json(directory / PROBE, {**settings, **origin_record})
     anchor = config.anchor_config(point)
+    first = {ANCHOR: anchor, **({PILOT: config.pilot_config(point)} if config.target_rule == "pilot" else {})}
     if RunDir(directory / ANCHOR).status() != "done":
         warn_short_anchor(config, point, anchor.n_envs)
-        restarts["anchor"] = restarts.get("anchor", 0) + started(directory / ANCHOR)
-        write_json(directory / PROBE, {**settings, **origin_record})
-    if run_all(directory, {ANCHOR: anchor}, config, label="probe anchor", restart=True)[ANCHOR] not in ("done", "skipped"):
+    for name in first:
+        restarts[name] = restarts.get(name, 0) + started(directory / name)
+    write_json(directory / PROBE, {**settings, **origin_record})
+    outcome = run_all(directory, first, config, label="probe anchor", restart=True)
+    if any(state not in ("done", "skipped") for state in outcome.values()):
         return directory  # stopped before --max-wall-minutes: rerun to go on
     start = start_score(directory / ANCHOR, config.window, spread_needed=config.delta is None)
-    targets = config.targets(start)
-    null: dict[str, object] = {}
-    if config.null_level is not None:
-        floor = null_floor_of(config, directory / ANCHOR, targets)
-        targets = floor.targets
-        null = {"null_floor": floor.floor, "null_looks": floor.looks, "false_crossing": list(floor.false_crossing)}
-        print(
-            f"probe {directory}: a branch that learns nothing reaches {floor.floor:.4g} with probability at most "
-            f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.most_rates()} rates): targets raised to it "
-            "where below",
-            flush=True,
-        )
+    targets, null = probe_targets(config, directory, start)
     branches = config.sweep_config(point, targets)
     added = recorded_edge_rates(directory)
     unfinished = sum(started(run.out) for run in branches.runs(added).values() if run.out is not None)
@@ -844,7 +923,7 @@ def next_units(
         return f"{where}; the sizes it would add to hold --seeds {config.seeds} seeds"
     if config.max_cost is not None:
         trained_steps = [RunDir(spec.out).summary().env_steps for spec in trained.values() if spec.out is not None]
-        spent = config.anchor_steps + sum(trained_steps)
+        spent = config.before_branches() + sum(trained_steps)
         if spent + len(picks) * config.most_rates() * config.budget_steps > config.max_cost * point.env_steps:
             return f"{where}; its next round could pass --max-cost {config.max_cost:g}"
     if trained:

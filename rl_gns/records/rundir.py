@@ -87,6 +87,8 @@ SPECS = "specs"
 BENCH = "bench.json"
 #: A probe directory's anchor run: the branch point's agent at fixed parameters.
 ANCHOR = "anchor"
+#: A probe directory's pilot run (criterion v8's targets): the branch point's agent training on at the run's settings.
+PILOT = "pilot"
 #: A run's kept agents (``rl-gns train --snapshot-steps``), ``<agent steps, 12 digits>.zip``.
 SNAPSHOTS = "snapshots"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from rl_gns.records.lock import LOCK
-from rl_gns.records.rundir import ANCHOR, BENCH, CONFIG, ERROR, LOG, PROBE, SWEEP, read_json
+from rl_gns.records.rundir import ANCHOR, BENCH, CONFIG, ERROR, LOG, PILOT, PROBE, SWEEP, read_json
 from rl_gns.records.scaling_log import SETTINGS
 
 Kind = Literal["run", "sweep", "benchmark", "probe", "scaling measurement"]
@@ -43,7 +43,7 @@ def enclosing(directory: Path) -> tuple[Path, tuple[Kind, ...]] | None:
 
 def check_not_inside(directory: Path, kind: Kind) -> None:
     """Refuse to write a ``kind`` inside another run or study; writes nothing. Nothing is written inside a run but
-    the run's own files, and inside a study only its own runs: ``<study>/runs/<name>``, and a probe's ``anchor``.
+    the run's own files, and inside a study only its own runs: ``<study>/runs/<name>``, and a probe's ``anchor`` and ``pilot``.
 
     :param directory: the ``--out`` of the command (it need not exist).
     :param kind: what the command writes there.
@@ -59,7 +59,7 @@ def check_not_inside(directory: Path, kind: Kind) -> None:
         and "run" not in held
         and (
             (real.parent == holder / "runs" and makes_run(holder, held, real.name))
-            or ("probe" in held and real == holder / ANCHOR)
+            or ("probe" in held and real in (holder / ANCHOR, holder / PILOT))
         )
     )
     if not own_run:

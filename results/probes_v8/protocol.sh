@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Criterion v8's probes (docs/prediction-criterion.md, "Probes in v8", and its note of 2026-12-04), one command per
+# probe: the trunk (results/probes/trunks.sh's settings: 8 envs x n_steps 32, learning rate 5e-4 constant, RAM), then
+# rl-gns probe at one stage with the v8 apparatus: n_envs varied at the trunk's n_steps (2-64 envs, its own 8 among
+# them), targets from the null floor and a pilot (--target-rule pilot), the sequential design with the learning rate
+# tuned on a grid of 3 in its first round, steps by the trend measure, a branch budget of half the stage.
+# Resumable: rerun the same command to go on.
+# Usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest]
+#   retest: a second probe of the same point with disjoint seeds (branches, anchor and pilot from --first-seed 3).
+set -euo pipefail
+if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && "$3" != retest ) ]]; then
+  echo "usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest]" >&2; exit 2
+fi
+game="$1"; at="$2"; retest="${3:-}"
+cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
+here="${HERE:-results/probes_v8}"
+trunk="results/probes/trunks/$game"
+if [[ ! -d "$trunk/snapshots" ]]; then  # committed without its snapshots: train it again to 1M, keeping one every 250k
+  trunk="$here/trunks/$game"
+  if [[ ! -f "$trunk/summary.json" ]]; then
+    if [[ -f "$trunk/config.json" ]]; then rl-gns train --resume "$trunk" --torch-threads 1 --progress-bar False; else
+      rl-gns train --env "$game" --backend ram --n-envs 8 --n-steps 32 --minibatch-size 64 --n-epochs 4 \
+        --learning-rate 5e-4 --no-anneal --total-steps 1000256 --no-gns --snapshot-steps 250000 \
+        --checkpoint-minutes 5 --torch-threads 1 --progress-bar False --out "$trunk"
+    fi
+  fi
+fi
+out="$here/$game/at$((at / 1000))k${retest:+_retest}"
+rl-gns probe "$trunk" --at "$at" --target-rule pilot --design sequential --seeds 3 --lr-points 3 --steps trend \
+  --budget-steps "$((at / 2))" --first-seed "$([[ -n "$retest" ]] && echo 3 || echo 0)" \
+  --engine population --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 5 --out "$out"

@@ -589,6 +589,7 @@ def test_a_probe_with_edge_rounds_passes_them_to_its_branches_and_counts_every_r
 SPACE_INVADERS = Path(__file__).resolve().parents[1] / "results" / "probes" / "trunks" / "SpaceInvaders"
 
 
+@pytest.mark.filterwarnings("ignore:rl-gns. the branches' rollout sizes leave out the run's own")  # 2 and 4 envs of 8
 def test_a_spec_of_a_probe_started_from_a_relative_source_runs_from_any_working_directory(tmp_path, monkeypatch, capsys):
     """A probe's specs are run by its workers (``rl-gns run <spec>``), whose working directory may be another (a Ray
     worker's): the agent a branch starts from is named by its full path, as the run directory is."""

@@ -283,9 +283,9 @@ class ProbeConfig(ExecutionConfig):
     n_steps_grid: tuple[int, ...] = ()
     """Vary n_steps instead: steps per env per rollout, one per size, at one --n-envs (default: the run's)."""
     seeds: int = 3
-    """Seeds per (env count, learning rate)."""
+    """Seeds per (env count, learning rate); with --design sequential, the most per env count."""
     first_seed: int = 0
-    """First seed of the branches and the anchor; a retest of the same point starts past the first probe's seeds."""
+    """First seed of the branches, the anchor and the pilot; a retest of the same point starts past the first probe's."""
     lr_rule: Literal["sqrt", "linear", "constant"] = "sqrt"
     """Learning rate at each size: the source's, scaled by (rollout size / the source's)^p, p = 0.5, 1 or 0."""
     lr_points: int = 3

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Every probe of criterion v8 (docs/prediction-criterion.md, note of 2026-12-04), in this order, each by
+# results/probes_v8/protocol.sh; a probe whose pilot passes no null floor ends in one line (exit status 2), and the next
+# starts. Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+for probe in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "Pong 500000 retest" "Pong 1000000" \
+  "Qbert 1000000"; do
+  read -r -a args <<< "$probe"
+  status=0
+  bash results/probes_v8/protocol.sh "${args[@]}" || status=$?
+  if [[ $status -ne 0 && $status -ne 2 ]]; then exit "$status"; fi
+done

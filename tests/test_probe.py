@@ -565,6 +565,8 @@ def test_a_pilot_that_passes_no_null_floor_sets_no_target_and_says_so(source, tm
     assert result.returncode == 2 and line.startswith("rl-gns probe: error: "), result.stderr[-2000:]
     assert f"the pilot's best running score, {best:.4g}, does not pass the null floor" in line
     assert not (out / "runs").exists() or not any((out / "runs").iterdir())
+    record = json.loads((out / "probe.json").read_text())
+    assert record["pilot_best"] == pytest.approx(best) and record["null_floor"] > best and record["null_looks"] >= 2
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 2 and again.stderr.strip().splitlines()[-1] == line
     assert "2 finished before, 0 to resume from checkpoints, 0 to run from the start" in again.stdout

@@ -490,7 +490,14 @@ def null_floor_of(config: ProbeConfig, anchor: Path, targets: tuple[float, ...])
 
 
 class NoTargetError(ValueError):
-    """Criterion v8's pilot did not pass the null floor: the game has no target at this point of the run."""
+    """Criterion v8's pilot did not pass the null floor: the game has no target at this point of the run.
+
+    :param record: what ``probe.json`` records of it: the null floor, its looks and the pilot's best running score.
+    """
+
+    def __init__(self, message: str, record: dict[str, float]) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 def probe_targets(config: ProbeConfig, directory: Path, start: StartScore) -> tuple[tuple[float, ...], dict[str, object]]:
@@ -514,7 +521,8 @@ def probe_targets(config: ProbeConfig, directory: Path, start: StartScore) -> tu
         if not targets:
             raise NoTargetError(
                 f"{directory / PILOT}: the pilot's best running score, {best:.4g}, does not pass the null floor "
-                f"{floor.floor:.4g}: no target at this point of the run (criterion v8 replaces the game)"
+                f"{floor.floor:.4g}: no target at this point of the run (criterion v8 replaces the game)",
+                {"null_floor": floor.floor, "null_looks": floor.looks, "pilot_best": best},
             )
         floor, pilot = null_floor_of(config, directory / ANCHOR, targets), {"pilot_best": best}
         how = f"targets a third and two thirds of the way from it to the pilot's best running score, {best:.4g}"
@@ -777,7 +785,11 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
     if any(state not in ("done", "skipped") for state in outcome.values()):
         return directory  # stopped before --max-wall-minutes: rerun to go on
     start = start_score(directory / ANCHOR, config.window, spread_needed=config.delta is None)
-    targets, null = probe_targets(config, directory, start)
+    try:
+        targets, null = probe_targets(config, directory, start)
+    except NoTargetError as error:  # the outcome is on disk, as a probe's targets are
+        write_json(directory / PROBE, {**settings, **origin_record, **error.record})
+        raise
     branches = config.sweep_config(point, targets)
     added = recorded_edge_rates(directory)
     unfinished = sum(started(run.out) for run in branches.runs(added).values() if run.out is not None)

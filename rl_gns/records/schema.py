@@ -258,6 +258,7 @@ PROBE_FIELDS: dict[str, Any] = {
     "design": Literal["fixed", "sequential"] | None,
     "rounds": list[list[tuple[Count, Count, Whole]]] | None,
     "stopped": str | None,
+    "pilot_best": Finite | None,
 }
 #: ``probe.json`` once the anchor has played (``start_score`` is set).
 PROBE_PLAYED_FIELDS: dict[str, Any] = {

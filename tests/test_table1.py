@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from rl_gns.records.rundir import RunDir, noise_sums
+from rl_gns.reports.sweep_analysis import best_per_seed, load_sweep
 from rl_gns.reports.table1 import judged_regime
 from tests.conftest import rl_gns
 
 SWEEP = Path("results/sweeps/beamrider_ram")
+#: A committed probe of criterion v7 (Pong at 500k agent steps), reported by probe-report.
+PROBE = Path(__file__).resolve().parents[1] / "results" / "probes_v7" / "Pong" / "at500k"
 PROTOCOL = Path(__file__).resolve().parents[1] / "results" / "table1" / "protocol.sh"
 
 
@@ -44,6 +48,36 @@ def test_table_of_a_committed_ppo_sweep(tmp_path, capsys):
     text = (tmp_path / "table.md").read_text()
     assert "### Regime `ppo`: 2 counted pairs from 1 game(s)" in text
     assert "p_null 0.03 above 0.01" in text
+
+
+def test_table_of_a_committed_probe_counts_its_targets_only_under_the_null_rule(tmp_path, capsys):
+    """A probe reported by probe-report is a directory of the table: one row per target of its ladder, B_crit as the
+    report fitted it, the start values its anchor measured, the path averages over its kept branches (recomputed here
+    from the branches' logs). v7's targets were not set by the null rule, so they do not count; given null-rule
+    targets below 1 % they do."""
+    probe = Path(shutil.copytree(PROBE, tmp_path / "at500k"))
+    status, err = rl_gns(capsys, "table", probe, "--out", tmp_path / "table.md")
+    assert status == 0, err
+    text = (tmp_path / "table.md").read_text()
+    results = json.loads((probe / "probe_results.json").read_text())
+    rows = [line for line in text.splitlines() if line.startswith("| Pong | probe at 500k |")]
+    assert len(rows) == len(results["ladder"]) == 2
+    _, runs = load_sweep(probe)
+    for row, rung in zip(rows, results["ladder"], strict=True):
+        cells = [cell.strip() for cell in row.split("|")[1:-1]]
+        assert float(cells[5].split()[0]) == pytest.approx(rung["fit"]["b_crit"], rel=5e-3)
+        assert float(cells[8]) == pytest.approx(results["noise_at_branch_point"]["envs/value"][0], rel=5e-3)
+        target = rung["target"]
+        kept = [r for size in {r.rollout_size for r in runs} for r in best_per_seed(runs, target, size, "midpoint").values()]
+        logs = [(RunDir(probe / "runs" / r.name).progress(), r.reached[target].env_steps) for r in kept]
+        sums = [noise_sums(progress, "envs", "value", until) for progress, until in logs]
+        path = sum(s.trace_sigma for s in sums) / sum(s.g2 for s in sums)
+        assert float(cells[11]) == pytest.approx(path, rel=5e-3)
+        assert cells[-1] == "targets not set by the null rule"
+    record = json.loads((probe / "probe.json").read_text())
+    (probe / "probe.json").write_text(json.dumps({**record, "false_crossing": [0.001, 0.004]}))
+    assert rl_gns(capsys, "table", probe, "--out", tmp_path / "table.md")[0] == 0
+    assert "### Regime `ppo`: 2 counted pairs from 1 game(s)" in (tmp_path / "table.md").read_text()
 
 
 def test_regimes_of_the_ladder():

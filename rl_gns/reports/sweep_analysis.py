@@ -397,10 +397,17 @@ def pooled_candidate(sums_R: list[NoiseSums], factor: float, reps: int, rng: np.
 
 
 def path_candidates(
-    runs: list[RunRecord], target: float, sizes: list[int], n_minibatches: int, reps: int, rng: np.random.Generator
+    runs: list[RunRecord],
+    target: float,
+    sizes: list[int],
+    n_minibatches: int,
+    reps: int,
+    rng: np.random.Generator,
+    measure: StepsMeasure = "passage",
 ) -> dict[str, Prediction]:
-    """Criterion v8's candidates at ``target`` (see the module docstring), over the kept runs of every reached size."""
-    kept = [run for size in sizes for run in best_per_seed(runs, target, size).values()]
+    """Criterion v8's candidates at ``target`` (see the module docstring), over the kept runs of every reached size,
+    each seed's fastest by ``measure`` (a probe keeps its branches by its own)."""
+    kept = [run for size in sizes for run in best_per_seed(runs, target, size, measure).values()]
     n_epochs = kept[0].n_epochs if kept else 1
     keys = sorted({key for run in kept for key in run.reached[target].noise})
     candidates = {}

@@ -1,12 +1,14 @@
-"""``rl-gns table DIR ...``: the paper's Table 1 from analysed sweeps, and criterion v8's table per regime.
+"""``rl-gns table DIR ...``: the paper's Table 1 from analysed sweeps and reported probes, and criterion v8's table
+per regime.
 
 Each ``DIR`` is one game at one rung of the ladder (``results/table1/<Game>/<rung>``, what
 ``results/table1/protocol.sh`` writes): ``targets.json`` (``rl-gns targets``) and ``sweep/results.json``
-(``rl-gns analyze``). Reads only those files. Per target: its false-crossing probability, the fitted ``B_crit`` with its
-95 % interval in agent steps and frames, and ``B_simple`` at the start and averaged along the path per loss
-(``envs`` scheme, agent steps); per game the rate at which the kept learning rate sits at an edge of its grid. Then,
-per regime, every candidate's metrics over the counted pairs against both baselines
-(:mod:`rl_gns.core.maths.criterion`).
+(``rl-gns analyze``); or a probe reported by ``rl-gns probe-report`` (``probe.json``, ``probe_results.json`` and its
+branches: the ppo regime's pairs of criterion v8, :func:`load_probe_rows`). Reads only those files. Per target:
+its false-crossing probability, the fitted ``B_crit`` with its 95 % interval in agent steps and frames, and
+``B_simple`` at the start and averaged along the path per loss (``envs`` scheme, agent steps); per game the rate at
+which the kept learning rate sits at an edge of its grid. Then, per regime, every candidate's metrics over the
+counted pairs against both baselines (:mod:`rl_gns.core.maths.criterion`).
 """
 
 from __future__ import annotations
@@ -31,9 +33,13 @@ from rl_gns.core.maths.criterion import (
     winners,
     within,
 )
-from rl_gns.core.maths.names import LOSSES
-from rl_gns.records.rundir import read_json
+from rl_gns.core.maths.names import LOSSES, tracker_key
+from rl_gns.core.maths.schemes import Candidate
+from rl_gns.core.maths.targets import StepsMeasure
+from rl_gns.records.rundir import PROBE, SWEEP, read_json, read_record
+from rl_gns.records.schema import PROBE_FIELDS, PROBE_RESULTS_FIELDS, SWEEP_FIELDS
 from rl_gns.reports.figures import fmt
+from rl_gns.reports.sweep_analysis import PATH_FACTORS, RunRecord, best_per_seed, load_sweep, path_candidates
 
 #: Sizes that must reach a target, with at least :data:`MIN_SEEDS` seeds each, for its pair to count (v8).
 MIN_SIZES, MIN_SEEDS = 4, 2
@@ -46,7 +52,7 @@ class TableConfig:
     """Print the Table-1-shaped table of analysed one-step (or ladder) sweeps and criterion v8's table per regime."""
 
     dirs: tyro.conf.Positional[tuple[Path, ...]]
-    """Game-and-rung directories, each with targets.json and sweep/results.json (results/table1/<Game>/<rung>)."""
+    """Game-and-rung directories (targets.json, sweep/results.json), or probes reported by rl-gns probe-report."""
     out: Path | None = None
     """Also write the tables here (Markdown); if unset, print only."""
 
@@ -156,6 +162,69 @@ def load_rows(directory: Path) -> tuple[list[Row], tuple[int, int]]:
     return rows, edge_rate(results["runs"], [entry["target"] for entry in results["targets"]])
 
 
+def probe_candidates(probe_dir: Path, results: dict, runs: list[RunRecord], target: float) -> dict[str, float]:
+    """Criterion v8's candidates of a probe at ``target``: the path averages over its kept branches (the probe's steps
+    measure keeps them), the start values its anchor measured at fixed parameters, and the default there."""
+    settings = read_record(probe_dir / SWEEP, SWEEP_FIELDS)
+    measure: StepsMeasure = results.get("steps") or "passage"
+    sizes = sorted({run.rollout_size for run in runs})
+    path = path_candidates(runs, target, sizes, settings["n_minibatches"], 0, np.random.default_rng(0), measure)
+    candidates = {name: prediction.value for name, prediction in path.items() if name.startswith("path_")}
+    for key, (point, _, _) in results["noise_at_branch_point"].items():
+        for factor in PATH_FACTORS[Candidate.of(key).scheme]:
+            candidate = Candidate.of(key, factor, "start")
+            candidates[candidate.name] = candidate.times(settings["n_epochs"], settings["n_minibatches"]) * point
+    default = results["noise_at_branch_point"].get(tracker_key("envs", "value"))
+    if default is not None:
+        candidates[f"default_{DEFAULT}"] = default[0]
+    return candidates
+
+
+def load_probe_rows(probe_dir: Path) -> tuple[list[Row], tuple[int, int]]:
+    """The rows of one probe (``rl-gns probe-report``'s ``probe_results.json``, its ``probe.json`` and branches), one per
+    target, and its edge count. A pair counts where its ``B_crit`` is identified, fewer than half its kept branches
+    reached the target with their first window, and its targets follow the null rule with ``p_null`` at most 0.01
+    (criterion v8's note of 2026-12-04)."""
+    probe = read_record(probe_dir / PROBE, PROBE_FIELDS)
+    results = read_record(probe_dir / "probe_results.json", PROBE_RESULTS_FIELDS)
+    settings, runs = load_sweep(probe_dir)
+    measure: StepsMeasure = results.get("steps") or "passage"
+    p_null = dict(zip(probe.get("targets") or [], probe.get("false_crossing") or [], strict=False))
+    grids = {run.rollout_size: sorted({r.learning_rate for r in runs if r.rollout_size == run.rollout_size}) for run in runs}
+    rows, edges, total = [], 0, 0
+    for rung in results.get("ladder") or [{"target": results["target"], "fit": results["fit"]}]:
+        target, fit = float(rung["target"]), rung["fit"]
+        kept = [run for size in grids for run in best_per_seed(runs, target, size, measure).values()]
+        edges += sum(at_edge(run.learning_rate, grids[run.rollout_size]) for run in kept)
+        total += len(kept)
+        first = sum(run.reached[target].first_window for run in kept)
+        noise = p_null.get(target, math.nan)
+        why_not = ""
+        if fit is None or not fit["identified"]:
+            why_not = "B_crit not identified"
+        elif 2 * first >= len(kept):
+            why_not = f"{first} of {len(kept)} kept branches reached it with their first window"
+        elif not noise <= 0.01:
+            why_not = "targets not set by the null rule" if math.isnan(noise) else f"p_null {noise:.2g} above 0.01"
+        identified = fit is not None and fit["identified"]
+        rows.append(
+            Row(
+                game=settings["env"],
+                rung=f"probe at {probe['env_steps'] // 1000:,}k",
+                regime=judged_regime(settings),
+                target=target,
+                p_null=noise,
+                sizes=len({run.rollout_size for run in kept}),
+                b_crit=fit["b_crit"] if identified else math.nan,
+                ci=(fit["b_crit_low"], fit["b_crit_high"]) if identified else None,
+                counted=not why_not,
+                why_not=why_not,
+                candidates=probe_candidates(probe_dir, results, runs, target),
+            )
+        )
+    return rows, (edges, total)
+
+
 def interval(ci: tuple[float, float] | None, scale: float = 1.0) -> str:
     return f"[{fmt(ci[0] * scale)}, {fmt(ci[1] * scale)}]" if ci else "–"
 
@@ -218,6 +287,10 @@ def criterion_table(rows: list[Row], regime: str) -> list[str]:
 def check(config: TableConfig) -> None:
     """Refuse a directory without its targets or its analysis (one line)."""
     for directory in config.dirs:
+        if (directory / PROBE).is_file():
+            if not (directory / "probe_results.json").is_file():
+                raise ValueError(f"{directory}: no probe_results.json (run rl-gns probe-report {directory})")
+            continue
         for name in ("targets.json", "sweep/results.json"):
             if not (directory / name).is_file():
                 raise ValueError(f"{directory}: no {name} (run results/table1/protocol.sh, or rl-gns targets and analyze)")
@@ -227,10 +300,13 @@ def table(config: TableConfig) -> list[str]:
     """Print (and write ``--out``) the tables; return their lines."""
     rows, edges = [], {}
     for directory in config.dirs:
-        game_rows, edge = load_rows(directory)
+        game_rows, edge = load_probe_rows(directory) if (directory / PROBE).is_file() else load_rows(directory)
         rows += game_rows
         edges[f"{game_rows[0].game if game_rows else directory.parent.name} {directory.name}"] = edge
-    lines = ["## Table 1 in the one-step regime and the ladder", "", *table1(rows, edges), "", "## Criterion v8", ""]
+    probes = any(row.rung.startswith("probe") for row in rows)
+    where = "the one-step regime, the ladder and probes" if probes else "the one-step regime and the ladder"
+    title = f"## Table 1 in {where}"
+    lines = [title, "", *table1(rows, edges), "", "## Criterion v8", ""]
     for regime in ("one-step", "ppo"):
         lines += [*criterion_table(rows, regime), ""]
     text = "\n".join(lines)

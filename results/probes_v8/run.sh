@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every probe of criterion v8 (docs/prediction-criterion.md, note of 2026-12-04), in this order, each by
+# Every probe of criterion v8 (docs/prediction-criterion.md, notes of 2026-12-04), in this order, each by
 # results/probes_v8/protocol.sh; a probe whose pilot passes no null floor ends in one line (exit status 2), and the next
-# starts. Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
+# starts. Then Table 1 and v8's table over the reported probes (results/probes_v8/table.md).
+# Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for probe in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "MsPacman 500000" "Pong 500000 retest" \
@@ -11,3 +12,8 @@ for probe in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "M
   bash results/probes_v8/protocol.sh "${args[@]}" || status=$?
   if [[ $status -ne 0 && $status -ne 2 ]]; then exit "$status"; fi
 done
+reported=()
+for probe_dir in results/probes_v8/*/at*/; do
+  if [[ -f "$probe_dir/probe_results.json" ]]; then reported+=("$probe_dir"); fi
+done
+if [[ ${#reported[@]} -gt 0 ]]; then rl-gns table "${reported[@]}" --out results/probes_v8/table.md; fi

@@ -40,6 +40,7 @@ import itertools
 import math
 import os
 import shutil
+import time
 import warnings
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -897,6 +898,7 @@ def sequential(config: ProbeConfig, branches: SweepConfig, directory: Path, poin
     target = max(branches.targets)
     tuned: dict[tuple[int, int], float] | None = None
     trained: dict[str, TrainConfig] = {}
+    deadline = None if branches.max_wall_minutes is None else time.time() + 60 * branches.max_wall_minutes
     for index in itertools.count():
         if index == len(rounds):
             units = next_units(config, trained, sizes, point, target)
@@ -907,7 +909,11 @@ def sequential(config: ProbeConfig, branches: SweepConfig, directory: Path, poin
             rounds.append(units)
             write_json(directory / PROBE, {**read_json(directory / PROBE), ROUNDS: rounds})
         this_round = round_runs(specs, rounds[index], tuned)
-        outcome = sweep(branches, restart=True, only=list(this_round), label=f"probe round {index + 1}")
+        left = None if deadline is None else (deadline - time.time()) / 60  # --max-wall-minutes spans the rounds
+        if left is not None and left <= 0:
+            return  # rerun to go on
+        execution = replace(branches, max_wall_minutes=left)
+        outcome = sweep(execution, restart=True, only=list(this_round), label=f"probe round {index + 1}")
         if not all(state in ("done", "skipped") for state in outcome.values()):
             return  # stopped before --max-wall-minutes: rerun to go on
         trained.update(this_round)

@@ -51,6 +51,7 @@ import tyro
 
 from rl_gns.core.envs.atari import FRAME_SKIP
 from rl_gns.core.maths.batching import Batching
+from rl_gns.core.maths.criterion import fastest
 from rl_gns.core.maths.names import LOSSES
 from rl_gns.core.maths.sequential import next_round, precise_enough
 from rl_gns.core.maths.targets import (
@@ -850,17 +851,17 @@ def kept_runs(
     """``(n_envs, n_steps, seed)`` -> :class:`Kept`, over the finished runs ``specs`` that reached ``target`` (by
     :func:`~rl_gns.core.maths.targets.reach_steps`), as the report keeps them; a run whose steps ``measure`` cannot
     time counts as not reaching it."""
-    best: dict[tuple[int, int, int], Kept] = {}
-    for spec in specs.values():
+    reached: dict[tuple[int, int, int], dict[str, float]] = {}  # (n_envs, n_steps, seed) -> {run: steps}
+    for name, spec in specs.items():
         run = RunDir(spec.out)  # type: ignore[arg-type]  # every spec of a sweep has its out
         games = run.episodes()
         lengths = games["length_frames"] / run.config().settings.get("frame_skip", FRAME_SKIP)
         reach = reach_steps(games["env_steps"], games["score"], lengths, spec.n_envs, spec.rollout_size, target, window)
         steps = math.inf if reach is None else reach.steps(measure)
-        key = (spec.n_envs, spec.n_steps, spec.seed)
-        if math.isfinite(steps) and (key not in best or steps < best[key].steps):
-            best[key] = Kept(spec.rollout_size, steps, spec.learning_rate)
-    return best
+        if math.isfinite(steps):
+            reached.setdefault((spec.n_envs, spec.n_steps, spec.seed), {})[name] = steps
+    kept = {key: fastest(by_run) for key, by_run in reached.items()}  # ties as the report breaks them
+    return {key: Kept(specs[name].rollout_size, reached[key][name], specs[name].learning_rate) for key, name in kept.items()}
 
 
 def round_runs(

@@ -32,9 +32,9 @@ TINY = ["--env", "Breakout", "--backend", "ram", "--n-envs", "2", "--n-steps", "
 #: A probe of a few seconds per run: an anchor of about 6 games, 2 branches, a checkpoint every iteration.
 PROBE = [*ONE_RATE, "--anchor-steps", "1536", "--window", "2", "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "1024",
          "--workers", "2", "--checkpoint-minutes", "0", "--delta-noise", "1"]  # fmt: skip
-#: What two probes of one agent with the same seeds differ in: the path of each one's copy of the agent, and how
-#: often each started its runs again.
-PER_DIRECTORY = ("model", "restarts")
+#: What two probes of one agent with the same seeds differ in: where each lies, the path of its copy of the agent, and
+#: how often it started its runs again.
+PER_DIRECTORY = ("out", "model", "restarts")
 #: Ways to interrupt a probe: its command stopped cleanly, killed alone (its runs get SIGTERM and stop with
 #: checkpoints), or killed with every run it started (a machine that goes down).
 INTERRUPTIONS = ("SIGINT", "SIGKILL", "SIGKILL all")
@@ -197,6 +197,31 @@ def test_a_probe_holds_its_branch_point_while_its_source_trains_on(source, tmp_p
     assert refused.returncode == 2 and refused.stderr.strip().endswith(
         f"{held} is not the agent this probe started from (its SHA-256 differs); use another --out"
     )
+
+
+def test_a_probe_kept_without_its_copy_of_the_agent_goes_on_in_another_clone(source, uninterrupted, tmp_path):
+    """A repository keeps a probe's records but not its copy of the agent, and a clone lies elsewhere: the probe,
+    moved whole with its source and missing a branch, goes on from a copy made again from the source (same SHA-256)
+    to the report of the uninterrupted probe, its finished runs kept."""
+    reference, _ = uninterrupted
+    common = Path(os.path.commonpath([source, reference]))
+    moved_source, moved = tmp_path / source.relative_to(common), tmp_path / reference.relative_to(common)
+    shutil.copytree(source, moved_source)
+    shutil.copytree(reference, moved)
+    (moved / HELD).unlink()
+    branches = sorted((moved / "runs").iterdir())
+    shutil.rmtree(branches[0])  # a branch unfinished where the records were kept
+    kept = {branch.name: (branch / "summary.json").stat().st_mtime_ns for branch in branches[1:]}
+    finish(command(moved_source, moved, "--at", "3000"))
+    assert (
+        hashlib.sha256((moved / HELD).read_bytes()).hexdigest()
+        == json.loads((moved / "probe.json").read_text())["model_sha256"]
+    )
+    assert {name: (moved / "runs" / name / "summary.json").stat().st_mtime_ns for name in kept} == kept
+    assert games(moved / "runs" / branches[0].name) == games(reference / "runs" / branches[0].name)
+    results = numbers(moved)
+    assert results.pop("source") == str(moved_source)
+    assert results == {key: value for key, value in numbers(reference).items() if key != "source"}
 
 
 def test_a_population_probe_killed_in_its_branches_goes_on_to_the_same_report(source, tmp_path):

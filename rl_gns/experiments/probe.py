@@ -183,13 +183,23 @@ def probe_point(config: ProbeConfig) -> BranchPoint:
     so that a rerun goes on from it whatever its source has pruned or trained since; else the source's agent
     (:func:`branch_point`), which another process training the source could prune as the probe reads it.
 
+    The one file this writes: where ``probe.json`` says the probe held a copy that is gone (a probe directory kept
+    without it, as a repository keeps results), the copy is made again from the source's agent, if that agent has
+    the recorded SHA-256 (else the probe is refused, naming the digest). Its finished runs started from that copy.
+
     :raises ValueError: if the source holds no such agent, or another process writes it.
     """
     if config.out is not None and (held := held_point(config.out)) is not None:
         return held
     check_unlocked(config.source)  # a run in training prunes the checkpoints and snapshots a probe branches from
     point = branch_point(config.source, config.at)
-    return held_point(config.directory(point)) or point
+    directory = config.directory(point)
+    if (held := held_point(directory)) is not None:
+        return held
+    record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).is_file() else {}
+    if isinstance(record.get("source_model"), str) and record.get("model_sha256") == point.sha256:
+        return hold(point, directory)
+    return point
 
 
 def hold(point: BranchPoint, directory: Path) -> BranchPoint:
@@ -663,7 +673,8 @@ def check_design(config: ProbeConfig) -> None:
 
 
 def check(config: ProbeConfig) -> BranchPoint:
-    """Check the probe without writing anything; return its branch point.
+    """Check the probe without writing anything (but a lost copy of its agent, :func:`probe_point`); return its branch
+    point.
 
     :raises ValueError: with the reason.
     """
@@ -682,7 +693,7 @@ def check(config: ProbeConfig) -> BranchPoint:
         raise ValueError(f"--anchor-steps must be at most {most:,} agent steps, got {config.anchor_steps:,}")
     directory = config.directory(point)
     settings = config.recorded()
-    check_directory(directory, "probe", settings, shares=("sweep",))
+    check_directory(directory, "probe", {**settings, **where(directory)}, shares=("sweep",))
     first = [config.anchor_config(point), *([config.pilot_config(point)] if config.target_rule == "pilot" else [])]
     check_runs(first, restart=True)
     record = read_record(directory / PROBE, PROBE_FIELDS) if (directory / PROBE).exists() else {}
@@ -759,7 +770,7 @@ def probe(config: ProbeConfig) -> Path:
     print(probe_cost(config, point, len(sizes)).line(), flush=True)
     with RunLock(directory).acquire():
         # again, under the lock, what another command may have written since check(): the directory, not every run
-        check_directory(directory, "probe", config.recorded(), shares=("sweep",))
+        check_directory(directory, "probe", {**config.recorded(), **where(directory)}, shares=("sweep",))
         return _probe(config, point, directory)
 
 
@@ -950,13 +961,19 @@ def next_units(
     return [[*sizes[k], config.first_seed + seeds_K[k]] for k in picks]
 
 
+def where(directory: Path) -> dict[str, str]:
+    """What ``probe.json`` records of where it lies (``out``, a full path): a probe moved or cloned whole compares the
+    paths it recorded where they lie now (:func:`~rl_gns.records.schema.changed_settings`)."""
+    return {"out": os.path.abspath(directory)}
+
+
 def origin(point: BranchPoint, directory: Path) -> dict[str, object]:
-    """What ``probe.json`` records of the branch point: the agent the anchor and the branches start from, its SHA-256
-    and agent steps, and, for the probe's copy, the source's agent it copies."""
+    """What ``probe.json`` records of the branch point and of where it lies (:func:`where`): the agent the anchor and
+    the branches start from, its SHA-256 and agent steps, and, for the probe's copy, the source's agent it copies."""
     if point.source is None:
-        return {"model": str(point.model), "model_sha256": point.sha256, "env_steps": point.env_steps}
+        return {**where(directory), "model": str(point.model), "model_sha256": point.sha256, "env_steps": point.env_steps}
     held = {"model": str(Path(os.path.abspath(directory / HELD))), "source_model": str(point.source)}
-    return {**held, "model_sha256": point.sha256, "env_steps": point.env_steps}
+    return {**where(directory), **held, "model_sha256": point.sha256, "env_steps": point.env_steps}
 
 
 def started(run: Path) -> int:

@@ -221,7 +221,7 @@ def check_runs(specs: Iterable[TrainConfig], restart: bool = False) -> None:
             if not restart:
                 check_resumes(spec)
             continue
-        changed = changed_settings(run.config().settings, training_settings(spec))
+        changed = changed_settings(run.config().settings, training_settings(spec), out=spec.out)
         if changed:
             raise ValueError(f"{run.path} finished with other settings ({', '.join(changed)}); use another --out")
 

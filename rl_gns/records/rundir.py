@@ -53,6 +53,7 @@ from rl_gns.records.logs import (
 )
 from rl_gns.records.schema import (
     CANDIDATE_FIELDS,
+    PATH_SETTINGS,
     RESULTS_FIELDS,
     SWEEP_FIELDS,
     TARGET_RESULT_FIELDS,
@@ -62,6 +63,7 @@ from rl_gns.records.schema import (
     RunSummary,
     check_current,
     conforms,
+    relocated,
     require,
     same_setting,
 )
@@ -268,18 +270,30 @@ def runs_under(directory: Path) -> list[Path]:
 SWEEP_RUN_SETTINGS = frozenset({"out", "n_envs", "n_steps", "device", "checkpoint_minutes", "max_wall_minutes"})
 
 
-def settings_differing(config: RunConfig, settings: dict[str, Any]) -> dict[str, tuple[str, Any, Any]]:
+def settings_differing(
+    config: RunConfig, settings: dict[str, Any], where: tuple[Path, Path] | None = None
+) -> dict[str, tuple[str, Any, Any]]:
     """Where a run trained otherwise than its sweep's ``sweep.json`` says: the setting as the run's ``config.json``
     names it -> (as ``sweep.json`` names it, ``sweep.json``'s value, the run's); empty where the sweep made the run.
 
     :param config: the run's ``config.json``.
     :param settings: the sweep's ``sweep.json``.
+    :param where: the sweep's and the run's directories now: each record's paths are compared where they lie now
+        (:func:`~rl_gns.records.schema.relocated`), for a sweep moved or cloned whole, then resumed.
     """
     held = config.settings
+
+    def now(record: dict[str, Any], key: str, directory: Path) -> Any:
+        value, out = record[key], record.get("out")
+        if key in PATH_SETTINGS and isinstance(value, str) and isinstance(out, str):
+            return relocated(value, out, str(directory))
+        return value
+
     differ = {
         k: (k, settings[k], held[k])
         for k in sorted(settings.keys() & held.keys() - SWEEP_RUN_SETTINGS)
         if not same_setting(k, settings[k], held[k])
+        and (where is None or not same_setting(k, now(settings, k, where[0]), now(held, k, where[1])))
     }
     if config.n_envs not in settings["n_envs"]:
         differ["n_envs"] = ("n_envs", settings["n_envs"], config.n_envs)
@@ -312,7 +326,7 @@ def sweep_runs(sweep_dir: Path, settings: dict[str, Any]) -> list[RunDir]:
             continue
         if run.name not in settings["runs"]:
             raise RecordError(f"{path}: not a run of the sweep ({sweep_dir / SWEEP} names {len(settings['runs'])} others)")
-        differ = settings_differing(run.config(), settings)
+        differ = settings_differing(run.config(), settings, (sweep_dir, path))
         if differ:
             differing.append((run, differ))
         runs.append(run)

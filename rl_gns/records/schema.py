@@ -37,24 +37,40 @@ class RecordError(ValueError):
 PATH_SETTINGS = frozenset({"out", "resume", "init_from", "source", "model", "suite_file", "games_file"})
 
 
-def same_setting(name: str, recorded: object, now: object) -> bool:
+def relocated(path: str, recorded_out: str, out: str) -> str:
+    """Where ``path``, recorded by a record whose directory was then ``recorded_out``, lies now that the directory is
+    ``out``: the same place relative to it (a study cloned or moved whole keeps its layout, not its full paths)."""
+    return os.path.normpath(os.path.join(out, os.path.relpath(path, recorded_out)))
+
+
+def same_setting(name: str, recorded: object, now: object, moved: tuple[str, str] | None = None) -> bool:
     """Whether a recorded setting equals its value now, as JSON values: a path however spelled (``runs/a`` and
     ``/home/me/runs/a`` from ``/home/me``), and a scheme recorded as "envs" before schemes became a list.
 
     :param name: the setting's field name.
+    :param moved: ``(recorded_out, out)``: the record's directory as it recorded it and where it lies now; a path also
+        equals one at the same place relative to it (:func:`relocated`).
     """
     if name in PATH_SETTINGS and isinstance(recorded, str) and isinstance(now, str):
-        return os.path.abspath(recorded) == os.path.abspath(now)
+        if os.path.abspath(recorded) == os.path.abspath(now):
+            return True
+        return moved is not None and os.path.abspath(relocated(recorded, *moved)) == os.path.abspath(now)
     return recorded == now or [recorded] == now or recorded == [now]
 
 
-def changed_settings(recorded: dict[str, Any], now: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
+def changed_settings(
+    recorded: dict[str, Any], now: dict[str, Any], ignore: tuple[str, ...] = (), out: object = None
+) -> list[str]:
     """The settings of ``now`` that ``recorded`` holds with another value (:func:`same_setting`); a setting the
-    record lacks was added since, and defaults to what the code did before it.
+    record lacks was added since, and defaults to what the code did before it. Where the record names its directory
+    (``out``), a path is compared where the recorded one lies now.
 
     :param ignore: keys that may differ (how runs execute, not what they train).
+    :param out: the record's directory now, where ``now`` does not name it.
     """
-    return sorted(k for k in now if k not in ignore and k in recorded and not same_setting(k, recorded[k], now[k]))
+    outs = recorded.get("out"), now.get("out", out)
+    moved = (outs[0], str(outs[1])) if isinstance(outs[0], str) and outs[1] is not None else None
+    return sorted(k for k in now if k not in ignore and k in recorded and not same_setting(k, recorded[k], now[k], moved))
 
 
 def _field(data: dict[str, Any], key: str, kind: type, path: PurePath | str, default: Any = ...) -> Any:

@@ -623,8 +623,10 @@ def read_probe(probe_dir: Path) -> dict:
         raise ValueError(f"{probe_dir}: its anchor has not finished; rerun rl-gns probe to go on")
     model = probe.get("model")
     for record in (probe_dir / ANCHOR / CONFIG, probe_dir / SWEEP):  # the anchor and the branches start from the agent
-        held = read_record(record, {}).get("init_from") if record.exists() else model
-        if isinstance(model, str) and not same_setting("init_from", held, model):
+        settings = read_record(record, {}) if record.exists() else {"init_from": model}
+        held, out = settings.get("init_from"), settings.get("out")
+        moved = (out, str(record.parent)) if isinstance(out, str) else None  # a probe moved or cloned, then rerun
+        if isinstance(model, str) and not same_setting("init_from", held, model, moved):
             raise RecordError(f"{record}: starts from {held}, not from the probe's agent {model} ({probe_dir / PROBE})")
     probe = require(probe, probe_dir / PROBE, PROBE_PLAYED_FIELDS)
     scores = RunDir(probe_dir / ANCHOR).episodes()["score"]  # the start score is the mean of the anchor's games

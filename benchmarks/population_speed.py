@@ -123,12 +123,14 @@ def main(args: Args) -> None:
         for agent in lone_agents:
             agent.learn(steps)
         lone_s = time.perf_counter() - start
+        assert all(agent.num_timesteps == steps for agent in lone_agents)
+        del lone_agents  # their envs closed with them: the population is not timed beside idle emulators
         members = agents(args, n_envs)
         start = time.perf_counter()
         Population(members).learn([steps] * len(members), [None] * len(members))
         population_s = time.perf_counter() - start
         total = steps * len(members)
-        assert all(agent.num_timesteps == steps for agent in [*lone_agents, *members])
+        assert all(agent.num_timesteps == steps for agent in members)
         ceiling_rate = ceiling(args.env, n_envs * len(members), args.backend, 0, args.ceiling_seconds, 0)
         row = {
             "n_envs": n_envs,

@@ -8,6 +8,7 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rl_gns.experiments.config import TrainConfig
@@ -261,3 +262,50 @@ def test_edge_rounds_add_the_rate_beyond_an_edge_that_a_majority_of_seeds_kept(t
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert json.loads((out / "sweep.json").read_text()) == record
+
+
+def test_a_race_keeps_its_earliest_reaching_game(tmp_path):
+    """The race's file: none before a run reached; then the smallest agent step any run reached at, whatever the
+    order runs report in, written whole (no partial file left beside it)."""
+    from rl_gns.experiments.callbacks import race_record, record_race
+
+    race = tmp_path / "races" / "n0002_s0"
+    assert race_record(race) is None
+    for step, kept in ((900, 900), (1200, 900), (640, 640), (640, 640)):
+        record_race(race, step)
+        assert race_record(race) == kept
+    assert sorted(path.name for path in race.parent.iterdir()) == ["n0002_s0"]
+
+
+@pytest.mark.slow
+def test_a_race_stops_only_the_rates_that_can_no_longer_be_fastest(tmp_path):
+    """``--race`` on a real sweep (one population: its rates step in lockstep): the race's file holds the earliest
+    reaching game of the size and seed; every run either reached the target as it does unraced (the same games) or
+    stopped, not having reached it, at the first iteration past that game, its games a prefix of its unraced games.
+    So the fastest rate by passage is the unraced sweep's."""
+    from rl_gns.core.maths.targets import first_reached
+    from rl_gns.records.rundir import RunDir
+
+    command = [*CLI, "sweep", "--env", "Breakout", "--backend", "ram", "--n-steps", "32", "--targets", "1.5",
+               "--window", "2", "--n-envs", "2", "--seeds", "1", "--budget-steps", "3072", "--lr-points", "3",
+               "--lr-factor", "10", "--engine", "population", "--workers", "1"]  # fmt: skip
+    for name, extra in (("plain", []), ("raced", ["--race"])):
+        result = subprocess.run([*command, *extra, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+    plain, raced = tmp_path / "plain" / "runs", tmp_path / "raced" / "runs"
+    reached = {run.name: RunDir(run).summary().values["stop_score_reached_at"] for run in sorted(plain.iterdir())}
+    won_at = min(step for step in reached.values() if step is not None)  # the premise: some rate reached the target
+    assert int((tmp_path / "raced" / "races" / "n0002_s0").read_text()) == won_at
+    assert not (tmp_path / "plain" / "races").exists()
+    stopped = 0
+    for name, reached_at in reached.items():
+        games, unraced = RunDir(raced / name).episodes(), RunDir(plain / name).episodes()
+        n = len(games["score"])
+        assert all(np.array_equal(games[k], unraced[k][:n]) for k in ("env_steps", "score", "length_frames")), name
+        end = RunDir(raced / name).summary().values["env_steps"]
+        if reached_at is not None and reached_at <= end:
+            assert RunDir(raced / name).summary().values["stop_score_reached_at"] == reached_at
+        else:  # stopped by the race: at the first iteration boundary at or past the winner's game, one env step in
+            stopped += 1
+            assert end == -(-won_at // 64) * 64 + 2 and first_reached(games["env_steps"], games["score"], 1.5, 2) is None
+    assert stopped >= 1  # the premise: the race stopped a rate

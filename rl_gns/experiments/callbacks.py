@@ -29,25 +29,40 @@ class EpisodeLogger(BaseCallback):
     at the end of each rollout; rank 0 writes them, and every rank stops at the next step once the target is
     reached (after that rollout's update).
 
+    **A race** (``race``, one file shared by the learning rates of one size and seed of a sweep): a run that reaches
+    ``stop_score`` writes there the agent step of its reaching game (the smallest, where several did); a run that has
+    not reached it stops at the first PPO iteration it would start at or past that step. It can then no longer reach
+    the target in as few iterations (its reaching game would end in a later iteration), so the fastest rate, at the
+    stop score and at any lower target, is the one it would have been by passage (``docs/probe.md``).
+
     :param path: the CSV file to create or continue.
     :param stop_score: stop training once the mean of the last ``window`` scores reaches this; ``None``: never.
     :param window: games in the running score (:func:`rl_gns.core.maths.targets.running_score`).
     :param wall_offset_s: wall time of the earlier slices of a resumed run, seconds.
+    :param race: the race's file; ``None``: the run races no other.
     """
 
     def __init__(
-        self, path: str | Path, stop_score: float | None = None, window: int = DEFAULT_WINDOW, wall_offset_s: float = 0.0
+        self,
+        path: str | Path,
+        stop_score: float | None = None,
+        window: int = DEFAULT_WINDOW,
+        wall_offset_s: float = 0.0,
+        race: Path | None = None,
     ) -> None:
         super().__init__()
         self.path = Path(path)
         self.stop_score = stop_score
         self.window = window
         self.wall_offset_s = wall_offset_s
+        self.race = race
         header, rows = read_rows(self.path)
         if header and header != list(EPISODE_FIELDS):
             raise ValueError(f"{self.path} has columns {header}, expected {list(EPISODE_FIELDS)}")
         self.scores: list[float] = [float(row[EPISODE_FIELDS.index("score")]) for row in rows]
         self.reached_at: int | None = None
+        self.raced_at: int | None = None
+        """Agent steps at which the race stopped the run, if it did."""
 
     def _on_training_start(self) -> None:
         self._gathered = isinstance(self.model, DataParallelPPO) and self.model.world_size > 1
@@ -56,9 +71,18 @@ class EpisodeLogger(BaseCallback):
             rewrite(self.path, EPISODE_FIELDS, [])
         self._start, self._start_unix = time.perf_counter(), time.time()
 
+    def _on_rollout_start(self) -> None:
+        if self.race is None or self.reached_at is not None:
+            return
+        won_at = race_record(self.race)
+        if won_at is not None and self.num_timesteps >= won_at:
+            self.raced_at = self.num_timesteps
+
     def _on_step(self) -> bool:
         if self._gathered:
             return self.reached_at is None
+        if self.raced_at is not None:
+            return False
         for info in self.locals["infos"]:
             episode = info.get("episode")
             if episode is not None:
@@ -78,6 +102,28 @@ class EpisodeLogger(BaseCallback):
         if self.reached_at is None and self.stop_score is not None and len(self.scores) >= self.window:
             if running_score(np.asarray(self.scores[-self.window :]), self.window)[-1] >= self.stop_score:
                 self.reached_at = env_steps
+                if self.race is not None:
+                    record_race(self.race, env_steps)
+
+
+def race_record(race: Path) -> int | None:
+    """The agent step of the first reaching game of a race (:class:`EpisodeLogger`); ``None`` before any run reached."""
+    try:
+        return int(race.read_text())
+    except FileNotFoundError:
+        return None
+
+
+def record_race(race: Path, env_steps: int) -> None:
+    """Record in a race's file that a run reached its target with the game that ended at ``env_steps`` agent steps,
+    unless one got there sooner; whole or not at all (written aside, then renamed)."""
+    won_at = race_record(race)
+    if won_at is not None and won_at <= env_steps:
+        return
+    race.parent.mkdir(parents=True, exist_ok=True)
+    partial = race.with_name(f".{race.name}.{os.getpid()}.tmp")
+    partial.write_text(f"{env_steps}\n")
+    os.replace(partial, race)
 
 
 class CheckpointClock:

@@ -182,6 +182,9 @@ class TrainConfig(MeasureSettings, PPOSettings, EnvSettings):
 
     stop_score: float | None = None
     """Stop once the mean raw score of the last score_window games reaches this; if unset, train the whole budget."""
+    # Not a flag of train: a sweep sets it for the learning rates of one size and seed (SweepConfig.race).
+    race_file: Annotated[Path | None, tyro.conf.Suppress] = None
+    """The file of a race to stop_score (rl_gns.experiments.callbacks.EpisodeLogger); if unset, the run races no other."""
     score_window: int = DEFAULT_WINDOW
     """Games averaged by the running score (episodes.csv keeps every game)."""
     torch_threads: int | None = None
@@ -257,7 +260,7 @@ def training_settings(config: TrainConfig) -> dict[str, Any]:
 
 
 #: The settings in which the runs of one population (:mod:`rl_gns.experiments.population_train`) may differ.
-MEMBER_SETTINGS = ("seed", "learning_rate", "out", "resume", "overwrite")
+MEMBER_SETTINGS = ("seed", "learning_rate", "out", "resume", "overwrite", "race_file")
 
 
 def population_settings(config: TrainConfig) -> dict[str, Any] | None:
@@ -304,7 +307,7 @@ def train_config_from_json(data: Any, path: PurePath | str) -> TrainConfig:
         if f.name not in data:
             continue
         value = data[f.name]
-        if f.name in ("out", "resume", "init_from"):
+        if f.name in ("out", "resume", "init_from", "race_file"):
             value = None if value is None else Path(value)
         elif isinstance(value, list):
             value = tuple(value)

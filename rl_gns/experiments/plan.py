@@ -187,6 +187,8 @@ def plan_run(config: TrainConfig, given: Collection[str] | None = None) -> RunPl
         check_adaptive(config, batching)
     if config.init_from is not None:
         check_init_from(config, batching)
+    if config.race_file is not None and (config.stop_score is None or batching.nproc > 1):
+        raise ValueError("race_file: a race is to --stop-score, by runs of one process (--nproc 1)")
     noise_scale = config.noise_scale_config()
     sizes = (
         sizes_over_ranks(noise_scale, batching.n_envs_per_rank, batching.n_steps, batching.minibatch_size, batching.nproc)

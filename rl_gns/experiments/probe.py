@@ -306,6 +306,8 @@ class ProbeConfig(ExecutionConfig):
     """Ratio between neighbouring learning rates of the grid."""
     edge_rounds: int = 0
     """Rounds of criterion v8's edge rule over the branches' learning rates (as rl-gns sweep --edge-rounds)."""
+    race: bool = False
+    """Stop a branch once another learning rate of its size and seed reached the highest target sooner than it can."""
     window: int = DEFAULT_WINDOW
     """Games in the running score of every branch."""
     steps: StepsMeasure = "trend"
@@ -441,6 +443,7 @@ GRID = (
     "lr_points",
     "lr_factor",
     "edge_rounds",
+    "race",
     "window",
     "gns_every",
 )

@@ -68,6 +68,9 @@ class EdgeRate:
     """The edge round (1, 2, ...) that added it."""
 
 
+#: A sweep's directory of races (``--race``): one file per size and seed, which its learning rates race to the highest
+#: target (:class:`~rl_gns.experiments.callbacks.EpisodeLogger`).
+RACES = "races"
 #: ``sweep.json``'s list of the learning rates added by edge rounds (absent: none, as in sweeps written before).
 EDGE_KEY = "edge_learning_rates"
 #: What ``sweep.json`` may hold under :data:`EDGE_KEY`.
@@ -113,6 +116,8 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
     """Every run starts from the policy and Adam state of this saved agent (a model.zip; rl-gns probe branches so)."""
     edge_rounds: int = 0
     """Once all runs finish, add a rate --lr-factor beyond a grid edge most seeds kept, for every seed; at most N times."""
+    race: bool = False
+    """Stop a run once another learning rate of its size and seed reached the highest target sooner than it can (races/)."""
 
     def sizes(self) -> list[tuple[int, int]]:
         """``(n_envs, n_steps)`` of every size: each env count at ``n_steps``, or each of ``n_steps_grid`` at the one
@@ -176,6 +181,7 @@ class SweepConfig(ExecutionConfig, MeasureSettings, PPOSettings, EnvSettings):
                             "learning_rate": lr,
                             "seed": seed,
                             "out": self.out / "runs" / name,
+                            "race_file": self.out / RACES / f"{size}_s{seed}" if self.race else None,
                         }
                     )
         return specs

@@ -217,7 +217,11 @@ def open_run(plan: RunPlan, console: KVWriter | None, rank: int = 0) -> OpenRun:
     else:
         model.set_logger(Logger(None, []))
     episodes = EpisodeLogger(
-        run.file(EPISODES), stop_score=config.stop_score, window=config.score_window, wall_offset_s=state["wall_s"]
+        run.file(EPISODES),
+        stop_score=config.stop_score,
+        window=config.score_window,
+        wall_offset_s=state["wall_s"],
+        race=config.race_file,
     )
     return OpenRun(plan, run, model, state, episodes)
 

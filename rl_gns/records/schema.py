@@ -34,7 +34,7 @@ class RecordError(ValueError):
 
 #: Settings that name a file or directory. Records keep them as typed (relative paths keep a study portable to
 #: another clone), so they are compared as the paths they name from the working directory.
-PATH_SETTINGS = frozenset({"out", "resume", "init_from", "source", "model", "suite_file", "games_file"})
+PATH_SETTINGS = frozenset({"out", "resume", "init_from", "source", "model", "suite_file", "games_file", "race_file"})
 
 
 def relocated(path: str, recorded_out: str, out: str) -> str:

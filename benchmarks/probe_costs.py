@@ -1,5 +1,5 @@
-"""What each committed probe spent: the agent steps of its anchor and every branch, as a multiple of the agent steps
-of the run it branched from at the branch point.
+"""What each committed probe spent: the agent steps of its anchor, its pilot (where its targets came from one) and
+every branch, as a multiple of the agent steps of the run it branched from at the branch point.
 
     python benchmarks/probe_costs.py results/probes_v6 results/probes_v7
 
@@ -14,14 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
-from rl_gns.records.rundir import ANCHOR, PROBE, RunDir, read_json, runs_under
+from rl_gns.records.rundir import ANCHOR, PILOT, PROBE, RunDir, read_json, runs_under
 
 
 def probe_cost(probe_dir: Path) -> tuple[int, int, int]:
-    """``(branch point's agent steps, agent steps spent by the anchor and the branches, branches)``."""
+    """``(branch point's agent steps, agent steps spent by the anchor, the pilot and the branches, branches)``."""
     point = int(read_json(probe_dir / PROBE)["env_steps"])
     branches = [RunDir(path) for path in runs_under(probe_dir)]
-    spent = sum(run.env_steps() for run in branches) + RunDir(probe_dir / ANCHOR).env_steps()
+    first = [RunDir(probe_dir / name) for name in (ANCHOR, PILOT) if (probe_dir / name).is_dir()]
+    spent = sum(run.env_steps() for run in [*branches, *first])
     return point, spent, len(branches)
 
 

@@ -35,6 +35,7 @@ from rl_gns.core.envs.atari import FRAME_SKIP
 from rl_gns.core.maths.criterion import fastest
 from rl_gns.core.maths.targets import StepsMeasure, reach_steps
 from rl_gns.records.rundir import PROBE, RunDir, read_json, runs_under, write_json
+from rl_gns.reports.probe_report import RESULTS
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Args:
     """Re-read committed probes: their cost as run and had their learning rates raced."""
 
     roots: tyro.conf.Positional[tuple[Path, ...]]
-    """Directories holding probe directories (``probe.json`` beside ``runs/``)."""
+    """Directories holding probe directories; those that reported (``probe_results.json``) are read."""
     out: Path | None = None
     """Directory for racing.json and racing.md (default: print only)."""
 
@@ -142,7 +143,8 @@ def race(probe_dir: Path) -> dict[str, object]:
 
 
 def main(args: Args) -> None:
-    probes = sorted({path.parent for root in args.roots for path in root.rglob(PROBE) if (path.parent / "runs").is_dir()})
+    # reported probes whose branches are here (some are kept in the history only)
+    probes = sorted({path.parent for root in args.roots for path in root.rglob(RESULTS) if (path.parent / "runs").is_dir()})
     rows = [race(probe_dir) for probe_dir in probes]
     lines = [
         "| probe | branches | measure | as run | raced | saved | kept (size, seed, target) changed |",

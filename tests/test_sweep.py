@@ -309,3 +309,5 @@ def test_a_race_stops_only_the_rates_that_can_no_longer_be_fastest(tmp_path):
             stopped += 1
             assert end == -(-won_at // 64) * 64 + 2 and first_reached(games["env_steps"], games["score"], 1.5, 2) is None
     assert stopped >= 1  # the premise: the race stopped a rate
+    again = subprocess.run([*command, "--race", "--out", str(tmp_path / "raced")], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "3 finished before, 0 to resume from checkpoints, 0 to run" in again.stdout, again.stderr

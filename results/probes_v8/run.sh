@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for probe in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "MsPacman 500000" "Pong 500000 retest" \
-  "Pong 1000000" "Qbert 1000000" "MsPacman 1000000"; do
+  "Pong 1000000" "Qbert 1000000" "MsPacman 1000000" "Alien 500000" "Alien 1000000"; do
   read -r -a args <<< "$probe"
   status=0
   bash results/probes_v8/protocol.sh "${args[@]}" || status=$?

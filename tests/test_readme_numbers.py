@@ -3,6 +3,7 @@ or a committed result that moves one of them fails here."""
 
 import json
 import re
+import statistics
 from pathlib import Path
 
 from conftest import rl_gns
@@ -162,3 +163,11 @@ def test_the_sequential_designs_simulated_cost_and_coverage():
         )
         assert row in probe_md
         assert f"{cost} " in results_md and f"{coverage_span(sequential, 'covered')} %" in results_md
+
+
+def test_a_probes_cost_is_the_committed_v7_median():
+    """The README's cost of a probe: the median multiple of the v7 rows of results/probes_reread/costs.md
+    (``python benchmarks/probe_costs.py results/probes_v6 results/probes_v7``)."""
+    costs = (RESULTS / "probes_reread" / "costs.md").read_text()
+    multiples = [float(x) for x in re.findall(r"^\| results/probes_v7/\S+ \|.*\| ([\d.]+)x \|$", costs, re.M)]
+    assert len(multiples) == 10 and f"(v7's probes: a median {statistics.median(multiples):.0f}× their run)" in readme()

@@ -14,16 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
-from rl_gns.records.rundir import ANCHOR, PILOT, PROBE, RunDir, read_json, runs_under
+from rl_gns.records.rundir import PROBE, RunDir, read_json, runs_under
+from rl_gns.reports.probe_report import spent
 
 
 def probe_cost(probe_dir: Path) -> tuple[int, int, int]:
     """``(branch point's agent steps, agent steps spent by the anchor, the pilot and the branches, branches)``."""
     point = int(read_json(probe_dir / PROBE)["env_steps"])
-    branches = [RunDir(path) for path in runs_under(probe_dir)]
-    first = [RunDir(probe_dir / name) for name in (ANCHOR, PILOT) if (probe_dir / name).is_dir()]
-    spent = sum(run.env_steps() for run in [*branches, *first])
-    return point, spent, len(branches)
+    cost = spent(probe_dir, [RunDir(path).env_steps() for path in runs_under(probe_dir)], point)
+    return point, cost.agent_steps, cost.branches
 
 
 def main() -> None:

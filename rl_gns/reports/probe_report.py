@@ -29,7 +29,7 @@ from rl_gns.core.maths.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.maths.targets import StepsMeasure
 from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 from rl_gns.records.logs import check_outputs, write_atomically
-from rl_gns.records.rundir import ANCHOR, CONFIG, PROBE, SWEEP, RunDir, noise_columns, read_record, write_json
+from rl_gns.records.rundir import ANCHOR, CONFIG, PILOT, PROBE, SWEEP, RunDir, noise_columns, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, RecordError, require, same_setting
 from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
 from rl_gns.reports.sweep_analysis import (
@@ -403,6 +403,8 @@ class ProbeResult:
     """What interruptions may have changed (:func:`interruption_notes`)."""
     varied: str
     """How the rollout size was varied (:func:`varied`)."""
+    spent: Spent
+    """The agent steps the probe trained and played (:func:`spent`)."""
 
     @property
     def predictor(self) -> RatioInterval | None:
@@ -427,6 +429,46 @@ def varied(settings: dict) -> str:
     if settings.get("n_steps_grid"):
         return f"n_steps {', '.join(map(str, settings['n_steps_grid']))} at {settings['n_envs'][0]} envs"
     return f"n_envs {', '.join(map(str, settings['n_envs']))} at n_steps {settings['n_steps']}"
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a probe cost: the agent steps of its anchor, its pilot (where its targets came from one) and every branch.
+
+    :param agent_steps: their sum, agent steps.
+    :param branches: branches counted.
+    :param pilot: whether a pilot counts in it.
+    :param run_steps: the run's agent steps at the branch point.
+    """
+
+    agent_steps: int
+    branches: int
+    pilot: bool
+    run_steps: int
+
+    @property
+    def multiple(self) -> float:
+        """The cost as a multiple of the run's agent steps at the branch point (inf at step 0)."""
+        return self.agent_steps / self.run_steps if self.run_steps else math.inf
+
+    def line(self) -> str:
+        """The report's line."""
+        what = f"the anchor{', the pilot' if self.pilot else ''} and {self.branches} branches"
+        return (
+            f"Spent: {self.agent_steps:,} agent steps ({what}), {self.multiple:.1f}x the run's {self.run_steps:,} at "
+            "the branch point."
+        )
+
+
+def spent(probe_dir: Path, branch_steps: list[int], run_steps: int) -> Spent:
+    """What a probe spent (:class:`Spent`), from its branches' agent steps and its anchor's and pilot's directories.
+
+    :param branch_steps: each branch's agent steps.
+    :param run_steps: the run's agent steps at the branch point.
+    """
+    first = [RunDir(probe_dir / name) for name in (ANCHOR, PILOT) if RunDir(probe_dir / name).is_started()]
+    total = sum(branch_steps) + sum(run.env_steps() for run in first)
+    return Spent(total, len(branch_steps), RunDir(probe_dir / PILOT).is_started(), run_steps)
 
 
 def analyse(probe_dir: Path) -> ProbeResult:
@@ -456,6 +498,7 @@ def analyse(probe_dir: Path) -> ProbeResult:
         ],
         interrupted=interruption_notes(probe_dir, probe),
         varied=varied(settings),
+        spent=spent(probe_dir, [run.env_steps for run in runs], int(probe["env_steps"])),
     )
 
 
@@ -511,6 +554,8 @@ def results_record(result: ProbeResult) -> dict:
         "target": chosen.target,
         "improvement": chosen.target - probe["start_score"],
         "branches": len(result.runs),
+        "agent_steps_spent": result.spent.agent_steps,
+        "cost_multiple": result.spent.multiple,
         "steps": result.measure,
         "reached": [
             {"rollout_size": int(b), "iterations": float(s)} for b, s in zip(chosen.batch_N, chosen.steps_N, strict=True)
@@ -566,6 +611,8 @@ def markdown(result: ProbeResult) -> str:
         "",
         *null_lines(probe),
         *design_lines(probe),
+        result.spent.line(),
+        "",
         *ladder_lines(result.rungs, chosen, earliest, probe["start_score"]),
         f"Steps S of a branch: {STEPS_TEXT[result.measure]}"
         + f" A branch's first running score stands for agent step {fmt(earliest)} (median over branches), the earliest"

@@ -174,3 +174,22 @@ def test_a_summary_whose_counts_or_durations_are_out_of_range_names_the_field():
     ):
         with pytest.raises(RecordError, match=f"^s.json: {re.escape(message)}$"):
             RunSummary.from_json({**summary, **change}, "s.json")
+
+
+def test_a_path_recorded_inside_a_moved_study_is_found_where_the_study_lies_now():
+    """A probe cloned to another place: its records name full paths of the old place. Recorded with its directory's
+    full path, or with the directory as typed (relative) and a full path inside it, each path lies now at the same
+    place relative to the directory; a path outside a relatively recorded directory cannot be moved, and stays."""
+    from rl_gns.records.schema import changed_settings, relocated
+
+    old, new = "/work/a/results/p/at500k", "/home/u/rl-gns/results/p/at500k"
+    held = "/work/a/results/p/at500k/branch_point.zip"
+    assert relocated(held, old, new) == "/home/u/rl-gns/results/p/at500k/branch_point.zip"
+    assert relocated(held, "results/p/at500k", new) == "/home/u/rl-gns/results/p/at500k/branch_point.zip"
+    assert relocated("/data/agent.zip", "results/p/at500k", new) == "/data/agent.zip"
+    recorded = {"out": "results/p/at500k", "init_from": held, "seed": 0}
+    assert changed_settings(recorded, {"out": new, "init_from": f"{new}/branch_point.zip", "seed": 0}, ("out",)) == []
+    assert changed_settings(recorded, {"out": new, "init_from": f"{new}/other.zip", "seed": 1}, ("out",)) == [
+        "init_from",
+        "seed",
+    ]

@@ -39,7 +39,14 @@ PATH_SETTINGS = frozenset({"out", "resume", "init_from", "source", "model", "sui
 
 def relocated(path: str, recorded_out: str, out: str) -> str:
     """Where ``path``, recorded by a record whose directory was then ``recorded_out``, lies now that the directory is
-    ``out``: the same place relative to it (a study cloned or moved whole keeps its layout, not its full paths)."""
+    ``out``: the same place relative to it (a study cloned or moved whole keeps its layout, not its full paths). A
+    directory recorded as typed (relative) lay where a full path recorded inside it names it; where none does, where
+    it lay is not known, and the path is returned as recorded."""
+    if not os.path.isabs(recorded_out) and os.path.isabs(path):
+        inside = os.sep + os.path.normpath(recorded_out) + os.sep
+        if inside not in path:
+            return path
+        recorded_out = path[: path.rindex(inside) + len(inside) - 1]
     return os.path.normpath(os.path.join(out, os.path.relpath(path, recorded_out)))
 
 

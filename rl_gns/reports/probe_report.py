@@ -466,9 +466,9 @@ def spent(probe_dir: Path, branch_steps: list[int], run_steps: int) -> Spent:
     :param branch_steps: each branch's agent steps.
     :param run_steps: the run's agent steps at the branch point.
     """
-    first = [RunDir(probe_dir / name) for name in (ANCHOR, PILOT) if RunDir(probe_dir / name).is_started()]
-    total = sum(branch_steps) + sum(run.env_steps() for run in first)
-    return Spent(total, len(branch_steps), RunDir(probe_dir / PILOT).is_started(), run_steps)
+    first = {name: RunDir(probe_dir / name) for name in (ANCHOR, PILOT) if RunDir(probe_dir / name).is_started()}
+    total = sum(branch_steps) + sum(run.env_steps() for run in first.values())
+    return Spent(total, len(branch_steps), PILOT in first, run_steps)
 
 
 def analyse(probe_dir: Path) -> ProbeResult:

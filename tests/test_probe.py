@@ -35,6 +35,7 @@ from rl_gns.experiments.probe import (
     check,
     held_snapshots,
     probe_cost,
+    probe_targets,
     round_runs,
     start_score,
     warn_short_anchor,
@@ -574,6 +575,27 @@ def test_a_pilot_that_passes_no_null_floor_sets_no_target_and_says_so(source, tm
         check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", delta_noise=(6.0,), out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--target-rule pilot needs --null-level"):
         check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", null_level=None, out=tmp_path / "p"))
+
+
+def test_the_pilot_rule_keeps_only_its_lower_target_when_asked(source, tmp_path):
+    """--target-rule pilot sets targets a third and two thirds of the way from the null floor to the pilot's best
+    running score; --lowest-target-only keeps the first, with the same floor (the same looks and rates)."""
+    header = "env_steps,score,length_frames,wall_s\n"
+    for name, scores in (("anchor", [g % 2 for g in range(40)]), ("pilot", list(range(40)))):
+        (tmp_path / name).mkdir()
+        rows = "".join(f"{100 * (g + 1)},{s},400,{g}.0\n" for g, s in enumerate(scores))
+        (tmp_path / name / "episodes.csv").write_text(header + rows)
+    start = start_score(tmp_path / "anchor", window=2, spread_needed=True)
+    both = ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", window=2, budget_steps=1_000)
+    targets, null = probe_targets(both, tmp_path, start)
+    best, floor = 38.5, float(null["null_floor"])  # the pilot's running score of 2 games peaks at (38 + 39) / 2
+    assert floor == pytest.approx(1.0)
+    assert targets == pytest.approx((floor + (best - floor) / 3, floor + 2 * (best - floor) / 3))
+    lowest, null_lowest = probe_targets(replace(both, lowest_target_only=True), tmp_path, start)
+    assert lowest == targets[:1] and null_lowest["null_floor"] == floor
+    assert null_lowest["false_crossing"] == null["false_crossing"][:1]
+    with pytest.raises(ValueError, match="--lowest-target-only True has no effect with --target-rule noise"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), lowest_target_only=True, out=tmp_path / "p"))
 
 
 def test_a_probe_with_edge_rounds_passes_them_to_its_branches_and_counts_every_rate_they_may_add(source, tmp_path):

@@ -290,6 +290,8 @@ class ProbeConfig(ExecutionConfig):
     """Without --delta: improvements in standard errors of the running score; several (ascending): a ladder of targets."""
     target_rule: Literal["noise", "pilot"] = "noise"
     """noise: the start score plus --delta or --delta-noise; pilot: criterion v8's, from the null floor to a pilot's best."""
+    lowest_target_only: bool = False
+    """With --target-rule pilot: keep only the lower of its two targets; branches stop there, so a probe costs less."""
     n_envs: tuple[int, ...] = ()
     """Env counts of the branches at the run's n_steps; none: the run's own x 1/4 to 8. One, with --n-steps-grid."""
     n_steps_grid: tuple[int, ...] = ()
@@ -462,6 +464,7 @@ RECORDED = (
     "steps",
     "null_level",
     "target_rule",
+    "lowest_target_only",
     "design",
     "stop_ratio",
 )
@@ -520,7 +523,7 @@ def probe_targets(config: ProbeConfig, directory: Path, start: StartScore) -> tu
 
     With ``null_level``, each target of ``target_rule`` noise is raised to the null floor (:func:`null_floor_of`); with
     ``pilot``, the targets are criterion v8's, a third and two thirds of the way from the floor to the pilot's best
-    running score (:func:`~rl_gns.core.maths.targets.spaced_targets`).
+    running score (:func:`~rl_gns.core.maths.targets.spaced_targets`), or only the first (``lowest_target_only``).
 
     :raises NoTargetError: if the pilot's best running score does not pass the null floor.
     """
@@ -532,7 +535,7 @@ def probe_targets(config: ProbeConfig, directory: Path, start: StartScore) -> tu
     how = "targets raised to it where below"
     if config.target_rule == "pilot":
         best = float(np.nanmax(running_score(RunDir(directory / PILOT).episodes()["score"], config.window), initial=-math.inf))
-        targets = spaced_targets(floor.floor, best)
+        targets = spaced_targets(floor.floor, best)[: 1 if config.lowest_target_only else None]
         if not targets:
             raise NoTargetError(
                 f"{directory / PILOT}: the pilot's best running score, {best:.4g}, does not pass the null floor "
@@ -540,7 +543,8 @@ def probe_targets(config: ProbeConfig, directory: Path, start: StartScore) -> tu
                 {"null_floor": floor.floor, "null_looks": floor.looks, "pilot_best": best},
             )
         floor, pilot = null_floor_of(config, directory / ANCHOR, targets), {"pilot_best": best}
-        how = f"targets a third and two thirds of the way from it to the pilot's best running score, {best:.4g}"
+        thirds = "its target a third" if config.lowest_target_only else "targets a third and two thirds"
+        how = f"{thirds} of the way from it to the pilot's best running score, {best:.4g}"
     print(
         f"probe {directory}: a branch that learns nothing reaches {floor.floor:.4g} with probability at most "
         f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.most_rates()} rates): {how}",
@@ -660,6 +664,7 @@ def check_numbers(config: ProbeConfig) -> None:
 def check_target_rule(config: ProbeConfig) -> None:
     """The pilot target rule's settings (raises ``ValueError`` with the reason)."""
     if config.target_rule != "pilot":
+        check_inert(config, {"lowest_target_only": "with --target-rule noise (give one --delta-noise)"})
         return
     check_inert(config, {"delta": "with --target-rule pilot", "delta_noise": "with --target-rule pilot"})
     if config.null_level is None:

@@ -5,13 +5,15 @@
 # them), targets from the null floor and a pilot (--target-rule pilot), the sequential design with the learning rate
 # tuned on a grid of 3 in its first round, steps by the trend measure, a branch budget of half the stage.
 # Resumable: rerun the same command to go on.
-# Usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest]
-#   retest: a second probe of the same point with disjoint seeds (branches, anchor and pilot from --first-seed 3).
+# Usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest|cheap]
+#   retest: a second probe of the same point with disjoint seeds (branches, anchor and pilot from --first-seed 3);
+#   cheap: the cheaper design on trial (the criterion's note of 2026-12-04, 19:30 UTC): one learning rate per size (the
+#   sqrt rule's) and the lower target only, seeds from 6.
 set -euo pipefail
-if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && "$3" != retest ) ]]; then
-  echo "usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest]" >&2; exit 2
+if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && "$3" != retest && "$3" != cheap ) ]]; then
+  echo "usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest|cheap]" >&2; exit 2
 fi
-game="$1"; at="$2"; retest="${3:-}"
+game="$1"; at="$2"; variant="${3:-}"
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
 here="${HERE:-results/probes_v8}"
 trunk="results/probes/trunks/$game"
@@ -25,7 +27,12 @@ if [[ ! -d "$trunk/snapshots" ]]; then  # committed without its snapshots: train
     fi
   fi
 fi
-out="$here/$game/at$((at / 1000))k${retest:+_retest}"
-rl-gns probe "$trunk" --at "$at" --target-rule pilot --design sequential --seeds 3 --lr-points 3 --steps trend \
-  --budget-steps "$((at / 2))" --first-seed "$([[ -n "$retest" ]] && echo 3 || echo 0)" \
-  --engine population --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 5 --out "$out"
+out="$here/$game/at$((at / 1000))k${variant:+_$variant}"
+case "$variant" in
+  "") design=(--lr-points 3 --first-seed 0) ;;
+  retest) design=(--lr-points 3 --first-seed 3) ;;
+  cheap) design=(--lr-points 1 --lowest-target-only --first-seed 6) ;;
+esac
+rl-gns probe "$trunk" --at "$at" --target-rule pilot --design sequential --seeds 3 "${design[@]}" --steps trend \
+  --budget-steps "$((at / 2))" --engine population --workers "${WORKERS:-2}" --threads-per-run 1 \
+  --checkpoint-minutes 5 --out "$out"

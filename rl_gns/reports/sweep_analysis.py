@@ -45,6 +45,7 @@ from rl_gns.core.maths.targets import (
     StepsMeasure,
     reach_steps,
     running_score,
+    steps_by,
     window_midpoint,
 )
 from rl_gns.core.maths.tradeoff import MIN_FIT_SIZES, TradeoffFit, fit_tradeoff
@@ -245,10 +246,8 @@ class TargetResult:
 
 
 def iterations_to(reach: Reach, measure: StepsMeasure = "passage") -> float:
-    """``S`` of one reached target, by ``measure``: ``inf`` where ``trend`` finds no rise to time."""
-    if measure == "trend":
-        return reach.trend_iterations
-    return reach.midpoint_iterations if measure == "midpoint" else reach.iterations
+    """``S`` of one reached target, by ``measure`` (:func:`~rl_gns.core.maths.targets.steps_by`)."""
+    return steps_by(measure, reach.iterations, reach.midpoint_iterations, reach.trend_iterations)
 
 
 def best_per_seed(

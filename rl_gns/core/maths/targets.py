@@ -213,9 +213,16 @@ class ReachSteps:
 
     def steps(self, measure: StepsMeasure) -> float:
         """``S`` by ``measure``, PPO iterations."""
-        if measure == "trend":
-            return self.trend_iterations
-        return self.midpoint_iterations if measure == "midpoint" else float(self.iterations)
+        return steps_by(measure, self.iterations, self.midpoint_iterations, self.trend_iterations)
+
+
+def steps_by(measure: StepsMeasure, iterations: int, midpoint_iterations: float, trend_iterations: float) -> float:
+    """``S`` of one reached target by ``measure`` (:data:`StepsMeasure`), from the three timings, PPO iterations:
+    ``passage`` the iteration the reaching game finished in, ``midpoint`` the reaching window's mean midpoint, ``trend``
+    where the line through the scores meets the target (``inf`` where it does not rise)."""
+    if measure == "trend":
+        return trend_iterations
+    return midpoint_iterations if measure == "midpoint" else float(iterations)
 
 
 def reach_steps(

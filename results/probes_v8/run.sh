@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every probe of criterion v8 (docs/prediction-criterion.md, notes of 2026-12-04), in this order, each by
 # results/probes_v8/protocol.sh; a probe whose pilot passes no null floor ends in one line (exit status 2), and the next
-# starts. Then Table 1 and v8's table over the reported probes (results/probes_v8/table.md).
+# starts; where v8's design set a target, the cheap design on trial follows at the same point (the note of 19:30 UTC).
+# Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,9 +12,14 @@ for probe in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "M
   status=0
   bash results/probes_v8/protocol.sh "${args[@]}" || status=$?
   if [[ $status -ne 0 && $status -ne 2 ]]; then exit "$status"; fi
+  if [[ $status -eq 0 && ${#args[@]} -eq 2 ]]; then  # the cheap design's own pilot may pass no floor (status 2)
+    status=0
+    bash results/probes_v8/protocol.sh "${args[@]}" cheap || status=$?
+    if [[ $status -ne 0 && $status -ne 2 ]]; then exit "$status"; fi
+  fi
 done
 reported=()
-for probe_dir in results/probes_v8/*/at*/; do
+for probe_dir in results/probes_v8/*/at*[0-9]k/ results/probes_v8/*/at*k_retest/; do
   if [[ -f "$probe_dir/probe_results.json" ]]; then reported+=("$probe_dir"); fi
 done
 if [[ ${#reported[@]} -gt 0 ]]; then rl-gns table "${reported[@]}" --out results/probes_v8/table.md; fi

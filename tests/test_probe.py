@@ -27,6 +27,7 @@ from rl_gns.core.agents.ppo import NoiseScalePPO
 from rl_gns.core.envs.atari import make_atari_vec_env
 from rl_gns.core.maths.targets import running_score
 from rl_gns.core.maths.tradeoff import LocalTradeoffFit
+from rl_gns.experiments import probe as probe_module
 from rl_gns.experiments.config import TrainConfig
 from rl_gns.experiments.probe import (
     AnchorGamesError,
@@ -44,7 +45,14 @@ from rl_gns.experiments.probe import (
 from rl_gns.experiments.train import new_model, plan_run
 from rl_gns.records.logs import whole_lines
 from rl_gns.records.rundir import EPISODES, RunDir, snapshots
-from rl_gns.reports.probe_report import edge_note, first_window_note, resolution_note, single_rate_note
+from rl_gns.reports.probe_report import (
+    ProbeReportConfig,
+    edge_note,
+    first_window_note,
+    report,
+    resolution_note,
+    single_rate_note,
+)
 from rl_gns.reports.sweep_analysis import KeptRates, Reach, RunRecord, kept_rates
 
 pytestmark = pytest.mark.atari
@@ -596,6 +604,38 @@ def test_the_pilot_rule_keeps_only_its_lower_target_when_asked(source, tmp_path)
     assert null_lowest["false_crossing"] == null["false_crossing"][:1]
     with pytest.raises(ValueError, match="--lowest-target-only True has no effect with --target-rule noise"):
         check(ProbeConfig(source=source, n_envs=(2, 4), lowest_target_only=True, out=tmp_path / "p"))
+
+
+def test_sizes_held_back_need_the_sequential_design_and_leave_two_sizes_to_start(source, tmp_path):
+    """--held-back N: the grid's N largest sizes wait until the fit puts B_crit past the others; the first round's
+    cost leaves them out, and the probe needs 2 sizes to start with."""
+    with pytest.raises(ValueError, match="--held-back 1 has no effect with --design fixed"):
+        check(ProbeConfig(source=source, n_envs=(2, 4, 8), held_back=1, out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--held-back 1 must leave at least 2 of the probe's 2 sizes to start with"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), design="sequential", held_back=1, out=tmp_path / "p"))
+    config = ProbeConfig(source=source, n_envs=(2, 4, 8), design="sequential", held_back=1, seeds=2, out=tmp_path / "p")
+    cost = probe_cost(config, check(config), 3)
+    assert cost.first_round == config.anchor_steps + 2 * 3 * config.budget_steps  # 2 sizes x 3 rates
+    assert cost.branches == 3 * 3 * 2 and cost.agent_steps == config.anchor_steps + 18 * config.budget_steps
+
+
+@pytest.mark.slow  # a real probe of 12 branches in 3 rounds
+def test_a_size_held_back_opens_with_its_whole_grid_of_rates(source, tmp_path, monkeypatch):
+    """A sequential probe with the largest of 3 sizes held back, its fits replaced by one that puts B_crit past every
+    size (so that the rule opens the size whatever the tiny branches reach): the first round trains 2 and 4 envs,
+    the next opens 8 envs alone, at every rate of its grid (its first seed tunes it), and the last adds a seed at
+    every size; the rounds are recorded, and the report reads them."""
+    past_every_size = LocalTradeoffFit(s_min=0.0, e_min=1.0, b_crit_low=1.0, b_crit_high=math.inf, level=0.95, n_points=3)
+    monkeypatch.setattr(probe_module, "fit_or_none", lambda batch_N, steps_N: past_every_size)
+    out = tmp_path / "probe"
+    config = ProbeConfig(source=source, at=3000, anchor_steps=4096, window=2, n_envs=(2, 4, 8), seeds=2, lr_points=2,
+                         steps="passage", budget_steps=1024, workers=2, design="sequential", held_back=1, out=out)  # fmt: skip
+    probe_module.probe(config)
+    record = json.loads((out / "probe.json").read_text())
+    assert record["rounds"] == [[[2, 32, 0], [4, 32, 0]], [[8, 32, 0]], [[2, 32, 1], [4, 32, 1], [8, 32, 1]]]
+    opened = [run for run in (out / "runs").iterdir() if RunDir(run).config().n_envs == 8]
+    assert len([run for run in opened if RunDir(run).config().seed == 0]) == 2
+    assert "Design: sequential" in report(ProbeReportConfig(out)).read_text()
 
 
 def test_a_probe_with_edge_rounds_passes_them_to_its_branches_and_counts_every_rate_they_may_add(source, tmp_path):

@@ -50,3 +50,53 @@ def test_steps_on_the_curve_stop_the_design_after_its_first_round():
     result = fit_local_tradeoff(batch, 40.0 * (1 + 700.0 / batch))
     assert result.b_crit == pytest.approx(700.0) and result.b_crit_high / result.b_crit_low == pytest.approx(1.0)
     assert next_round(SIZES, [1] * 6, result, 8.0, 3) == []
+
+
+def test_sizes_held_back_open_one_at_a_time_while_b_crit_lies_past_the_sizes_trained():
+    """With the 2 largest held back, the first round trains the 4 others; a fit unbounded above whose estimate lies
+    at or past the largest open size (1,024) opens the next size alone; one whose estimate lies inside adds seeds
+    at the open sizes only; an identified one looks around B_crit among the open sizes."""
+    first = next_round(SIZES, [0] * 6, None, 8.0, 3, held_back=2)
+    assert first == [0, 1, 2, 3]
+    trained = [1, 1, 1, 1, 0, 0]
+    assert next_round(SIZES, trained, fit(3_000, 900, math.inf), 8.0, 3, held_back=2) == [4]  # past 1,024: open 2,048
+    assert next_round(SIZES, trained, fit(800, 100, math.inf), 8.0, 3, held_back=2) == [0, 1, 2, 3]  # inside: seeds
+    assert next_round(SIZES, trained, fit(9_000, 50, 30_000), 8.0, 3, held_back=2) == [2, 3]  # the two largest open
+    opened = [1, 1, 1, 1, 1, 0]
+    assert next_round(SIZES, opened, fit(math.inf, 3_000, math.inf), 8.0, 3, held_back=2) == [5]  # then 4,096
+    assert next_round(SIZES, [1] * 6, fit(math.inf, 3_000, math.inf), 8.0, 3, held_back=2) == list(range(6))
+    past = fit(math.inf, 3_000, math.inf)  # a size open but not yet trained trains first
+    assert next_round(SIZES, [1, 1, 1, 0, 0, 0], past, 8.0, 3, held_back=2) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="held_back must leave at least 2 of the 6 sizes open"):
+        next_round(SIZES, [0] * 6, None, 8.0, 3, held_back=5)
+
+
+def run_design(sizes: list[int], held_back: int) -> tuple[list[list[int]], LocalTradeoffFit, float]:
+    """The design's rounds on steps ``40 (1 + 3,000 / B)`` with a fixed scatter per seed and size (up to 15 %), its
+    last fit, and the agent steps its branches took (steps times rollout size)."""
+    scatter = np.array(
+        [[1.15, 0.9, 1.1, 0.88, 1.05, 0.95], [0.9, 1.12, 0.92, 1.1, 0.97, 1.04], [1.05, 0.95, 1.0, 1.08, 0.93, 1.02]]
+    )
+    rollout = np.array(sizes, dtype=float)
+    steps = 40.0 * (1 + 3_000.0 / rollout) * scatter[:, : len(sizes)]  # (seed, size)
+    seeds, rounds, last = [0] * len(sizes), [], None
+    while picks := next_round(sizes, seeds, last, 8.0, 3, held_back):
+        rounds.append(picks)
+        for k in picks:
+            seeds[k] += 1
+        trained = [(seed, k) for k in range(len(sizes)) for seed in range(seeds[k])]
+        last = fit_local_tradeoff(rollout[[k for _, k in trained]], np.array([steps[seed, k] for seed, k in trained]))
+    assert last is not None
+    return rounds, last, sum(steps[seed, k] * rollout[k] for k in range(len(sizes)) for seed in range(seeds[k]))
+
+
+def test_a_bend_past_the_first_sizes_is_bounded_sooner_by_opening_the_sizes_held_back():
+    """B_crit = 3,000 lies past the first 4 sizes (128-1,024): their first fit leaves it unbounded above. Held back,
+    2,048 and 4,096 open one by one and bound it within 8x at one seed a size; on the 4 sizes alone, the rule adds
+    seeds at every size until each holds 3, for more agent steps and no narrower an interval."""
+    rounds, held, cost_held = run_design(SIZES, held_back=2)
+    assert rounds == [[0, 1, 2, 3], [4], [5]] and held.b_crit_low <= 3_000 <= held.b_crit_high
+    assert held.b_crit_high / held.b_crit_low <= 8.0
+    rounds, alone, cost_alone = run_design(SIZES[:4], held_back=0)
+    assert rounds == [[0, 1, 2, 3]] * 3 and cost_held < 0.7 * cost_alone
+    assert alone.b_crit_high / alone.b_crit_low > held.b_crit_high / held.b_crit_low

@@ -328,6 +328,8 @@ class ProbeConfig(ExecutionConfig):
     """fixed: every size, --seeds seeds; sequential: one seed per size, then seeds around the fitted B_crit (docs/probe.md)."""
     stop_ratio: float = 8.0
     """Sequential design: stop once B_crit's 95 % interval is within this ratio (high / low)."""
+    held_back: int = 0
+    """Sequential design: the grid's largest sizes that train only once the fit puts B_crit past every size trained."""
 
     def directory(self, point: BranchPoint) -> Path:
         """The probe directory."""
@@ -467,6 +469,7 @@ RECORDED = (
     "lowest_target_only",
     "design",
     "stop_ratio",
+    "held_back",
 )
 
 
@@ -634,7 +637,8 @@ def probe_cost(config: ProbeConfig, point: BranchPoint, sizes: int) -> ProbeCost
         pass  # the speed is an estimate: without it the cost is given in agent steps only
     per_seed = sizes * config.most_rates()
     most = config.before_branches() + per_seed * config.seeds * config.budget_steps
-    first = config.before_branches() + per_seed * config.budget_steps if config.design == "sequential" else None
+    first_round = (sizes - config.held_back) * config.most_rates() * config.budget_steps
+    first = config.before_branches() + first_round if config.design == "sequential" else None
     return ProbeCost(most, per_seed * config.seeds, point.env_steps, speed, first)
 
 
@@ -673,7 +677,10 @@ def check_target_rule(config: ProbeConfig) -> None:
 
 def check_design(config: ProbeConfig) -> None:
     """The sequential design's settings (raises ``ValueError`` with the reason)."""
-    check_inert(config, {"stop_ratio": "with --design fixed"} if config.design == "fixed" else {})
+    fixed = {"stop_ratio": "with --design fixed", "held_back": "with --design fixed"}
+    check_inert(config, fixed if config.design == "fixed" else {})
+    if config.held_back < 0:
+        raise ValueError(f"--held-back must be a count of sizes >= 0, got {config.held_back}")
     if not (math.isfinite(config.stop_ratio) and config.stop_ratio > 1):
         raise ValueError(f"--stop-ratio must be a finite ratio > 1, got {config.stop_ratio:g}")
     if config.design == "sequential" and config.edge_rounds:
@@ -710,6 +717,10 @@ def check(config: ProbeConfig) -> BranchPoint:
     recorded = record.get("targets", [record["target"]] if "target" in record else None)
     branches = config.sweep_config(point, tuple(recorded) if recorded else (0.0,))
     check_sweep(branches, restart=True)
+    if config.held_back > len(branches.sizes()) - 2:
+        raise ValueError(
+            f"--held-back {config.held_back} must leave at least 2 of the probe's {len(branches.sizes())} sizes to start with"
+        )
     if config.max_cost is not None:
         if not config.max_cost > 0:
             raise ValueError(f"--max-cost must be a multiple of the run's agent steps > 0, got {config.max_cost:g}")
@@ -937,9 +948,10 @@ def sequential(config: ProbeConfig, branches: SweepConfig, directory: Path, poin
         if not all(state in ("done", "skipped") for state in outcome.values()):
             return  # stopped before --max-wall-minutes: rerun to go on
         trained.update(this_round)
-        if tuned is None:  # the first round tunes each size's learning rate for the rounds after it
-            kept = kept_runs(this_round, target, config.window, config.steps)
-            tuned = {(n_envs, n_steps): run.learning_rate for (n_envs, n_steps, _), run in kept.items()}
+        # a size's first seed tunes its learning rate for the seeds after it (the first round's, or a size opened later)
+        first_seeds = {name: spec for name, spec in this_round.items() if spec.seed == config.first_seed}
+        kept = kept_runs(first_seeds, target, config.window, config.steps)
+        tuned = {**(tuned or {}), **{(n_envs, n_steps): run.learning_rate for (n_envs, n_steps, _), run in kept.items()}}
 
 
 def next_units(
@@ -951,7 +963,7 @@ def next_units(
     seeds_K = [len({spec.seed for spec in trained.values() if (spec.n_envs, spec.n_steps) == size}) for size in sizes]
     kept = kept_runs(trained, target, config.window, config.steps)
     fit = fit_or_none([k.rollout_size for k in kept.values()], [k.steps for k in kept.values()])
-    picks = next_round(rollout_K, seeds_K, fit, config.stop_ratio, config.seeds)
+    picks = next_round(rollout_K, seeds_K, fit, config.stop_ratio, config.seeds, config.held_back)
     where = (
         "B_crit not identified" if fit is None else f"B_crit {fit.b_crit:,.0f} [{fit.b_crit_low:,.0f}, {fit.b_crit_high:,.0f}]"
     )

@@ -4,13 +4,15 @@ A fixed probe trains every size with every seed. A sequential one trains in roun
 then, after each round, it fits ``S(B) = S_min (1 + B_crit / B)`` to the branches so far and, unless the fit already
 bounds ``B_crit`` within ``stop_ratio`` (``b_crit_high / b_crit_low``), trains one more seed at the two sizes around
 the fitted ``B_crit``, where a point moves the bend most, or at every size while the fit bounds nothing. A size takes
-at most ``most_seeds`` seeds; the design stops when no size it would add to has one left.
+at most ``most_seeds`` seeds; the design stops when no size it would add to has one left. Sizes held back at the top
+of the grid train only once the fit puts ``B_crit`` past every size trained.
 
 Shape glossary: ``K`` rollout sizes, ascending.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,25 +41,42 @@ def sizes_around(rollout_K: Sequence[int], b_crit: float) -> tuple[int, int]:
 
 
 def next_round(
-    rollout_K: Sequence[int], seeds_K: Sequence[int], fit: LocalTradeoffFit | None, stop_ratio: float, most_seeds: int
+    rollout_K: Sequence[int],
+    seeds_K: Sequence[int],
+    fit: LocalTradeoffFit | None,
+    stop_ratio: float,
+    most_seeds: int,
+    held_back: int = 0,
 ) -> list[int]:
     """The sizes that train one more seed in the next round, as ascending indices; empty: the design stops.
 
     - none where ``fit`` bounds ``B_crit`` within ``stop_ratio`` (:func:`precise_enough`);
-    - where ``fit`` identifies ``B_crit``: :func:`sizes_around` it;
-    - else (no fit yet, or ``B_crit`` unbounded): every size;
+    - the next size held back, alone, where every open size has trained and ``fit`` leaves ``B_crit`` unbounded above
+      with its estimate at or past the largest open size: the bend lies past the sizes trained, where more seeds would
+      not find it;
+    - where ``fit`` identifies ``B_crit``: :func:`sizes_around` it, among the open sizes;
+    - else (no fit yet, or ``B_crit`` unbounded): every open size;
 
-    each leaving out the sizes that hold ``most_seeds`` seeds already.
+    each leaving out the sizes that hold ``most_seeds`` seeds already. The open sizes are all but the ``held_back``
+    largest, and those of them opened since.
 
     :param rollout_K: ``(K,)`` rollout sizes, ascending, ``K >= 2``.
     :param seeds_K: ``(K,)`` seeds each size has trained so far.
     :param fit: the fit of every branch so far (each seed its own point), ``None`` where too few reached the target.
     :param stop_ratio: the widest ``b_crit_high / b_crit_low`` at which the design stops (> 1).
     :param most_seeds: the most seeds a size may train.
+    :param held_back: the largest sizes that train only once opened (at most ``K − 2``: two sizes start).
     """
     if len(rollout_K) != len(seeds_K) or len(rollout_K) < 2 or list(rollout_K) != sorted(set(rollout_K)):
         raise ValueError("rollout_K must hold 2 or more ascending sizes, and seeds_K one count per size")
+    if not 0 <= held_back <= len(rollout_K) - 2:
+        raise ValueError(f"held_back must leave at least 2 of the {len(rollout_K)} sizes open, got {held_back}")
+    trained = [k for k, seeds in enumerate(seeds_K) if seeds > 0]
+    n_open = max(len(rollout_K) - held_back, trained[-1] + 1 if trained else 0)
     if precise_enough(fit, stop_ratio):
         return []
-    chosen = sizes_around(rollout_K, fit.b_crit) if fit is not None and fit.identified else range(len(rollout_K))
+    past = fit is not None and math.isinf(fit.b_crit_high) and fit.b_crit >= rollout_K[n_open - 1]
+    if past and n_open < len(rollout_K) and all(seeds_K[k] > 0 for k in range(n_open)):
+        return [n_open]
+    chosen = sizes_around(rollout_K[:n_open], fit.b_crit) if fit is not None and fit.identified else range(n_open)
     return [k for k in chosen if seeds_K[k] < most_seeds]

@@ -497,7 +497,8 @@ def test_a_sequential_probe_states_its_first_round_and_max_cost_caps_that_round(
     point = check(ProbeConfig(**settings, design="sequential", out=tmp_path / "p"))
     cost = probe_cost(ProbeConfig(**settings, design="sequential"), point, 2)
     assert cost.first_round == 1_000 + 2 * 10_000 and cost.agent_steps == 1_000 + 2 * 3 * 10_000 and cost.branches == 6
-    assert "its first round (one seed per size, and what runs before it) at most 21,000 agent steps (13.7x" in cost.line()
+    first = "its first round (one seed per size it starts with, and what runs before it) at most 21,000 agent steps (13.7x"
+    assert first in cost.line()
     first = cost.multiple_of(cost.first_round)
     with pytest.raises(ValueError, match=r"--max-cost 10: this probe's first round may spend 21,000 agent steps"):
         check(ProbeConfig(**settings, design="sequential", max_cost=10.0, out=tmp_path / "q"))

@@ -613,9 +613,10 @@ class ProbeCost:
     def line(self) -> str:
         if self.first_round is not None:
             return (
-                f"probe cost (sequential design): its first round (one seed per size, and what runs before it) at most "
-                f"{self.spend(self.first_round)}; all rounds together at most {self.branches} branches to their "
-                f"budget, {self.spend(self.agent_steps)} (a branch stops at its target, the design once B_crit is bounded)"
+                "probe cost (sequential design): its first round (one seed per size it starts with, and what runs "
+                f"before it) at most {self.spend(self.first_round)}; all rounds together at most {self.branches} branches "
+                f"to their budget, {self.spend(self.agent_steps)} (a branch stops at its target, the design once B_crit is "
+                "bounded)"
             )
         return (
             f"probe cost: at most {self.spend(self.agent_steps)} ({self.branches} branches to their budget, and what "

@@ -39,9 +39,8 @@ from typing import cast
 import numpy as np
 import tyro
 from probe_costs import probe_cost
-from probe_racing import Branch, read_branch, steps_to, stopping_point
+from probe_racing import Branch, kept, read_branch, steps_to, stopping_point
 
-from rl_gns.core.maths.criterion import fastest
 from rl_gns.core.maths.sequential import next_round
 from rl_gns.core.maths.targets import StepsMeasure
 from rl_gns.core.maths.tradeoff import LocalTradeoffFit
@@ -142,14 +141,10 @@ def middle(branches: list[Branch]) -> list[Branch]:
 
 
 def kept_steps(branches: list[Branch], target: float, probe: Probe) -> tuple[float, float]:
-    """``(learning rate, PPO iterations)`` of the fastest of ``branches`` to ``target``; ``(nan, inf)`` where none
-    got there."""
-    steps = {b.name: steps_to(b, target, probe.window, probe.measure, math.inf) for b in branches}
-    reached = {name: s for name, s in steps.items() if math.isfinite(s)}
-    if not reached:
-        return math.nan, math.inf
-    name = fastest(reached)
-    return next(b.rate for b in branches if b.name == name), reached[name]
+    """``(learning rate, PPO iterations)`` of the fastest of ``branches`` to ``target`` (``probe_racing.kept``);
+    ``(nan, inf)`` where none got there."""
+    name, steps = kept(branches, target, probe.window, probe.measure, math.inf)
+    return next((b.rate for b in branches if b.name == name), math.nan), steps
 
 
 def cost(branches: list[Branch], design: Design, probe: Probe) -> int:

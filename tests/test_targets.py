@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rl_gns.core.maths.targets import (
+    censored_by,
     expected_games,
     first_reached,
     game_length,
@@ -242,3 +243,26 @@ def test_a_runs_trend_steps_are_the_least_squares_crossing_of_its_games():
     reach = load_run(run, [target], 20).reached[target]
     assert reach.trend_iterations == pytest.approx(expected) and iterations_to(reach, "trend") == reach.trend_iterations
     assert iterations_to(reach, "midpoint") == reach.midpoint_iterations != reach.trend_iterations
+
+
+def test_censored_by_bounds_each_measure_from_below():
+    """A run that never reached its target: by passage, past the iterations it trained; by midpoint and trend, past
+    its last window's midpoint; with fewer games than a window, no bound."""
+    assert censored_by("passage", 120, 113.5) == 120.0
+    assert censored_by("midpoint", 120, 113.5) == 113.5 and censored_by("trend", 120, 113.5) == 113.5
+    assert censored_by("midpoint", 120, math.nan) == 0.0
+
+
+def test_a_run_that_reaches_later_is_timed_past_its_censored_bound():
+    """Games of one env scoring 0 then 10: cut before the running score reaches 5, the bound lies below the steps the
+    full run is timed at, by every measure."""
+    n_games, window, rollout_size = 60, 10, 8
+    lengths_N = np.full(n_games, 20.0)
+    ends_N = np.cumsum(lengths_N)  # one env: a game ends every 20 agent steps
+    scores_N = np.where(np.arange(n_games) < 40, 0.0, 10.0)
+    full = reach_steps(ends_N, scores_N, lengths_N, 1, rollout_size, 5.0, window)
+    assert full is not None
+    cut = 42  # games finished before the cut: the running score is at most 3
+    last = window_midpoint(ends_N[cut - window : cut], lengths_N[cut - window : cut], 1) / rollout_size
+    for measure in ("passage", "midpoint", "trend"):
+        assert censored_by(measure, int(ends_N[cut - 1]) // rollout_size, last) <= full.steps(measure)

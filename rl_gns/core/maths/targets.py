@@ -255,6 +255,25 @@ def reach_steps(
     return ReachSteps(game, iterations, env_steps, midpoint / rollout_size, trend / rollout_size)
 
 
+def censored_by(measure: StepsMeasure, trained_iterations: float, last_midpoint_iterations: float) -> float:
+    """A lower bound on ``S`` by ``measure`` for a run that trained ``trained_iterations`` PPO iterations without reaching
+    its target (right-censored, :func:`~rl_gns.core.maths.tradeoff.fit_censored_tradeoff`): had a later game taken it
+    there, ``passage`` would come after the iterations trained, and the reaching window would end after the run's last
+    window of games, so ``midpoint`` after that window's mean midpoint (``last_midpoint_iterations``,
+    :func:`window_midpoint` over the rollout size). ``trend`` takes the same bound as ``midpoint``: its line is drawn
+    through the games up to the reaching window and meets the target near that window's midpoint, before or after it,
+    so there the bound is approximate.
+
+    :param measure: the steps measure.
+    :param trained_iterations: PPO iterations the run trained.
+    :param last_midpoint_iterations: its last running score's window midpoint, PPO iterations; NaN before ``window``
+        games (then the bound is 0: none).
+    """
+    if measure == "passage":
+        return float(trained_iterations)
+    return 0.0 if math.isnan(last_midpoint_iterations) else float(last_midpoint_iterations)
+
+
 def null_max_running_scores(
     null_scores_N: np.ndarray, n_games: int, window: int, draws: int, rng: np.random.Generator, chunk: int = 256
 ) -> np.ndarray:

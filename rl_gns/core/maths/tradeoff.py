@@ -11,10 +11,13 @@ Shape glossary: ``K`` batch sizes, ``R`` seeds.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import least_squares
+from scipy.special import log_ndtr
+from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from rl_gns.core.maths.noise_scale import fieller_interval
@@ -159,3 +162,145 @@ def fit_local_tradeoff(batch_N: np.ndarray, steps_N: np.ndarray, level: float = 
     s_min, e_min = float(coef_2[0]), float(coef_2[1])
     low, high = fieller_interval(e_min, s_min, cov_22[1, 1], cov_22[0, 1], cov_22[0, 0], t2)
     return LocalTradeoffFit(s_min, e_min, low, high, level, len(steps_N))
+
+
+def censored_profile(offset_GN: np.ndarray, censored_N: np.ndarray, iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Profile log-likelihood of the normal model ``x_n = a + σ·ε_n`` with ``x_n`` a lower bound where ``censored_N``
+    (Tobit): for each row ``g`` of ``offset_GN``, the maximum over ``a`` and ``σ`` of
+
+    ``Σ_observed [−log σ − ½ ((x − a) / σ)²] + Σ_censored log Φ̄((x − a) / σ)`` (the constant ``−½ log 2π`` dropped).
+
+    In Olsen's parameters ``δ = a / σ``, ``γ = 1 / σ`` the log-likelihood is concave, so damped Newton steps, all rows
+    at once, find the maximum.
+
+    :param offset_GN: ``(G, N)`` the values ``x``, one row per model.
+    :param censored_N: ``(N,)`` bool, where ``x`` only bounds the value from below.
+    :param iterations: Newton steps.
+    :returns: ``(G,)`` maximised log-likelihoods and ``(G,)`` the ``a`` that maximises each.
+    """
+    x_GN = np.asarray(offset_GN, dtype=float)
+    cens_N = np.asarray(censored_N, dtype=bool)
+    observed = x_GN[:, ~cens_N]
+    sd_G = np.maximum(observed.std(axis=1), 1e-6 * (1.0 + np.abs(observed).mean(axis=1)))
+    gamma_G, delta_G = 1.0 / sd_G, observed.mean(axis=1) / sd_G
+
+    def loglik(delta: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+        z = gamma[:, None] * x_GN - delta[:, None]
+        return np.where(cens_N, log_ndtr(-z), np.log(gamma)[:, None] - 0.5 * z**2).sum(axis=1)
+
+    value_G = loglik(delta_G, gamma_G)
+    for _ in range(iterations):
+        z = gamma_G[:, None] * x_GN - delta_G[:, None]
+        mills = np.exp(norm.logpdf(z) - log_ndtr(-z))  # φ(z) / Φ̄(z), the censored points' pull
+        curve = mills * (mills - z)  # in (0, 1)
+        d_delta = np.where(cens_N, mills, z).sum(axis=1)
+        d_gamma = np.where(cens_N, -mills * x_GN, -z * x_GN).sum(axis=1) + (~cens_N).sum() / gamma_G
+        h_dd = -np.where(cens_N, curve, 1.0).sum(axis=1)
+        h_dg = np.where(cens_N, curve * x_GN, x_GN).sum(axis=1)
+        h_gg = -np.where(cens_N, curve * x_GN**2, x_GN**2).sum(axis=1) - (~cens_N).sum() / gamma_G**2
+        det = h_dd * h_gg - h_dg**2
+        step_d = -(h_gg * d_delta - h_dg * d_gamma) / det
+        step_g = -(h_dd * d_gamma - h_dg * d_delta) / det
+        scale = np.ones_like(gamma_G)
+        for _ in range(30):  # halve each row's step until it stays at γ > 0 and does not lower the likelihood
+            new_g = gamma_G + scale * step_g
+            new_d = delta_G + scale * step_d
+            ok = new_g > 0
+            new_value = np.where(ok, loglik(new_d, np.where(ok, new_g, 1.0)), -np.inf)
+            better = new_value >= value_G
+            if better.all():
+                break
+            scale = np.where(better, scale, 0.5 * scale)
+        take = new_value >= value_G
+        gamma_G, delta_G = np.where(take, new_g, gamma_G), np.where(take, new_d, delta_G)
+        gain = np.where(take, new_value - value_G, 0.0)
+        value_G = np.where(take, new_value, value_G)
+        if gain.max() < 1e-10:
+            break
+    return value_G, delta_G / gamma_G
+
+
+def _golden_max(function: Callable[[float], float], lo: float, hi: float, steps: int = 30) -> float:
+    """The argument in ``[lo, hi]`` that maximises a unimodal ``function``, by golden sections."""
+    for _ in range(steps):
+        m1, m2 = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
+        lo, hi = (lo, m2) if function(m1) >= function(m2) else (m1, hi)
+    return 0.5 * (lo + hi)
+
+
+def _crossing(function: Callable[[float], float], floor: float, inside: float, outside: float, steps: int = 24) -> float:
+    """Where ``function`` of ``log b`` falls to ``floor`` between ``b = inside`` (at or above it) and ``b = outside``
+    (below), by bisection on ``log b``; the last point found at or above it."""
+    lo, hi = math.log(inside), math.log(outside)
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if function(mid) >= floor else (lo, mid)
+    return math.exp(lo)
+
+
+def fit_censored_tradeoff(
+    batch_N: np.ndarray, steps_N: np.ndarray, censored_N: np.ndarray, level: float = 0.95
+) -> LocalTradeoffFit:
+    """Fit ``S = s_min (1 + b / B)`` with ``b = B_crit`` to branches that reached the target (``S`` observed) and to
+    branches that did not (``S`` above the steps they trained: right-censored), with log-normal scatter of ``S``, and
+    give ``B_crit`` its profile-likelihood interval.
+
+    ``log S_n = a + log(1 + b / B_n) + σ ε_n``; for each ``b`` on a grid (``0``, log-spaced, and the limit ``b → ∞``,
+    ``S = E_min / B``) the likelihood is maximised over ``a = log s_min`` and ``σ`` (:func:`censored_profile`), and the
+    interval is ``{b : 2 (ℓ_max − ℓ(b)) <= N log(1 + t²/(N − 2))}``, with Student's ``t`` on ``N − 2`` degrees of
+    freedom: without censoring this is the exact F interval of a model linear in ``a`` for fixed ``b``. Without
+    censoring the point estimate is :func:`fit_tradeoff`'s least squares in ``log S``.
+
+    A branch at a large size that did not reach the target is evidence that the steps there exceed its budget: a fit
+    of the reaching branches alone drops it, and keeps the lucky seeds that did reach.
+
+    :param batch_N: ``(N,)`` batch (rollout) sizes, agent steps.
+    :param steps_N: ``(N,)`` PPO iterations to the target, or for a censored branch the iterations it trained.
+    :param censored_N: ``(N,)`` bool, the branches that did not reach the target.
+    :param level: confidence level.
+    :raises ValueError: for fewer than 3 reaching branches or fewer than 2 distinct sizes among them, or non-positive
+        values.
+    """
+    batch_N, steps_N = np.asarray(batch_N, dtype=float), np.asarray(steps_N, dtype=float)
+    cens_N = np.asarray(censored_N, dtype=bool)
+    if not (batch_N.shape == steps_N.shape == cens_N.shape) or batch_N.ndim != 1:
+        raise ValueError("batch_N, steps_N and censored_N must be 1-d of equal length")
+    if (~cens_N).sum() < 3 or len(np.unique(batch_N[~cens_N])) < 2:
+        raise ValueError("need at least 3 reaching branches at 2 or more distinct batch sizes")
+    if np.any(batch_N <= 0) or np.any(steps_N <= 0):
+        raise ValueError("batch sizes and steps must be positive")
+    n = len(steps_N)
+    log_s = np.log(steps_N)
+
+    def profile(b_G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # ℓ(b) and log s_min (log e_min at b = ∞)
+        finite = np.isfinite(b_G)[:, None]
+        bend_GN = np.where(finite, np.log1p(np.where(finite, b_G[:, None], 0.0) / batch_N), -np.log(batch_N))
+        return censored_profile(log_s - bend_GN, cens_N)
+
+    def at_log(log_b: float) -> float:
+        return float(profile(np.array([math.exp(log_b)]))[0][0])
+
+    # the grid's ends lie 1,000x past the sizes, and its limits b = 0 and b = ∞ are the two regimes' own models
+    grid = np.concatenate([[0.0], np.geomspace(batch_N.min() / 1e3, batch_N.max() * 1e3, 121), [math.inf]])
+    value = profile(grid)[0]
+    best = int(np.argmax(value))
+    inner = 0 < best < len(grid) - 1
+    b_hat = math.exp(_golden_max(at_log, math.log(grid[max(best - 1, 1)]), math.log(grid[best + 1]))) if inner else grid[best]
+    top, intercept = profile(np.array([b_hat]))
+    value_max, a_hat = max(float(top[0]), float(value[best])), float(intercept[0])
+    t2 = float(student_t.ppf(0.5 + level / 2, n - 2)) ** 2
+    floor = value_max - 0.5 * n * math.log1p(t2 / (n - 2))
+    inside = value >= floor
+    first, last = int(np.argmax(inside)), len(grid) - 1 - int(np.argmax(inside[::-1]))
+    # an end of the interval between two finite grid points is bisected; next to b = 0 or ∞ it is the grid point
+    low = 0.0 if first == 0 else grid[1] if first == 1 else _crossing(at_log, floor, grid[first], grid[first - 1])
+    high = (
+        math.inf
+        if last == len(grid) - 1
+        else grid[-2]
+        if last == len(grid) - 2
+        else _crossing(at_log, floor, grid[last], grid[last + 1])
+    )
+    s_min = 0.0 if math.isinf(b_hat) else math.exp(a_hat)
+    e_min = math.exp(a_hat) if math.isinf(b_hat) else b_hat * s_min
+    return LocalTradeoffFit(s_min, e_min, low, high, level, n)

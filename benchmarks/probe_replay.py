@@ -15,7 +15,10 @@ same target (the probe's steps measure, the fastest rate per seed):
 - ``one rate``: the sequential rule with only the grid's middle rate (the probe's rate rule) at every size;
 - ``one rate, low target``: the same, run and fitted to the probe's lowest target: a branch stops at the end of the
   iteration in which its running score first passed it;
-- ``one rate, low target, no dead sizes``: the same, with no later seed at a size whose first seed did not reach it.
+- ``one rate, low target, no dead sizes``: the same, with no later seed at a size whose first seed did not reach it;
+- ``..., censored``: the same designs fitted with the branches that did not reach the target taken as censored at the
+  steps they trained (:func:`rl_gns.core.maths.tradeoff.fit_censored_tradeoff`, bounds by
+  :func:`rl_gns.core.maths.targets.censored_by`), both in the design's rule and in its last fit.
 
 A branch's cost is the agent steps it trains; a probe's adds its anchor (and pilot). Its multiple is of the branch
 point's agent steps. "Agrees" compares with the fixed design's fit on the same branches: both identified, and the
@@ -42,8 +45,8 @@ from probe_costs import probe_cost
 from probe_racing import Branch, kept, read_branch, steps_to, stopping_point
 
 from rl_gns.core.maths.sequential import next_round
-from rl_gns.core.maths.targets import StepsMeasure
-from rl_gns.core.maths.tradeoff import LocalTradeoffFit
+from rl_gns.core.maths.targets import StepsMeasure, censored_by, window_midpoint
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_censored_tradeoff
 from rl_gns.experiments.probe import fit_or_none
 from rl_gns.records.rundir import PROBE, RunDir, read_json, runs_under
 from rl_gns.reports.probe_report import RESULTS
@@ -71,6 +74,7 @@ class Design:
     :param low_target: run and fit to the probe's lowest target (else its highest).
     :param skip_dead: no later seed at a size whose first seed reached the target at no rate.
     :param sequential: the sequential rule (else every branch: the fixed design).
+    :param censored: fit with the branches that did not reach the target as censored (else without them).
     """
 
     name: str
@@ -79,6 +83,7 @@ class Design:
     low_target: bool = False
     skip_dead: bool = False
     sequential: bool = True
+    censored: bool = False
 
 
 DESIGNS = (
@@ -89,6 +94,9 @@ DESIGNS = (
     Design("one rate", one_rate=True),
     Design("one rate, low target", one_rate=True, low_target=True),
     Design("one rate, low target, no dead sizes", one_rate=True, low_target=True, skip_dead=True),
+    Design("fixed, low target, censored", sequential=False, low_target=True, censored=True),
+    Design("one rate, low target, censored", one_rate=True, low_target=True, censored=True),
+    Design("one rate, low target, no dead sizes, censored", one_rate=True, low_target=True, skip_dead=True, censored=True),
 )
 
 
@@ -147,6 +155,17 @@ def kept_steps(branches: list[Branch], target: float, probe: Probe) -> tuple[flo
     return next((b.rate for b in branches if b.name == name), math.nan), steps
 
 
+def bound(branches: list[Branch], probe: Probe) -> float:
+    """A lower bound on the PPO iterations of the fastest of ``branches``, none of which reached the target: the least
+    of their :func:`~rl_gns.core.maths.targets.censored_by`."""
+    bounds = []
+    for b in branches:
+        ends, lengths = b.games["env_steps"][-probe.window :], b.games["length_frames"][-probe.window :] / b.frame_skip
+        last = window_midpoint(ends, lengths, b.n_envs) / b.group[0] if len(ends) == probe.window else math.nan
+        bounds.append(censored_by(probe.measure, b.end // b.group[0], last))
+    return min(bounds)
+
+
 def cost(branches: list[Branch], design: Design, probe: Probe) -> int:
     """Agent steps the design's ``branches`` (one size and seed) train: to the highest target as run, cut at the
     lowest target's passage, or at the racing point."""
@@ -162,9 +181,18 @@ def cost(branches: list[Branch], design: Design, probe: Probe) -> int:
     return sum(b.end for b in branches)
 
 
-def fit_of(points: dict[tuple[int, int], float]) -> LocalTradeoffFit | None:
+def fit_of(points: dict[tuple[int, int], float], bounds: dict[tuple[int, int], float] | None) -> LocalTradeoffFit | None:
+    """The fit of the cells' steps (``inf``: not reached); with ``bounds``, the cells not reached as censored at theirs
+    (a bound of 0 carries nothing and is left out)."""
     reached = {key: s for key, s in points.items() if math.isfinite(s)}
-    return fit_or_none([size for size, _ in reached], list(reached.values()))
+    if bounds is None:
+        return fit_or_none([size for size, _ in reached], list(reached.values()))
+    if len(reached) < 3 or len({size for size, _ in reached}) < 2:
+        return None
+    cells = [*reached, *(key for key, s in points.items() if math.isinf(s) and bounds[key] > 0)]
+    steps = [reached.get(key, bounds[key]) for key in cells]
+    censored = np.array([key not in reached for key in cells])
+    return fit_censored_tradeoff(np.array([size for size, _ in cells], dtype=float), np.array(steps), censored)
 
 
 def replay(probe: Probe, design: Design, order: tuple[int, ...]) -> tuple[int, LocalTradeoffFit | None]:
@@ -173,12 +201,13 @@ def replay(probe: Probe, design: Design, order: tuple[int, ...]) -> tuple[int, L
     pick: Callable[[list[Branch]], list[Branch]] = middle if design.one_rate else list
     if not design.sequential:
         chosen = {cell: pick(branches) for cell, branches in probe.cells.items()}
-        return probe.before + sum(cost(b, design, probe) for b in chosen.values()), fit_of(
-            {cell: kept_steps(b, target, probe)[1] for cell, b in chosen.items()}
-        )
+        points = {cell: kept_steps(b, target, probe)[1] for cell, b in chosen.items()}
+        bounds = {cell: bound(b, probe) for cell, b in chosen.items()} if design.censored else None
+        return probe.before + sum(cost(b, design, probe) for b in chosen.values()), fit_of(points, bounds)
     sizes = probe.sizes
     spent = probe.before
     points: dict[tuple[int, int], float] = {}
+    bounds: dict[tuple[int, int], float] | None = {} if design.censored else None
     kept_rate: dict[int, float] = {}
     seeds_k = [0] * len(sizes)
     units = list(range(len(sizes)))
@@ -193,12 +222,14 @@ def replay(probe: Probe, design: Design, order: tuple[int, ...]) -> tuple[int, L
             if seeds_k[k] == 0:
                 kept_rate[size] = rate
             points[(size, seed)] = steps
+            if bounds is not None:
+                bounds[(size, seed)] = bound(branches, probe) if math.isinf(steps) else 0.0
             seeds_k[k] += 1
-        fit = fit_of(points)
+        fit = fit_of(points, bounds)
         units = next_round(sizes, seeds_k, fit, STOP_RATIO, MOST_SEEDS)
         if design.skip_dead:
             units = [k for k in units if math.isfinite(kept_rate[sizes[k]])]
-    return spent, fit_of(points)
+    return spent, fit_of(points, bounds)
 
 
 def agrees(fit: LocalTradeoffFit | None, reference: LocalTradeoffFit | None) -> bool:

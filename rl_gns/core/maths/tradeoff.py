@@ -220,7 +220,7 @@ def censored_profile(offset_GN: np.ndarray, censored_N: np.ndarray, iterations: 
     return value_G, delta_G / gamma_G
 
 
-def _golden_max(function: Callable[[float], float], lo: float, hi: float, steps: int = 30) -> float:
+def _golden_max(function: Callable[[float], float], lo: float, hi: float, steps: int = 20) -> float:
     """The argument in ``[lo, hi]`` that maximises a unimodal ``function``, by golden sections."""
     for _ in range(steps):
         m1, m2 = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
@@ -228,7 +228,7 @@ def _golden_max(function: Callable[[float], float], lo: float, hi: float, steps:
     return 0.5 * (lo + hi)
 
 
-def _crossing(function: Callable[[float], float], floor: float, inside: float, outside: float, steps: int = 24) -> float:
+def _crossing(function: Callable[[float], float], floor: float, inside: float, outside: float, steps: int = 16) -> float:
     """Where ``function`` of ``log b`` falls to ``floor`` between ``b = inside`` (at or above it) and ``b = outside``
     (below), by bisection on ``log b``; the last point found at or above it."""
     lo, hi = math.log(inside), math.log(outside)

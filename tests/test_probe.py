@@ -28,11 +28,12 @@ from rl_gns.core.envs.atari import make_atari_vec_env
 from rl_gns.core.maths.targets import running_score
 from rl_gns.core.maths.tradeoff import LocalTradeoffFit
 from rl_gns.experiments import probe as probe_module
-from rl_gns.experiments.config import TrainConfig
+from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.probe import (
     AnchorGamesError,
     ProbeConfig,
     branch_point,
+    censored_runs,
     check,
     held_snapshots,
     probe_cost,
@@ -51,9 +52,10 @@ from rl_gns.reports.probe_report import (
     first_window_note,
     report,
     resolution_note,
+    rung,
     single_rate_note,
 )
-from rl_gns.reports.sweep_analysis import KeptRates, Reach, RunRecord, kept_rates
+from rl_gns.reports.sweep_analysis import KeptRates, Reach, RunRecord, kept_rates, load_sweep
 
 pytestmark = pytest.mark.atari
 
@@ -419,6 +421,50 @@ def test_kept_branches_at_their_first_window_are_counted_as_upper_bounds():
         "are upper bounds, as the score cannot time progress faster than one window of games"
     )
     assert first_window_note(rates[:1], 20) is None
+
+
+def test_a_censored_rung_takes_each_size_and_seed_that_no_rate_got_there_as_a_lower_bound():
+    """A seed at a size whose every learning rate finished short of the target enters the fit as censored, at the least
+    of its rates' bounds (by passage, the iterations trained); a seed with an unfinished rate, or one rate that
+    reached, does not; without ``censored`` the fit leaves them out and is Fieller's."""
+    target = 10.0
+
+    def run(size: int, lr: float, seed: int, steps: int | None, status: str = "done", trained: int = 0) -> RunRecord:
+        reached = {} if steps is None else {target: Reach(steps, steps * size, 1.0)}
+        return RunRecord(f"n{size}_lr{lr}_s{seed}", size // 8, size, size, 1, lr, seed, status, trained, reached)
+
+    runs = [
+        *(run(size, 1e-3, seed, steps) for size, steps in ((64, 400), (128, 210), (256, 120)) for seed in (0, 1)),
+        run(512, 1e-3, 0, None, trained=51_200), run(512, 2e-3, 0, None, trained=40_960),  # censored at 80 iterations
+        run(512, 1e-3, 1, None, trained=51_200), run(512, 2e-3, 1, 90),  # one rate reached: kept, not censored
+        run(1024, 1e-3, 0, None, status="unfinished", trained=20_480),  # may still get there
+    ]  # fmt: skip
+    censored = rung(runs, target, "passage", censored=True)
+    assert censored.censored == [(512, 80.0)] and censored.fit is not None and censored.fit.n_points == 8
+    plain = rung(runs, target, "passage")
+    assert plain.censored == [] and plain.fit is not None and plain.fit.n_points == 7
+
+
+def test_the_probe_and_its_report_take_the_same_branches_as_censored():
+    """The committed wide probe of Pong at 500k: the sequential design's rule (reading the branches' files as the
+    probe trains) and the report (reading them back) censor the same sizes and seeds at the same bounds, each below
+    the iterations the branch trained; among them the seeds at 4,096 and 8,192 agent steps that did not get there."""
+    probe = Path(__file__).resolve().parents[1] / "results" / "probes_v8" / "Pong" / "at500k_wide"
+    target = max(json.loads((probe / "sweep.json").read_text())["targets"])
+    runs = probe / "runs"
+    specs = {
+        spec.stem: replace(train_config_from_json(json.loads(spec.read_text()), spec), out=runs / spec.stem)
+        for spec in (probe / "specs").glob("n*.json")
+        if (runs / spec.stem / "summary.json").is_file()
+    }
+    trained = {name: RunDir(spec.out).env_steps() // spec.rollout_size for name, spec in specs.items()}  # type: ignore[arg-type]
+    by_probe = sorted(censored_runs(specs, target, 20, "trend"))
+    by_report = rung(load_sweep(probe)[1], target, "trend", censored=True).censored
+    assert [size for size, _ in by_probe] == [size for size, _ in sorted(by_report)]
+    assert [bound for _, bound in by_probe] == pytest.approx([bound for _, bound in sorted(by_report)])
+    assert {4096, 8192} <= {size for size, _ in by_probe}
+    for size, bound in by_probe:
+        assert 0 < bound <= max(steps for name, steps in trained.items() if specs[name].rollout_size == size)
 
 
 def test_a_probe_with_one_learning_rate_per_size_says_the_rate_is_not_re_tuned():

@@ -57,6 +57,7 @@ from rl_gns.core.maths.sequential import next_round, precise_enough
 from rl_gns.core.maths.targets import (
     DEFAULT_WINDOW,
     StepsMeasure,
+    censored_by,
     expected_games,
     game_length,
     null_crossing,
@@ -66,8 +67,9 @@ from rl_gns.core.maths.targets import (
     resolvable_improvement,
     running_score,
     spaced_targets,
+    window_midpoint,
 )
-from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_censored_tradeoff, fit_local_tradeoff
 from rl_gns.experiments.config import EnvSettings, PPOSettings, TrainConfig, to_json, train_config_from_json
 from rl_gns.experiments.console import duration
 from rl_gns.experiments.plan import check_inert, largest_seed
@@ -330,6 +332,9 @@ class ProbeConfig(ExecutionConfig):
     """Sequential design: stop once B_crit's 95 % interval is within this ratio (high / low)."""
     held_back: int = 0
     """Sequential design: the grid's largest sizes that train only once the fit puts B_crit past every size trained."""
+    censored: bool = False
+    """Fit B_crit with the branches that did not reach the target as censored at the steps they trained (a profile
+    interval, docs/probe.md), in the sequential design's rule and the report; else with the reaching branches only."""
 
     def directory(self, point: BranchPoint) -> Path:
         """The probe directory."""
@@ -470,6 +475,7 @@ RECORDED = (
     "design",
     "stop_ratio",
     "held_back",
+    "censored",
 )
 
 
@@ -876,6 +882,20 @@ class Kept:
     learning_rate: float
 
 
+def timed(spec: TrainConfig, target: float, window: int, measure: StepsMeasure) -> tuple[float, float]:
+    """A finished branch's PPO iterations to ``target`` by ``measure`` (``inf`` where it did not get there, or where
+    ``measure`` cannot time it), and where its running score never reached ``target``, a lower bound on them
+    (:func:`~rl_gns.core.maths.targets.censored_by`; else 0: none)."""
+    run = RunDir(spec.out)  # type: ignore[arg-type]  # every spec of a sweep has its out
+    games = run.episodes()
+    ends, lengths = games["env_steps"], games["length_frames"] / run.config().settings.get("frame_skip", FRAME_SKIP)
+    reach = reach_steps(ends, games["score"], lengths, spec.n_envs, spec.rollout_size, target, window)
+    if reach is not None:
+        return reach.steps(measure), 0.0
+    last = window_midpoint(ends[-window:], lengths[-window:], spec.n_envs) if len(ends) >= window else math.nan
+    return math.inf, censored_by(measure, run.env_steps() // spec.rollout_size, last / spec.rollout_size)
+
+
 def kept_runs(
     specs: dict[str, TrainConfig], target: float, window: int, measure: StepsMeasure
 ) -> dict[tuple[int, int, int], Kept]:
@@ -884,15 +904,21 @@ def kept_runs(
     time counts as not reaching it."""
     reached: dict[tuple[int, int, int], dict[str, float]] = {}  # (n_envs, n_steps, seed) -> {run: steps}
     for name, spec in specs.items():
-        run = RunDir(spec.out)  # type: ignore[arg-type]  # every spec of a sweep has its out
-        games = run.episodes()
-        lengths = games["length_frames"] / run.config().settings.get("frame_skip", FRAME_SKIP)
-        reach = reach_steps(games["env_steps"], games["score"], lengths, spec.n_envs, spec.rollout_size, target, window)
-        steps = math.inf if reach is None else reach.steps(measure)
+        steps, _ = timed(spec, target, window, measure)
         if math.isfinite(steps):
             reached.setdefault((spec.n_envs, spec.n_steps, spec.seed), {})[name] = steps
     kept = {key: fastest(by_run) for key, by_run in reached.items()}  # ties as the report breaks them
     return {key: Kept(specs[name].rollout_size, reached[key][name], specs[name].learning_rate) for key, name in kept.items()}
+
+
+def censored_runs(specs: dict[str, TrainConfig], target: float, window: int, measure: StepsMeasure) -> list[tuple[int, float]]:
+    """``(rollout_size, bound)`` of each size and seed of the finished runs ``specs`` at which no learning rate reached
+    ``target``: the least of its rates' lower bounds on the steps (:func:`timed`); those without a bound are left out."""
+    bounds: dict[tuple[int, int, int], list[float]] = {}
+    for spec in specs.values():
+        steps, bound = timed(spec, target, window, measure)
+        bounds.setdefault((spec.n_envs, spec.n_steps, spec.seed), []).append(bound if math.isinf(steps) else math.inf)
+    return [(n_envs * n_steps, min(b)) for (n_envs, n_steps, _), b in bounds.items() if 0 < min(b) < math.inf]
 
 
 def round_runs(
@@ -909,12 +935,20 @@ def round_runs(
     }
 
 
-def fit_or_none(batch_N: list[int], steps_N: list[float]) -> LocalTradeoffFit | None:
-    """:func:`~rl_gns.core.maths.tradeoff.fit_local_tradeoff` of the branches so far; ``None`` where too few reached
-    the target (fewer than 3, or at one size)."""
+def fit_or_none(
+    batch_N: list[int], steps_N: list[float], censored: list[tuple[int, float]] | None = None
+) -> LocalTradeoffFit | None:
+    """:func:`~rl_gns.core.maths.tradeoff.fit_local_tradeoff` of the branches so far, or with ``censored``
+    (``(rollout_size, bound)`` of the branches that did not reach the target, :func:`censored_runs`)
+    :func:`~rl_gns.core.maths.tradeoff.fit_censored_tradeoff`; ``None`` where too few reached the target (fewer than
+    3, or at one size)."""
     if len(batch_N) < 3 or len(set(batch_N)) < 2:
         return None
-    return fit_local_tradeoff(np.array(batch_N, dtype=float), np.array(steps_N, dtype=float))
+    if censored is None:
+        return fit_local_tradeoff(np.array(batch_N, dtype=float), np.array(steps_N, dtype=float))
+    batch = np.array([*batch_N, *(size for size, _ in censored)], dtype=float)
+    steps = np.array([*steps_N, *(bound for _, bound in censored)], dtype=float)
+    return fit_censored_tradeoff(batch, steps, np.arange(len(batch)) >= len(batch_N))
 
 
 def sequential(config: ProbeConfig, branches: SweepConfig, directory: Path, point: BranchPoint) -> None:
@@ -963,7 +997,8 @@ def next_units(
     rollout_K = [n_envs * n_steps for n_envs, n_steps in sizes]
     seeds_K = [len({spec.seed for spec in trained.values() if (spec.n_envs, spec.n_steps) == size}) for size in sizes]
     kept = kept_runs(trained, target, config.window, config.steps)
-    fit = fit_or_none([k.rollout_size for k in kept.values()], [k.steps for k in kept.values()])
+    censored = censored_runs(trained, target, config.window, config.steps) if config.censored else None
+    fit = fit_or_none([k.rollout_size for k in kept.values()], [k.steps for k in kept.values()], censored)
     picks = next_round(rollout_K, seeds_K, fit, config.stop_ratio, config.seeds, config.held_back)
     where = (
         "B_crit not identified" if fit is None else f"B_crit {fit.b_crit:,.0f} [{fit.b_crit_low:,.0f}, {fit.b_crit_high:,.0f}]"

@@ -17,7 +17,7 @@ Shape glossary: ``N`` branches that reached the target.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,7 @@ from rl_gns.core.maths.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR
 from rl_gns.core.maths.names import LOSSES, tracker_key
 from rl_gns.core.maths.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.maths.targets import StepsMeasure
-from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_censored_tradeoff, fit_local_tradeoff
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import ANCHOR, CONFIG, PILOT, PROBE, SWEEP, RunDir, noise_columns, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, RecordError, require, same_setting
@@ -36,6 +36,7 @@ from rl_gns.reports.sweep_analysis import (
     KeptRates,
     RunRecord,
     best_per_seed,
+    censored_iterations,
     iterations_to,
     kept_rates,
     load_sweep,
@@ -167,6 +168,15 @@ def first_games_note(anchor: RunDir, by_envs: bool) -> str | None:
 RESOLVED = 2.0
 
 
+def censored_note(chosen: Rung) -> str:
+    """How a censored fit used the branches that did not reach the target."""
+    sizes = ", ".join(f"{size:,}" for size in sorted({size for size, _ in chosen.censored})) or "none"
+    return (
+        f"Censored fit: {len(chosen.censored)} seeds and sizes that did not reach the target are in the fit as taking "
+        f"more steps than they trained (rollout sizes {sizes}); the interval is the profile likelihood's."
+    )
+
+
 def measure_floor(runs: list[RunRecord]) -> float:
     """The agent step a branch's first full running score stands for (:attr:`RunRecord.first_window_midpoint`),
     median over the branches (at one env count, about the same for every size): no reach is timed earlier. NaN if
@@ -200,7 +210,12 @@ def probe_x_limits(batch_N: np.ndarray, fit: LocalTradeoffFit | None, b_simple: 
 
 
 def plot_probe(
-    batch_N: np.ndarray, steps_N: np.ndarray, fit: LocalTradeoffFit | None, b_simple: RatioInterval | None, ax: Axes
+    batch_N: np.ndarray,
+    steps_N: np.ndarray,
+    fit: LocalTradeoffFit | None,
+    b_simple: RatioInterval | None,
+    ax: Axes,
+    censored: list[tuple[int, float]] | None = None,
 ) -> Axes:
     """PPO iterations to the target against rollout size (log-log), one point per branch, the fitted ``S(B)`` over the
     rollout sizes branched at, and ``B_crit`` and the default predictor's ``B_simple`` with their intervals (spans,
@@ -208,6 +223,9 @@ def plot_probe(
     the target the y axis is blank and says so."""
     if len(batch_N):
         ax.scatter(batch_N, steps_N, color="black", s=18, label="branches (fastest learning rate per seed)", zorder=3)
+        if censored:
+            sizes, bounds = zip(*censored, strict=True)
+            ax.scatter(sizes, bounds, color="gray", marker="^", s=24, label="did not reach: more steps than this", zorder=3)
         ax.set_yscale("log")
         plain_log_ticks(ax.yaxis)
     else:
@@ -255,6 +273,9 @@ class Rung:
     """``S(B)`` fitted to them; ``None`` with fewer than 3 branches or 2 sizes."""
     rates: list[KeptRates]
     """Per size, the learning rates tried and kept."""
+    censored: list[tuple[int, float]] = field(default_factory=list)
+    """``(rollout_size, bound)`` of each seed and size that did not reach the target, where the fit takes them as
+    censored (:func:`censored_branches`); empty where it leaves them out."""
 
     @property
     def n_sizes(self) -> int:
@@ -266,12 +287,37 @@ class Rung:
         return self.fit is not None and self.fit.identified and self.fit.e_min >= RESOLVED * floor
 
 
-def rung(runs: list[RunRecord], target: float, measure: StepsMeasure) -> Rung:
-    """The kept branches' steps to ``target`` and their fit."""
+def censored_branches(runs: list[RunRecord], target: float, measure: StepsMeasure) -> list[tuple[int, float]]:
+    """``(rollout_size, bound)`` of each seed at each size whose every learning rate finished without reaching
+    ``target``: the least of their lower bounds on the PPO iterations (:func:`censored_iterations`); those without a
+    bound are left out."""
+    cells: dict[tuple[int, int], list[RunRecord]] = {}
+    for run in runs:
+        cells.setdefault((run.rollout_size, run.seed), []).append(run)
+    bounds = [
+        (size, min(censored_iterations(run, measure) for run in group))
+        for (size, _), group in sorted(cells.items())
+        if all(run.status == "done" and target not in run.reached for run in group)
+    ]
+    return [(size, bound) for size, bound in bounds if bound > 0]
+
+
+def rung(runs: list[RunRecord], target: float, measure: StepsMeasure, censored: bool = False) -> Rung:
+    """The kept branches' steps to ``target`` and their fit: with ``censored``, the branches that did not reach it are
+    in the fit as censored (:func:`~rl_gns.core.maths.tradeoff.fit_censored_tradeoff`), else it leaves them out
+    (:func:`~rl_gns.core.maths.tradeoff.fit_local_tradeoff`)."""
     batch_N, steps_N = branch_steps(runs, target, measure)
-    fit = fit_local_tradeoff(batch_N, steps_N) if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3 else None
+    bounds = censored_branches(runs, target, measure) if censored else []
+    fit = None
+    if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3:
+        if censored:
+            batch = np.concatenate([batch_N, [size for size, _ in bounds]])
+            steps = np.concatenate([steps_N, [bound for _, bound in bounds]])
+            fit = fit_censored_tradeoff(batch, steps, np.arange(len(batch)) >= len(batch_N))
+        else:
+            fit = fit_local_tradeoff(batch_N, steps_N)
     rates = [kept_rates(runs, target, size, measure) for size in sorted({run.rollout_size for run in runs})]
-    return Rung(target, batch_N, steps_N, fit, rates)
+    return Rung(target, batch_N, steps_N, fit, rates, bounds)
 
 
 def headline(rungs: list[Rung], floor: float) -> Rung:
@@ -477,7 +523,8 @@ def analyse(probe_dir: Path) -> ProbeResult:
     settings, runs = load_sweep(probe_dir)
     measure: StepsMeasure = probe.get("steps") or "passage"  # written before the setting existed: first passage
     earliest = measure_floor(runs)
-    rungs = [rung(runs, float(target), measure) for target in settings["targets"]]
+    censored = bool(probe.get("censored"))  # written before the setting existed: the reaching branches only
+    rungs = [rung(runs, float(target), measure, censored) for target in settings["targets"]]
     chosen = headline(rungs, earliest)
     window = int(probe["window"])
     n_reached = sum(chosen.target in run.reached for run in runs)
@@ -495,6 +542,7 @@ def analyse(probe_dir: Path) -> ProbeResult:
             first_window_note(chosen.rates, window),
             resolution_note(chosen.fit, earliest, window),
             first_games_note(RunDir(probe_dir / ANCHOR), not settings.get("n_steps_grid")),
+            censored_note(chosen) if censored else None,
         ],
         interrupted=interruption_notes(probe_dir, probe),
         varied=varied(settings),
@@ -539,7 +587,7 @@ STEPS_LABELS: dict[str, str] = {
 def plot(result: ProbeResult, ax: Axes) -> Axes:
     """The reported target's steps against rollout size with its fit (:func:`plot_probe`), titled with the probe."""
     chosen = result.chosen
-    plot_probe(chosen.batch_N, chosen.steps_N, chosen.fit, result.predictor, ax)
+    plot_probe(chosen.batch_N, chosen.steps_N, chosen.fit, result.predictor, ax, chosen.censored)
     if result.measure in STEPS_LABELS:
         ax.set_ylabel(STEPS_LABELS[result.measure])
     ax.set_title(f"{result.probe['source']} {result.at.split(' of ')[0]}", fontsize=10)
@@ -560,6 +608,7 @@ def results_record(result: ProbeResult) -> dict:
         "reached": [
             {"rollout_size": int(b), "iterations": float(s)} for b, s in zip(chosen.batch_N, chosen.steps_N, strict=True)
         ],
+        "censored": [{"rollout_size": size, "iterations_above": bound} for size, bound in chosen.censored],
         "fit": fit_record(chosen.fit),
         "verdict": result.verdict,
         "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in chosen.rates],

@@ -43,6 +43,7 @@ from rl_gns.core.maths.noise_scale import NoiseSums, pool
 from rl_gns.core.maths.schemes import FACTORS, Candidate
 from rl_gns.core.maths.targets import (
     StepsMeasure,
+    censored_by,
     reach_steps,
     running_score,
     steps_by,
@@ -130,6 +131,9 @@ class RunRecord:
     first_window_midpoint: float = math.nan
     """The agent step the run's first full running score (its first ``window`` games) stands for
     (:func:`~rl_gns.core.maths.targets.window_midpoint`): no reach can be timed earlier; NaN before ``window`` games."""
+    last_window_midpoint: float = math.nan
+    """The agent step the run's last running score (its last ``window`` games) stands for: a target it did not reach
+    would have been reached after it (:func:`censored_iterations`); NaN before ``window`` games."""
     resumes: int = 0
     """Times a finished run went on from a checkpoint (0 for an unfinished run)."""
     games_dropped: int = 0
@@ -159,6 +163,7 @@ def load_run(run: RunDir, targets: list[float], window: int) -> RunRecord:
     if np.isfinite(running).any():
         record.best_running_score = float(np.nanmax(running))
         record.first_window_midpoint = window_midpoint(episodes["env_steps"][:window], lengths[:window], config.n_envs)
+        record.last_window_midpoint = window_midpoint(episodes["env_steps"][-window:], lengths[-window:], config.n_envs)
     schemes = config.measured_schemes
     for target in targets:
         reach = reach_steps(
@@ -248,6 +253,12 @@ class TargetResult:
 def iterations_to(reach: Reach, measure: StepsMeasure = "passage") -> float:
     """``S`` of one reached target, by ``measure`` (:func:`~rl_gns.core.maths.targets.steps_by`)."""
     return steps_by(measure, reach.iterations, reach.midpoint_iterations, reach.trend_iterations)
+
+
+def censored_iterations(run: RunRecord, measure: StepsMeasure = "passage") -> float:
+    """A lower bound on the PPO iterations by ``measure`` of a run that ended without reaching a target
+    (:func:`~rl_gns.core.maths.targets.censored_by`); 0 where there is none."""
+    return censored_by(measure, run.env_steps // run.rollout_size, run.last_window_midpoint / run.rollout_size)
 
 
 def best_per_seed(

@@ -23,7 +23,10 @@ probe here has a known ``B_crit`` and adds them one at a time:
 passing the target at the branch's true steps, to see what a line through a curve does.
 
 The truth is ``B_crit = E_min / S_min`` of ``S_true(B) = S_min (1 + B_crit / B)`` at the best rate. The fit uses every
-kept branch (sizes × seeds that reached the target within the budget).
+kept branch (sizes × seeds that reached the target within the budget); with ``--censored``, also each size and seed
+whose every rate ran out its budget first, as censored at the least of their lower bounds
+(:func:`rl_gns.core.maths.tradeoff.fit_censored_tradeoff`; a bound is the budget's iterations without games, and the
+last window's midpoint with them, :func:`rl_gns.core.maths.targets.censored_by`).
 
     python benchmarks/probe_coverage.py --out results/validation/probe_coverage
 """
@@ -41,8 +44,14 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import tyro
 
-from rl_gns.core.maths.targets import null_floor, null_max_running_scores, resolvable_improvement, trend_crossing
-from rl_gns.core.maths.tradeoff import fit_local_tradeoff
+from rl_gns.core.maths.targets import (
+    censored_by,
+    null_floor,
+    null_max_running_scores,
+    resolvable_improvement,
+    trend_crossing,
+)
+from rl_gns.core.maths.tradeoff import fit_censored_tradeoff, fit_local_tradeoff
 
 SCENARIOS = ("scatter", "+ rates", "+ games, 3 SE", "+ games, null floor", "+ games, null floor, trend")
 #: How a bent mean score rises to the target at ``x = t / S_true = 1``, as a fraction of the target (``k = 2``).
@@ -82,6 +91,8 @@ class Args:
     """Scenarios to simulate, of SCENARIOS (the trend measure's is given by name)."""
     draws: int = 300
     """Simulated probes per B_crit and scenario."""
+    censored: bool = False
+    """Fit with the sizes and seeds that did not reach the target as censored (else without them)."""
     seed: int = 0
     """Seed of the simulation."""
     out: Path = Path("probe_coverage")
@@ -101,6 +112,8 @@ class Branch(NamedTuple):
     """Iterations to the target (the window's midpoint, or the trend line's crossing); ``None`` if not reached."""
     trained: float
     """Agent steps it trained: to the end of the game that took its running score to the target, else its budget."""
+    bound: float = 0.0
+    """Where not reached: a lower bound on its steps (:func:`~rl_gns.core.maths.targets.censored_by`, iterations)."""
 
 
 def games_to_target(
@@ -140,7 +153,8 @@ def games_to_target(
     running = (cumulative[args.window :] - cumulative[: -args.window]) / args.window
     hit = np.flatnonzero(running >= target)
     if not len(hit):
-        return Branch(None, float(args.budget_steps))
+        last = float(np.mean(mid_iter[-args.window :]))  # the midpoint and trend measures' bound
+        return Branch(None, float(args.budget_steps), censored_by("trend" if trend else "midpoint", math.nan, last))
     first = hit[0]  # the window of games first .. first + window - 1
     trained = float(end_e[first + args.window - 1]) * args.n_envs  # the reaching game's end, in agent steps of all envs
     if trend:
@@ -153,29 +167,37 @@ def simulate(args: Args, b_crit: float, seed_sd: float, scenario: str, target: f
     """One simulated probe: its fit of the kept branches, and whether its interval covers ``b_crit``."""
     s_min = args.e_min / b_crit
     offset = rng.normal(0, args.lr_offset_sd)
-    batch, steps = [], []
+    batch, steps, censored = [], [], []
     for n_steps in args.n_steps_grid:
         rollout = args.n_envs * n_steps
         s_true = s_min * (1 + b_crit / rollout)
         best_over_grid = GRID / math.exp(offset + rng.normal(0, args.lr_offset_sd / 2))  # r / r*
         slower = np.exp(LR_CURVATURE * np.log(best_over_grid) ** 2)
+        budget = censored_by("passage", args.budget_steps // rollout, math.nan)  # without games: the iterations trained
         for _ in range(args.seeds):
             if scenario == "scatter":
-                times = [s_true * math.exp(seed_sd * rng.normal())]
+                branches = [Branch(s_true * math.exp(seed_sd * rng.normal()), 0.0, budget)]
             else:
                 runs = s_true * slower * np.exp(seed_sd * rng.normal(size=len(GRID)))
                 if scenario == "+ rates":
-                    times = list(runs)
+                    branches = [Branch(s, 0.0, budget) for s in runs]
                 else:
                     trend = scenario.endswith("trend")
-                    times = [games_to_target(rng, args, n_steps, s, target, trend=trend).steps for s in runs]
-            reached = [t for t in times if t is not None and t * rollout <= args.budget_steps]
+                    branches = [games_to_target(rng, args, n_steps, s, target, trend=trend) for s in runs]
+            reached = [b.steps for b in branches if b.steps is not None and b.steps * rollout <= args.budget_steps]
             if reached:
                 batch.append(rollout)
                 steps.append(min(reached))
+            elif min(b.bound for b in branches) > 0:
+                censored.append((rollout, min(b.bound for b in branches)))
     if len(batch) < 3 or len(set(batch)) < 2:
         return {"identified": False, "covered": False, "ratio": math.nan}
-    fit = fit_local_tradeoff(np.array(batch, dtype=float), np.array(steps))
+    if args.censored:
+        sizes = np.array([*batch, *(size for size, _ in censored)], dtype=float)
+        times = np.array([*steps, *(bound for _, bound in censored)])
+        fit = fit_censored_tradeoff(sizes, times, np.arange(len(sizes)) >= len(batch))
+    else:
+        fit = fit_local_tradeoff(np.array(batch, dtype=float), np.array(steps))
     covered = bool(fit.b_crit_low <= b_crit <= fit.b_crit_high)  # NaN ends compare False: not covered
     return {"identified": fit.identified, "covered": covered, "ratio": fit.b_crit / b_crit if fit.identified else math.nan}
 
@@ -236,7 +258,9 @@ def command(script: str, args: Any) -> str:
     default, flags = type(args)(), []
     for name in (f.name for f in fields(args)):
         value = getattr(args, name)
-        if name != "out" and value != getattr(default, name):
+        if name != "out" and value != getattr(default, name) and isinstance(value, bool):
+            flags.append(f"--{'' if value else 'no-'}{name.replace('_', '-')}")
+        elif name != "out" and value != getattr(default, name):
             values = value if isinstance(value, list) else [value]
             flags.append(f"--{name.replace('_', '-')} " + " ".join(shlex.quote(str(v)) for v in values))
     return " ".join([f"python benchmarks/{script}", *flags, f"--out {args.out}"])
@@ -265,7 +289,12 @@ def table(record: dict) -> str:
         f"3 learning rates, budget {a['budget_steps']:,} agent steps, E_min {a['e_min']:,.0f}, games of "
         f"{a['game_length']:.0f} agent steps, a {a['window']}-game running score, "
         f"σ of the rate optimum's offset {a['lr_offset_sd']}, the mean score rising along a {a['curve']} curve. "
-        "Scenarios: see the script's docstring.",
+        "Scenarios: see the script's docstring. The fit: "
+        + (
+            "with the sizes and seeds that did not reach the target censored."
+            if a.get("censored")
+            else "the reaching branches."
+        ),
         "",
         f"Targets in one game's score sd above the start: 3 SE = {record['three_se_target']:.2f}; null floor = "
         f"{record['null_floor_target']:.2f}. A branch that learns nothing at the largest size reached the 3-SE target "

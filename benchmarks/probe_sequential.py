@@ -12,6 +12,9 @@ measure, a rate rule off the optimum by a random offset per probe and per size).
   within ``--stop-ratio`` (high / low), one more seed at the two sizes around the fitted ``B_crit`` (at every size
   while it is not identified), at the rate the size's first seed kept, a size taking at most ``--seeds`` seeds.
 
+With ``--censored`` both designs fit with each size and seed that no rate got to the target within its budget as
+censored (:func:`rl_gns.core.maths.tradeoff.fit_censored_tradeoff`), in the sequential rule and in the last fit.
+
 A branch's cost is the agent steps it trains: to the game that takes its running score to the target, else its budget.
 Cost is given in units of ``E_min`` (the truth's experience at the smallest rollout sizes) and as the sequential
 probe's cost over the fixed probe's on the same draw: at v7's median cost of 32× the trunk, a ratio ``r`` would make it
@@ -30,11 +33,11 @@ from typing import Literal
 
 import numpy as np
 import tyro
-from probe_coverage import GRID, LR_CURVATURE, as_json, command, games_to_target, null_target, write_record
+from probe_coverage import GRID, LR_CURVATURE, Branch, as_json, command, games_to_target, null_target, write_record
 from probe_coverage import Args as Simulated
 
 from rl_gns.core.maths.sequential import next_round
-from rl_gns.core.maths.tradeoff import fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import fit_censored_tradeoff, fit_local_tradeoff
 
 
 @dataclass
@@ -51,6 +54,10 @@ class Args:
     """The sequential design stops once B_crit is identified with a 95 % interval of high / low at most this."""
     lr_points: Literal[1, 3] = 3
     """Learning rates of the sequential design's first round: 3, the grid (later seeds at the rate it kept); 1, the rule's."""
+    budget_steps: int = 2_000_000
+    """Agent steps per branch; a branch that has not reached the target by then stops there."""
+    censored: bool = False
+    """Fit with the sizes and seeds that did not reach the target as censored (else without them)."""
     draws: int = 200
     """Simulated probes per B_crit and σ."""
     seed: int = 0
@@ -79,40 +86,48 @@ def draw_probe(sim: Simulated, b_crit: float, rng: np.random.Generator) -> Probe
     )
 
 
-def branch(
-    sim: Simulated, probe: Probe, k: int, rate: int, seed_sd: float, target: float, rng: np.random.Generator
-) -> tuple[float | None, float]:
-    """One branch at size ``k`` and grid rate ``rate``: ``(steps or None, agent steps trained)``."""
+def branch(sim: Simulated, probe: Probe, k: int, rate: int, seed_sd: float, target: float, rng: np.random.Generator) -> Branch:
+    """One branch at size ``k`` and grid rate ``rate``: its steps (None where not reached), agent steps trained and
+    bound."""
     s = probe.s_true_K[k] * probe.slower_KG[k, rate] * math.exp(seed_sd * rng.normal())
     result = games_to_target(rng, sim, probe.n_steps_K[k], s, target, trend=True)
-    reached = result.steps is not None and result.steps * probe.rollout_K[k] <= sim.budget_steps
-    return (result.steps if reached else None), result.trained
+    if result.steps is not None and result.steps * probe.rollout_K[k] > sim.budget_steps:
+        return result._replace(steps=None)  # timed past the budget: not reached, with no bound
+    return result
 
 
-def judged(batch: list[float], steps: list[float], b_crit: float) -> dict:
-    """The fit of the kept branches, and whether it identifies ``B_crit`` and its interval covers it."""
+def judged(batch: list[float], steps: list[float], b_crit: float, censored: list[tuple[float, float]] | None) -> dict:
+    """The fit of the kept branches (with ``censored``, ``(rollout, bound)`` of those that did not reach the target, as
+    censored), and whether it identifies ``B_crit`` and its interval covers it."""
     if len(batch) < 3 or len(set(batch)) < 2:
         return {"identified": False, "covered": False, "ratio": math.nan, "fit": None}
-    fit = fit_local_tradeoff(np.array(batch), np.array(steps))
+    if censored is None:
+        fit = fit_local_tradeoff(np.array(batch), np.array(steps))
+    else:
+        sizes, times = np.array([*batch, *(b for b, _ in censored)]), np.array([*steps, *(t for _, t in censored)])
+        fit = fit_censored_tradeoff(sizes, times, np.arange(len(sizes)) >= len(batch))
     covered = bool(fit.b_crit_low <= b_crit <= fit.b_crit_high)
     return {"identified": fit.identified, "covered": covered, "ratio": fit.b_crit / b_crit if fit.identified else math.nan,
             "fit": fit}  # fmt: skip
 
 
 def fixed(
-    sim: Simulated, probe: Probe, seeds: int, seed_sd: float, target: float, b_crit: float, rng: np.random.Generator
+    sim: Simulated, probe: Probe, args: Args, seed_sd: float, target: float, b_crit: float, rng: np.random.Generator
 ) -> dict:
-    """The fixed design on one simulated probe: every size, ``seeds`` seeds, the grid's 3 rates, the fastest kept."""
-    batch, steps, cost = [], [], 0.0
+    """The fixed design on one simulated probe: every size, ``--seeds`` seeds, the grid's 3 rates, the fastest kept."""
+    batch, steps, cost, censored = [], [], 0.0, []
     for k in range(len(probe.rollout_K)):
-        for _ in range(seeds):
+        for _ in range(args.seeds):
             runs = [branch(sim, probe, k, rate, seed_sd, target, rng) for rate in range(len(GRID))]
-            cost += sum(trained for _, trained in runs)
-            reached = [s for s, _ in runs if s is not None]
+            cost += sum(run.trained for run in runs)
+            reached = [run.steps for run in runs if run.steps is not None]
             if reached:
                 batch.append(probe.rollout_K[k])
                 steps.append(min(reached))
-    return {**judged(batch, steps, b_crit), "cost": cost, "branches": len(probe.rollout_K) * seeds * len(GRID)}
+            elif min(run.bound for run in runs) > 0:
+                censored.append((probe.rollout_K[k], min(run.bound for run in runs)))
+    fit = judged(batch, steps, b_crit, censored if args.censored else None)
+    return {**fit, "cost": cost, "branches": len(probe.rollout_K) * args.seeds * len(GRID)}
 
 
 def sequential(
@@ -120,6 +135,7 @@ def sequential(
 ) -> dict:
     """The sequential design on one simulated probe (the module's docstring): its fit, cost and branches."""
     batch, steps, cost, branches = [], [], 0.0, 0
+    censored: list[tuple[float, float]] | None = [] if args.censored else None
     first = range(len(GRID)) if args.lr_points == 3 else [len(GRID) // 2]  # the grid, or the rule's own rate
     tuned: dict[int, int] = {}  # size -> the grid rate its first round kept
     seeds_K = [0] * len(probe.rollout_K)
@@ -129,16 +145,18 @@ def sequential(
         for k in sizes:
             rates = first if first_round or k not in tuned else [tuned[k]]
             runs = {rate: branch(sim, probe, k, rate, seed_sd, target, rng) for rate in rates}
-            cost, branches, seeds_K[k] = cost + sum(t for _, t in runs.values()), branches + len(rates), seeds_K[k] + 1
-            reached = {rate: s for rate, (s, _) in runs.items() if s is not None}
+            cost, branches, seeds_K[k] = cost + sum(r.trained for r in runs.values()), branches + len(rates), seeds_K[k] + 1
+            reached = {rate: r.steps for rate, r in runs.items() if r.steps is not None}
             if reached:
                 kept = min(reached, key=reached.__getitem__)
                 batch.append(probe.rollout_K[k])
                 steps.append(reached[kept])
                 if first_round:
                     tuned[k] = kept
-        fit = judged(batch, steps, b_crit)["fit"]
-    return {**judged(batch, steps, b_crit), "cost": cost, "branches": branches}
+            elif censored is not None and min(r.bound for r in runs.values()) > 0:
+                censored.append((probe.rollout_K[k], min(r.bound for r in runs.values())))
+        fit = judged(batch, steps, b_crit, censored)["fit"]
+    return {**judged(batch, steps, b_crit, censored), "cost": cost, "branches": branches}
 
 
 def summary(results: list[dict]) -> dict:
@@ -154,7 +172,7 @@ def summary(results: list[dict]) -> dict:
 
 def main(args: Args) -> None:
     rng = np.random.default_rng(args.seed)
-    sim = Simulated()
+    sim = Simulated(budget_steps=args.budget_steps)
     target = null_target(sim, rng)
     rows = []
     for seed_sd in args.seed_sds:
@@ -162,7 +180,7 @@ def main(args: Args) -> None:
             pairs = []
             for _ in range(args.draws):
                 probe = draw_probe(sim, b_crit, rng)
-                pairs.append((fixed(sim, probe, args.seeds, seed_sd, target, b_crit, rng),
+                pairs.append((fixed(sim, probe, args, seed_sd, target, b_crit, rng),
                               sequential(sim, probe, args, seed_sd, target, b_crit, rng)))  # fmt: skip
             row = {"seed_sd": seed_sd, "b_crit": b_crit, "e_min": sim.e_min}
             for index, design in enumerate(("fixed", "sequential")):
@@ -196,7 +214,8 @@ def table(record: dict) -> str:
         + f", then a seed at the two sizes around the fitted B_crit (every size while unidentified), at the rate the "
         f"size's first seed kept, until its 95 % interval is within {a['stop_ratio']:g}x (high / low), at most "
         f"{a['seeds']} seeds per size: the rule of `rl-gns probe --design sequential --lr-points {a['lr_points']}`. "
-        "Exploratory: the stopping rule and the sizes it adds were chosen on an earlier run of this simulation, not "
+        + ("Both fit with the sizes and seeds that did not reach the target censored. " if a.get("censored") else "")
+        + "Exploratory: the stopping rule and the sizes it adds were chosen on an earlier run of this simulation, not "
         "fixed in advance.",
         "",
         "| σ_seed | true B_crit | design | branches (median) | cost / E_min (median) | identified | covers the truth | "

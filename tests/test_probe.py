@@ -578,18 +578,19 @@ def test_the_sequential_design_refuses_settings_it_cannot_use(source, tmp_path, 
 
 
 def test_a_sequential_probe_trains_in_rounds_and_a_rerun_goes_on_with_them(source, tmp_path):
-    """The real CLI on a tiny probe: one seed at every size first, each round recorded in probe.json before it
-    starts, as many seeds per size as the rule gives and never more than --seeds, the runs those rounds name and no
-    other; why it stopped, in probe.json and the report. Rerun, it trains nothing and keeps its rounds."""
+    """The real CLI on a tiny probe, its fit with the branches that did not reach the target censored: one seed at
+    every size first, each round recorded in probe.json before it starts, as many seeds per size as the rule gives and
+    never more than --seeds, the runs those rounds name and no other; why it stopped, in probe.json and the report,
+    and the censored branches in probe_results.json. Rerun, it trains nothing and keeps its rounds."""
     out = tmp_path / "probe"
     command = [*CLI, "probe", str(source), *ONE_RATE, "--at", "3000", "--anchor-steps", "4096", "--window", "2",
                "--n-envs", "2", "4", "--seeds", "2", "--budget-steps", "1024", "--workers", "2",
-               "--design", "sequential", "--out", str(out)]  # fmt: skip
+               "--design", "sequential", "--censored", "--out", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "probe cost (sequential design): its first round" in result.stdout
     record = json.loads((out / "probe.json").read_text())
-    assert record["design"] == "sequential" and record["rounds"][0] == [[2, 32, 0], [4, 32, 0]]
+    assert record["design"] == "sequential" and record["rounds"][0] == [[2, 32, 0], [4, 32, 0]] and record["censored"]
     units = [tuple(unit) for units in record["rounds"] for unit in units]
     assert len(units) == len(set(units)) and all(seed < 2 for _, _, seed in units)
     for size in {(n_envs, n_steps) for n_envs, n_steps, _ in units}:  # each size's seeds are 0, 1, ... in turn
@@ -599,6 +600,8 @@ def test_a_sequential_probe_trains_in_rounds_and_a_rerun_goes_on_with_them(sourc
     assert trained == {(n_envs, seed) for n_envs, _, seed in units}
     assert record["stopped"] and f"the sequential design stops after {len(record['rounds'])} rounds" in result.stdout
     assert "Design: sequential" in (out / "report.md").read_text()
+    results = json.loads((out / "probe_results.json").read_text())
+    assert all(0 < c["iterations_above"] <= 1024 / c["rollout_size"] for c in results["censored"])
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
     assert json.loads((out / "probe.json").read_text())["rounds"] == record["rounds"]
@@ -673,7 +676,7 @@ def test_a_size_held_back_opens_with_its_whole_grid_of_rates(source, tmp_path, m
     the next opens 8 envs alone, at every rate of its grid (its first seed tunes it), and the last adds a seed at
     every size; the rounds are recorded, and the report reads them."""
     past_every_size = LocalTradeoffFit(s_min=0.0, e_min=1.0, b_crit_low=1.0, b_crit_high=math.inf, level=0.95, n_points=3)
-    monkeypatch.setattr(probe_module, "fit_or_none", lambda batch_N, steps_N: past_every_size)
+    monkeypatch.setattr(probe_module, "fit_or_none", lambda batch_N, steps_N, censored=None: past_every_size)
     out = tmp_path / "probe"
     config = ProbeConfig(source=source, at=3000, anchor_steps=4096, window=2, n_envs=(2, 4, 8), seeds=2, lr_points=2,
                          steps="passage", budget_steps=1024, workers=2, design="sequential", held_back=1, out=out)  # fmt: skip

@@ -51,13 +51,15 @@ class Args:
     seeds: int = 3
     """Seeds per size and rate of the fixed design."""
     stop_ratio: float = 8.0
-    """The sequential design stops once B_crit is identified with a 95 % interval of high / low at most this."""
+    """The sequential design stops once B_crit is identified with an interval (at --level) of high / low at most this."""
     lr_points: Literal[1, 3] = 3
     """Learning rates of the sequential design's first round: 3, the grid (later seeds at the rate it kept); 1, the rule's."""
     budget_steps: int = 2_000_000
     """Agent steps per branch; a branch that has not reached the target by then stops there."""
     censored: bool = False
     """Fit with the sizes and seeds that did not reach the target as censored (else without them)."""
+    level: float = 0.95
+    """Confidence level of the fits' intervals (the stopping rule's and the coverage's)."""
     draws: int = 200
     """Simulated probes per B_crit and σ."""
     seed: int = 0
@@ -96,16 +98,18 @@ def branch(sim: Simulated, probe: Probe, k: int, rate: int, seed_sd: float, targ
     return result
 
 
-def judged(batch: list[float], steps: list[float], b_crit: float, censored: list[tuple[float, float]] | None) -> dict:
+def judged(
+    batch: list[float], steps: list[float], b_crit: float, censored: list[tuple[float, float]] | None, level: float
+) -> dict:
     """The fit of the kept branches (with ``censored``, ``(rollout, bound)`` of those that did not reach the target, as
     censored), and whether it identifies ``B_crit`` and its interval covers it."""
     if len(batch) < 3 or len(set(batch)) < 2:
         return {"identified": False, "covered": False, "ratio": math.nan, "fit": None}
     if censored is None:
-        fit = fit_local_tradeoff(np.array(batch), np.array(steps))
+        fit = fit_local_tradeoff(np.array(batch), np.array(steps), level)
     else:
         sizes, times = np.array([*batch, *(b for b, _ in censored)]), np.array([*steps, *(t for _, t in censored)])
-        fit = fit_censored_tradeoff(sizes, times, np.arange(len(sizes)) >= len(batch))
+        fit = fit_censored_tradeoff(sizes, times, np.arange(len(sizes)) >= len(batch), level)
     covered = bool(fit.b_crit_low <= b_crit <= fit.b_crit_high)
     return {"identified": fit.identified, "covered": covered, "ratio": fit.b_crit / b_crit if fit.identified else math.nan,
             "fit": fit}  # fmt: skip
@@ -126,7 +130,7 @@ def fixed(
                 steps.append(min(reached))
             elif min(run.bound for run in runs) > 0:
                 censored.append((probe.rollout_K[k], min(run.bound for run in runs)))
-    fit = judged(batch, steps, b_crit, censored if args.censored else None)
+    fit = judged(batch, steps, b_crit, censored if args.censored else None, args.level)
     return {**fit, "cost": cost, "branches": len(probe.rollout_K) * args.seeds * len(GRID)}
 
 
@@ -155,8 +159,8 @@ def sequential(
                     tuned[k] = kept
             elif censored is not None and min(r.bound for r in runs.values()) > 0:
                 censored.append((probe.rollout_K[k], min(r.bound for r in runs.values())))
-        fit = judged(batch, steps, b_crit, censored)["fit"]
-    return {**judged(batch, steps, b_crit, censored), "cost": cost, "branches": branches}
+        fit = judged(batch, steps, b_crit, censored, args.level)["fit"]
+    return {**judged(batch, steps, b_crit, censored, args.level), "cost": cost, "branches": branches}
 
 
 def summary(results: list[dict]) -> dict:
@@ -212,7 +216,8 @@ def table(record: dict) -> str:
         f"measure. Fixed: {a['seeds']} seeds x 3 learning rates per size. Sequential: one seed per size at "
         + ("the grid's 3 rates" if a["lr_points"] == 3 else "the rule's rate")
         + f", then a seed at the two sizes around the fitted B_crit (every size while unidentified), at the rate the "
-        f"size's first seed kept, until its 95 % interval is within {a['stop_ratio']:g}x (high / low), at most "
+        f"size's first seed kept, until its {a.get('level', 0.95):.0%} interval is within {a['stop_ratio']:g}x (high / "
+        "low), at most "
         f"{a['seeds']} seeds per size: the rule of `rl-gns probe --design sequential --lr-points {a['lr_points']}`. "
         + ("Both fit with the sizes and seeds that did not reach the target censored. " if a.get("censored") else "")
         + "Exploratory: the stopping rule and the sizes it adds were chosen on an earlier run of this simulation, not "

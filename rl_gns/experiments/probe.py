@@ -333,8 +333,7 @@ class ProbeConfig(ExecutionConfig):
     held_back: int = 0
     """Sequential design: the grid's largest sizes that train only once the fit puts B_crit past every size trained."""
     censored: bool = False
-    """Fit B_crit with the branches that did not reach the target as censored at the steps they trained (a profile
-    interval, docs/probe.md), in the sequential design's rule and the report; else with the reaching branches only."""
+    """Fit B_crit with the branches that did not reach the target as censored, in the rules and report (docs/probe.md)."""
 
     def directory(self, point: BranchPoint) -> Path:
         """The probe directory."""

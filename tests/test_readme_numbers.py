@@ -171,3 +171,50 @@ def test_a_probes_cost_is_the_committed_v7_median():
     costs = (RESULTS / "probes_reread" / "costs.md").read_text()
     multiples = [float(x) for x in re.findall(r"^\| results/probes_v7/\S+ \|.*\| ([\d.]+)x \|$", costs, re.M)]
     assert len(multiples) == 10 and f"(v7's probes: a median {statistics.median(multiples):.0f}× their run)" in readme()
+
+
+def test_the_censored_fits_simulated_identification_and_coverage():
+    """docs/probe.md's and results.md's numbers for ``--censored``, from the committed simulations
+    (``benchmarks/probe_coverage.py`` and ``benchmarks/probe_sequential.py`` at a budget of 600,000, with and without
+    ``--censored``; the sequential one also at ``--level 0.99``)."""
+    validation = RESULTS / "validation"
+    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    results_md = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    cover = {name: json.loads((validation / "probe_coverage_censored" / name / "coverage.json").read_text())["rows"]
+             for name in ("reached", "censored")}  # fmt: skip
+    assert (
+        f"identifies `B_crit` in {coverage_span(cover['censored'], 'identified')} % of probes against "
+        f"{coverage_span(cover['reached'], 'identified')} % without, and covers it in "
+        f"{coverage_span(cover['censored'], 'covered')} % against {coverage_span(cover['reached'], 'covered')} %"
+    ) in probe_md
+    runs = {name: json.loads((validation / "probe_sequential_censored" / name / "sequential.json").read_text())["rows"]
+            for name in ("reached", "censored", "censored_99")}  # fmt: skip
+    seq = {name: [row["sequential"] for row in rows] for name, rows in runs.items()}
+    assert (
+        f"`B_crit` in {coverage_span(seq['censored'], 'identified')} % of probes against "
+        f"{coverage_span(seq['reached'], 'identified')} %, at {coverage_span(runs['censored'], 'median_cost_ratio')} of "
+        f"the fixed design's cost against {coverage_span(runs['reached'], 'median_cost_ratio')}, and covers it in "
+        f"{coverage_span(seq['censored'], 'covered')} % against {coverage_span(seq['reached'], 'covered')} %"
+    ) in probe_md
+    assert (
+        f"covers {coverage_span(seq['censored_99'], 'covered')} % and still identifies `B_crit` in "
+        f"{coverage_span(seq['censored_99'], 'identified')} % of sequential probes"
+    ) in probe_md
+    assert (
+        f"identifies it in {coverage_span(seq['censored'], 'identified')} % of sequential probes against "
+        f"{coverage_span(seq['reached'], 'identified')} %, covering it in {coverage_span(seq['censored'], 'covered')} %"
+    ) in results_md
+
+
+def test_the_censored_fit_replayed_and_re_read_on_the_committed_probes():
+    """docs/probe.md's cost and identification of one rate, the lowest target and the censored fit, replayed on the v6
+    and v7 probes (``benchmarks/probe_replay.py``'s table), and its count of targets identified on every committed
+    probe's branches (``benchmarks/reread_censored.py``'s)."""
+    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    replay = (RESULTS / "validation" / "probe_replay" / "replay.md").read_text()
+    row = re.search(r"^\| one rate, low target, censored \| ([\d.]+)x \([^)]*\) \| \d+% \| (\d+)% \|", replay, re.M)
+    assert row is not None
+    assert f"fit cost a median {row[1]}× the run and identify `B_crit` in {row[2]} % of replays" in probe_md
+    rows = json.loads((RESULTS / "validation" / "reread_censored" / "censored.json").read_text())["rows"]
+    plain, censored = (sum(r["identified"][k] for r in rows) for k in (0, 1))
+    assert f"`B_crit` at {censored} of {len(rows)} targets against {plain}" in probe_md

@@ -601,7 +601,7 @@ def test_a_sequential_probe_trains_in_rounds_and_a_rerun_goes_on_with_them(sourc
     assert record["stopped"] and f"the sequential design stops after {len(record['rounds'])} rounds" in result.stdout
     assert "Design: sequential" in (out / "report.md").read_text()
     results = json.loads((out / "probe_results.json").read_text())
-    assert all(0 < c["iterations_above"] <= 1024 / c["rollout_size"] for c in results["censored"])
+    assert all(0 < c["iterations_above"] <= 1024 / c["rollout_size"] for c in results["censored_branches"])
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
     assert json.loads((out / "probe.json").read_text())["rounds"] == record["rounds"]

@@ -608,7 +608,12 @@ def results_record(result: ProbeResult) -> dict:
         "reached": [
             {"rollout_size": int(b), "iterations": float(s)} for b, s in zip(chosen.batch_N, chosen.steps_N, strict=True)
         ],
-        "censored": [{"rollout_size": size, "iterations_above": bound} for size, bound in chosen.censored],
+        # a probe fitted with its censored branches (--censored) names them
+        **(
+            {"censored_branches": [{"rollout_size": size, "iterations_above": bound} for size, bound in chosen.censored]}
+            if probe.get("censored")
+            else {}
+        ),
         "fit": fit_record(chosen.fit),
         "verdict": result.verdict,
         "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in chosen.rates],

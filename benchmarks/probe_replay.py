@@ -18,7 +18,8 @@ same target (the probe's steps measure, the fastest rate per seed):
 - ``one rate, low target, no dead sizes``: the same, with no later seed at a size whose first seed did not reach it;
 - ``..., censored``: the same designs fitted with the branches that did not reach the target taken as censored at the
   steps they trained (:func:`rl_gns.core.maths.tradeoff.fit_censored_tradeoff`, bounds by
-  :func:`rl_gns.core.maths.targets.censored_by`), both in the design's rule and in its last fit.
+  :func:`rl_gns.core.maths.targets.censored_by`), both in the design's rule and in its last fit;
+- ``..., 2 held back``: the same, with the grid's 2 largest sizes out of the first round (``--held-back 2``).
 
 A branch's cost is the agent steps it trains; a probe's adds its anchor (and pilot). Its multiple is of the branch
 point's agent steps. "Agrees" compares with the fixed design's fit on the same branches: both identified, and the
@@ -75,6 +76,7 @@ class Design:
     :param skip_dead: no later seed at a size whose first seed reached the target at no rate.
     :param sequential: the sequential rule (else every branch: the fixed design).
     :param censored: fit with the branches that did not reach the target as censored (else without them).
+    :param held_back: the grid's largest sizes kept out of the first round (the sequential rule's ``held_back``).
     """
 
     name: str
@@ -84,6 +86,7 @@ class Design:
     skip_dead: bool = False
     sequential: bool = True
     censored: bool = False
+    held_back: int = 0
 
 
 DESIGNS = (
@@ -97,6 +100,7 @@ DESIGNS = (
     Design("fixed, low target, censored", sequential=False, low_target=True, censored=True),
     Design("one rate, low target, censored", one_rate=True, low_target=True, censored=True),
     Design("one rate, low target, no dead sizes, censored", one_rate=True, low_target=True, skip_dead=True, censored=True),
+    Design("one rate, low target, censored, 2 held back", one_rate=True, low_target=True, censored=True, held_back=2),
 )
 
 
@@ -210,7 +214,7 @@ def replay(probe: Probe, design: Design, order: tuple[int, ...]) -> tuple[int, L
     bounds: dict[tuple[int, int], float] | None = {} if design.censored else None
     kept_rate: dict[int, float] = {}
     seeds_k = [0] * len(sizes)
-    units = list(range(len(sizes)))
+    units = list(range(len(sizes) - design.held_back))
     while units:
         for k in units:
             size, seed = sizes[k], order[seeds_k[k]]
@@ -226,7 +230,7 @@ def replay(probe: Probe, design: Design, order: tuple[int, ...]) -> tuple[int, L
                 bounds[(size, seed)] = bound(branches, probe) if math.isinf(steps) else 0.0
             seeds_k[k] += 1
         fit = fit_of(points, bounds)
-        units = next_round(sizes, seeds_k, fit, STOP_RATIO, MOST_SEEDS)
+        units = next_round(sizes, seeds_k, fit, STOP_RATIO, MOST_SEEDS, design.held_back)
         if design.skip_dead:
             units = [k for k in units if math.isfinite(kept_rate[sizes[k]])]
     return spent, fit_of(points, bounds)

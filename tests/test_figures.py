@@ -208,6 +208,22 @@ def test_probe_draws_every_line_it_names_within_range():
     assert ax.get_xscale() == "log" and ax.get_xlim()[0] < 1104 < ax.get_xlim()[1]
 
 
+def test_a_censored_probe_draws_its_branches_that_did_not_reach_within_range():
+    """Branches that did not reach the target, at sizes beyond those that did: drawn at their bounds, inside the panel,
+    named in the legend, and the fit drawn over them too."""
+    batch_N, steps_N = small_probe()
+    censored = [(128, 90.0), (4096, 6.0)]
+    _, ax = plt.subplots()
+    plot_probe(batch_N, steps_N, fit_local_tradeoff(batch_N, steps_N), None, ax, censored)
+    left, right = ax.get_xlim()
+    assert left < 128 and 4096 < right
+    triangles = next(c for c in ax.collections if c.get_label() == "did not reach: more steps than this")
+    assert triangles.get_offsets().tolist() == [[128.0, 90.0], [4096.0, 6.0]]
+    curve = np.asarray(next(line for line in ax.get_lines() if line.get_label().startswith("fit")).get_xdata())
+    assert curve.min() == pytest.approx(128) and curve.max() == pytest.approx(4096)
+    assert "did not reach: more steps than this" in legend_texts(ax)
+
+
 def test_bench_figure_names_quantities():
     def scale(value: float) -> NoiseScale:
         return NoiseScale(value, (value / 2, value * 2), 10)

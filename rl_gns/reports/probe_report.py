@@ -217,24 +217,26 @@ def plot_probe(
     ax: Axes,
     censored: list[tuple[int, float]] | None = None,
 ) -> Axes:
-    """PPO iterations to the target against rollout size (log-log), one point per branch, the fitted ``S(B)`` over the
-    rollout sizes branched at, and ``B_crit`` and the default predictor's ``B_simple`` with their intervals (spans,
-    clipped to the panel), the x axis wide enough for each (:func:`probe_x_limits`). Without a branch that reached
-    the target the y axis is blank and says so."""
+    """PPO iterations to the target against rollout size (log-log), one point per branch (a triangle at its bound for a
+    ``censored`` one, ``(rollout_size, bound)``), the fitted ``S(B)`` over the rollout sizes branched at, and ``B_crit``
+    and the default predictor's ``B_simple`` with their intervals (spans, clipped to the panel), the x axis wide enough
+    for each (:func:`probe_x_limits`). Without a branch that reached the target the y axis is blank and says so."""
+    sizes_N = np.concatenate([batch_N, [size for size, _ in censored or []]])
     if len(batch_N):
         ax.scatter(batch_N, steps_N, color="black", s=18, label="branches (fastest learning rate per seed)", zorder=3)
         if censored:
-            sizes, bounds = zip(*censored, strict=True)
-            ax.scatter(sizes, bounds, color="gray", marker="^", s=24, label="did not reach: more steps than this", zorder=3)
+            bounds = [bound for _, bound in censored]
+            ax.scatter(sizes_N[len(batch_N) :], bounds, color="gray", marker="^", s=24, label="did not reach: more steps "
+                       "than this", zorder=3)  # fmt: skip
         ax.set_yscale("log")
         plain_log_ticks(ax.yaxis)
     else:
         ax.set_yticks([])
         ax.text(0.5, 0.5, "no branch reached the target", transform=ax.transAxes, ha="center", va="center", color="gray")
     if fit is not None and fit.s_min > 0 and len(batch_N):
-        grid = np.geomspace(batch_N.min(), batch_N.max(), 100)
+        grid = np.geomspace(sizes_N.min(), sizes_N.max(), 100)
         ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:blue", label="fit S = S_min + E_min / B")
-    x_limits = probe_x_limits(batch_N, fit, b_simple)
+    x_limits = probe_x_limits(sizes_N, fit, b_simple)
     if x_limits:  # a log axis needs limits; set them before the spans that run to its right edge
         ax.set_xscale("log")
         ax.set_xlim(*x_limits)

@@ -210,3 +210,9 @@ def test_censored_fit_covers_at_its_level_when_a_budget_cuts_the_slow_branches(b
 def test_censored_fit_rejects_bad_input(batch, steps, censored, message):
     with pytest.raises(ValueError, match=message):
         fit_censored_tradeoff(np.array(batch, dtype=float), np.array(steps), np.array(censored))
+
+
+@pytest.mark.parametrize("level", [0.0, 1.0, math.nan, -0.5])
+def test_censored_fit_rejects_a_level_outside_0_1(level):
+    with pytest.raises(ValueError, match="level must lie in"):
+        fit_censored_tradeoff(np.array([128.0, 256.0, 512.0]), np.array([10.0, 8.0, 7.0]), np.zeros(3, dtype=bool), level)

@@ -258,8 +258,8 @@ def fit_censored_tradeoff(
     :param steps_N: ``(N,)`` PPO iterations to the target, or for a censored branch the iterations it trained.
     :param censored_N: ``(N,)`` bool, the branches that did not reach the target.
     :param level: confidence level.
-    :raises ValueError: for fewer than 3 reaching branches or fewer than 2 distinct sizes among them, or non-positive
-        values.
+    :raises ValueError: for fewer than 3 reaching branches or fewer than 2 distinct sizes among them, non-positive
+        values, or a level outside (0, 1).
     """
     batch_N, steps_N = np.asarray(batch_N, dtype=float), np.asarray(steps_N, dtype=float)
     cens_N = np.asarray(censored_N, dtype=bool)
@@ -269,6 +269,8 @@ def fit_censored_tradeoff(
         raise ValueError("need at least 3 reaching branches at 2 or more distinct batch sizes")
     if np.any(batch_N <= 0) or np.any(steps_N <= 0):
         raise ValueError("batch sizes and steps must be positive")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
     n = len(steps_N)
     log_s = np.log(steps_N)
 

@@ -51,7 +51,7 @@ from rl_gns.core.maths.targets import (
     resolvable_improvement,
     trend_crossing,
 )
-from rl_gns.core.maths.tradeoff import fit_censored_tradeoff, fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import fit_local_tradeoff, fit_with_censored
 
 SCENARIOS = ("scatter", "+ rates", "+ games, 3 SE", "+ games, null floor", "+ games, null floor, trend")
 #: How a bent mean score rises to the target at ``x = t / S_true = 1``, as a fraction of the target (``k = 2``).
@@ -192,12 +192,8 @@ def simulate(args: Args, b_crit: float, seed_sd: float, scenario: str, target: f
                 censored.append((rollout, min(b.bound for b in branches)))
     if len(batch) < 3 or len(set(batch)) < 2:
         return {"identified": False, "covered": False, "ratio": math.nan}
-    if args.censored:
-        sizes = np.array([*batch, *(size for size, _ in censored)], dtype=float)
-        times = np.array([*steps, *(bound for _, bound in censored)])
-        fit = fit_censored_tradeoff(sizes, times, np.arange(len(sizes)) >= len(batch))
-    else:
-        fit = fit_local_tradeoff(np.array(batch, dtype=float), np.array(steps))
+    batch_N, steps_N = np.array(batch, dtype=float), np.array(steps)
+    fit = fit_with_censored(batch_N, steps_N, censored) if args.censored else fit_local_tradeoff(batch_N, steps_N)
     covered = bool(fit.b_crit_low <= b_crit <= fit.b_crit_high)  # NaN ends compare False: not covered
     return {"identified": fit.identified, "covered": covered, "ratio": fit.b_crit / b_crit if fit.identified else math.nan}
 

@@ -47,7 +47,7 @@ from probe_racing import Branch, kept, read_branch, steps_to, stopping_point
 
 from rl_gns.core.maths.sequential import next_round
 from rl_gns.core.maths.targets import StepsMeasure, censored_by, window_midpoint
-from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_censored_tradeoff
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit
 from rl_gns.experiments.probe import fit_or_none
 from rl_gns.records.rundir import PROBE, RunDir, read_json, runs_under
 from rl_gns.reports.probe_report import RESULTS
@@ -189,14 +189,10 @@ def fit_of(points: dict[tuple[int, int], float], bounds: dict[tuple[int, int], f
     """The fit of the cells' steps (``inf``: not reached); with ``bounds``, the cells not reached as censored at theirs
     (a bound of 0 carries nothing and is left out)."""
     reached = {key: s for key, s in points.items() if math.isfinite(s)}
-    if bounds is None:
-        return fit_or_none([size for size, _ in reached], list(reached.values()))
-    if len(reached) < 3 or len({size for size, _ in reached}) < 2:
-        return None
-    cells = [*reached, *(key for key, s in points.items() if math.isinf(s) and bounds[key] > 0)]
-    steps = [reached.get(key, bounds[key]) for key in cells]
-    censored = np.array([key not in reached for key in cells])
-    return fit_censored_tradeoff(np.array([size for size, _ in cells], dtype=float), np.array(steps), censored)
+    censored = None
+    if bounds is not None:
+        censored = [(key[0], bounds[key]) for key, s in points.items() if math.isinf(s) and bounds[key] > 0]
+    return fit_or_none([size for size, _ in reached], list(reached.values()), censored)
 
 
 def replay(probe: Probe, design: Design, order: tuple[int, ...]) -> tuple[int, LocalTradeoffFit | None]:

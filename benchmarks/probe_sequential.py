@@ -37,7 +37,7 @@ from probe_coverage import GRID, LR_CURVATURE, Branch, as_json, command, games_t
 from probe_coverage import Args as Simulated
 
 from rl_gns.core.maths.sequential import next_round
-from rl_gns.core.maths.tradeoff import fit_censored_tradeoff, fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import fit_local_tradeoff, fit_with_censored
 
 
 @dataclass
@@ -105,11 +105,11 @@ def judged(
     censored), and whether it identifies ``B_crit`` and its interval covers it."""
     if len(batch) < 3 or len(set(batch)) < 2:
         return {"identified": False, "covered": False, "ratio": math.nan, "fit": None}
+    batch_N, steps_N = np.array(batch), np.array(steps)
     if censored is None:
-        fit = fit_local_tradeoff(np.array(batch), np.array(steps), level)
+        fit = fit_local_tradeoff(batch_N, steps_N, level)
     else:
-        sizes, times = np.array([*batch, *(b for b, _ in censored)]), np.array([*steps, *(t for _, t in censored)])
-        fit = fit_censored_tradeoff(sizes, times, np.arange(len(sizes)) >= len(batch), level)
+        fit = fit_with_censored(batch_N, steps_N, censored, level)
     covered = bool(fit.b_crit_low <= b_crit <= fit.b_crit_high)
     return {"identified": fit.identified, "covered": covered, "ratio": fit.b_crit / b_crit if fit.identified else math.nan,
             "fit": fit}  # fmt: skip

@@ -69,7 +69,7 @@ from rl_gns.core.maths.targets import (
     spaced_targets,
     window_midpoint,
 )
-from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_censored_tradeoff, fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff, fit_with_censored
 from rl_gns.experiments.config import EnvSettings, PPOSettings, TrainConfig, to_json, train_config_from_json
 from rl_gns.experiments.console import duration
 from rl_gns.experiments.plan import check_inert, largest_seed
@@ -939,15 +939,13 @@ def fit_or_none(
 ) -> LocalTradeoffFit | None:
     """:func:`~rl_gns.core.maths.tradeoff.fit_local_tradeoff` of the branches so far, or with ``censored``
     (``(rollout_size, bound)`` of the branches that did not reach the target, :func:`censored_runs`)
-    :func:`~rl_gns.core.maths.tradeoff.fit_censored_tradeoff`; ``None`` where too few reached the target (fewer than
+    :func:`~rl_gns.core.maths.tradeoff.fit_with_censored`; ``None`` where too few reached the target (fewer than
     3, or at one size)."""
     if len(batch_N) < 3 or len(set(batch_N)) < 2:
         return None
     if censored is None:
         return fit_local_tradeoff(np.array(batch_N, dtype=float), np.array(steps_N, dtype=float))
-    batch = np.array([*batch_N, *(size for size, _ in censored)], dtype=float)
-    steps = np.array([*steps_N, *(bound for _, bound in censored)], dtype=float)
-    return fit_censored_tradeoff(batch, steps, np.arange(len(batch)) >= len(batch_N))
+    return fit_with_censored(np.array(batch_N, dtype=float), np.array(steps_N, dtype=float), censored)
 
 
 def sequential(config: ProbeConfig, branches: SweepConfig, directory: Path, point: BranchPoint) -> None:

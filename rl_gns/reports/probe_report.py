@@ -27,7 +27,7 @@ from rl_gns.core.maths.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR
 from rl_gns.core.maths.names import LOSSES, tracker_key
 from rl_gns.core.maths.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.maths.targets import StepsMeasure
-from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_censored_tradeoff, fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff, fit_with_censored
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import ANCHOR, CONFIG, PILOT, PROBE, SWEEP, RunDir, noise_columns, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, RecordError, require, same_setting
@@ -306,18 +306,13 @@ def censored_branches(runs: list[RunRecord], target: float, measure: StepsMeasur
 
 def rung(runs: list[RunRecord], target: float, measure: StepsMeasure, censored: bool = False) -> Rung:
     """The kept branches' steps to ``target`` and their fit: with ``censored``, the branches that did not reach it are
-    in the fit as censored (:func:`~rl_gns.core.maths.tradeoff.fit_censored_tradeoff`), else it leaves them out
+    in the fit as censored (:func:`~rl_gns.core.maths.tradeoff.fit_with_censored`), else it leaves them out
     (:func:`~rl_gns.core.maths.tradeoff.fit_local_tradeoff`)."""
     batch_N, steps_N = branch_steps(runs, target, measure)
     bounds = censored_branches(runs, target, measure) if censored else []
     fit = None
     if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3:
-        if censored:
-            batch = np.concatenate([batch_N, [size for size, _ in bounds]])
-            steps = np.concatenate([steps_N, [bound for _, bound in bounds]])
-            fit = fit_censored_tradeoff(batch, steps, np.arange(len(batch)) >= len(batch_N))
-        else:
-            fit = fit_local_tradeoff(batch_N, steps_N)
+        fit = fit_with_censored(batch_N, steps_N, bounds) if censored else fit_local_tradeoff(batch_N, steps_N)
     rates = [kept_rates(runs, target, size, measure) for size in sorted({run.rollout_size for run in runs})]
     return Rung(target, batch_N, steps_N, fit, rates, bounds)
 

@@ -11,7 +11,7 @@ Shape glossary: ``K`` batch sizes, ``R`` seeds.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -306,3 +306,18 @@ def fit_censored_tradeoff(
     s_min = 0.0 if math.isinf(b_hat) else math.exp(a_hat)
     e_min = math.exp(a_hat) if math.isinf(b_hat) else b_hat * s_min
     return LocalTradeoffFit(s_min, e_min, low, high, level, n)
+
+
+def fit_with_censored(
+    batch_N: np.ndarray, steps_N: np.ndarray, censored: Sequence[tuple[float, float]], level: float = 0.95
+) -> LocalTradeoffFit:
+    """:func:`fit_censored_tradeoff` of the branches that reached the target and of those that did not.
+
+    :param batch_N: ``(N,)`` batch (rollout) sizes of the branches that reached it, agent steps.
+    :param steps_N: ``(N,)`` their PPO iterations to it.
+    :param censored: ``(batch size, bound)`` of each branch that did not: a lower bound on its PPO iterations.
+    :param level: confidence level.
+    """
+    batch = np.concatenate([np.asarray(batch_N, dtype=float), [size for size, _ in censored]])
+    steps = np.concatenate([np.asarray(steps_N, dtype=float), [bound for _, bound in censored]])
+    return fit_censored_tradeoff(batch, steps, np.arange(len(batch)) >= len(batch_N), level)

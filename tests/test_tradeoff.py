@@ -14,6 +14,7 @@ from rl_gns.core.maths.tradeoff import (
     fit_censored_tradeoff,
     fit_local_tradeoff,
     fit_tradeoff,
+    fit_with_censored,
     tradeoff_curve,
 )
 
@@ -216,3 +217,14 @@ def test_censored_fit_rejects_bad_input(batch, steps, censored, message):
 def test_censored_fit_rejects_a_level_outside_0_1(level):
     with pytest.raises(ValueError, match="level must lie in"):
         fit_censored_tradeoff(np.array([128.0, 256.0, 512.0]), np.array([10.0, 8.0, 7.0]), np.zeros(3, dtype=bool), level)
+
+
+def test_fit_with_censored_appends_the_censored_branches_after_the_reaching_ones():
+    batch_N, steps_N = np.array([128.0, 256.0, 512.0, 1024.0]), np.array([90.0, 50.0, 31.0, 22.0])
+    joined = fit_with_censored(batch_N, steps_N, [(2048.0, 18.0), (4096.0, 12.0)])
+    direct = fit_censored_tradeoff(
+        np.array([128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0]),
+        np.array([90.0, 50.0, 31.0, 22.0, 18.0, 12.0]),
+        np.array([False, False, False, False, True, True]),
+    )
+    assert joined == direct and joined.n_points == 6

@@ -5,7 +5,7 @@ For every probe directory under the given paths (a directory holding ``probe.jso
 1. The anchor's games (the branch point's agent at learning rate 0: a policy that learns nothing) are the null score
    distribution.
 2. ``G``, the games a branch looks at: the most games any branch of the probe finished (read from the branches'
-   ``episodes.csv`` / ``episodes.csv.gz``). ``L``, the runs tried for one kept run: the learning rates per size
+   ``episodes.csv`` / ``episodes.csv.xz``). ``L``, the runs tried for one kept run: the learning rates per size
    (``sweep.json``'s ``lr_points``, or the realised grid of ``probe_results.json`` where that is longer).
 3. ``draws`` null runs of ``G`` games resampled from the anchor's games give the highest running score ``M`` of a run
    that learns nothing (:func:`rl_gns.core.maths.targets.null_max_running_scores`, ``window`` from ``probe.json``); each

@@ -148,7 +148,7 @@ COMMANDS = {
     ),
     "compact": checked_in(
         "rl_gns.records.compact",
-        "keep the logs of finished runs compact: progress.csv.gz with the columns read, episodes.csv.gz",
+        "keep the logs of finished runs compact: progress.csv.xz with the columns read, episodes.csv.xz",
         "CompactConfig",
         "compact",
     ),

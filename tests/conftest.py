@@ -63,7 +63,7 @@ def rl_gns(capsys: pytest.CaptureFixture, *args: object) -> tuple[int, str]:
 
 def logged_scalars(run_dir: Path) -> dict[str, np.ndarray]:
     """Every value a run logged, by key, one per logged row in order, from its TensorBoard events: they hold the columns
-    that a finished run's compact ``progress.csv.gz`` leaves out (float32, as TensorBoard stores them)."""
+    that a finished run's compact ``progress.csv.xz`` leaves out (float32, as TensorBoard stores them)."""
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     events.Reload()
     return {tag: np.array([event.value for event in events.Scalars(tag)]) for tag in events.Tags()["scalars"]}

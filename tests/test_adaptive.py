@@ -153,7 +153,7 @@ def test_tiny_adaptive_run_grows_and_keeps_training(tmp_path):
         total_steps=3000, torch_threads=1, progress_bar=False, out=tmp_path / "run",
     )  # fmt: skip
     out = train(plan_run(config))
-    # the finished run's compact progress.csv.gz, and its TensorBoard events for the columns no reader reads
+    # the finished run's compact progress.csv.xz, and its TensorBoard events for the columns no reader reads
     progress = {**logged_scalars(out), **RunDir(out).progress()}
     n_envs = progress["gns/n_envs"]
     assert n_envs[0] == 2 and n_envs[-1] == 8 and np.all(np.diff(n_envs) >= 0)

@@ -42,7 +42,7 @@ def test_train_end_to_end(tmp_path):
     result = run_cli("train", "--env", "ALE/BeamRider-v5", "--total-steps", "128", "--out", str(out), *tiny)
     assert result.returncode == 0, result.stderr
     files = {p.name for p in out.iterdir()}
-    assert {"config.json", "progress.csv.gz", "episodes.csv.gz", "model.zip", "summary.json", "training.png"} <= files
+    assert {"config.json", "progress.csv.xz", "episodes.csv.xz", "model.zip", "summary.json", "training.png"} <= files
     assert not {"progress.csv", "episodes.csv"} & files  # a finished run keeps its logs compact
     assert any(name.startswith("events.out.tfevents") for name in files)
 
@@ -52,7 +52,7 @@ def test_train_end_to_end(tmp_path):
 
     progress = RunDir(out).progress()
     np.testing.assert_array_equal(progress["time/total_timesteps"], [64, 128])
-    logged = logged_scalars(out)  # every logged value: the compact progress.csv.gz keeps those some reader reads
+    logged = logged_scalars(out)  # every logged value: the compact progress.csv.xz keeps those some reader reads
     off_tensorboard = {"time/iterations", "time/total_timesteps"}  # SB3 leaves these out of TensorBoard
     assert set(progress) - off_tensorboard == {key for key in logged if is_kept(key)} and off_tensorboard <= set(progress)
     for key in set(progress) - off_tensorboard:

@@ -5,6 +5,7 @@ import csv
 import gzip
 import io
 import json
+import lzma
 import shutil
 from pathlib import Path
 
@@ -56,30 +57,29 @@ def test_the_compact_form_holds_the_kept_columns_cell_for_cell_and_every_game_by
     progress_text, episodes_bytes = (run / PROGRESS).read_text(), (run / EPISODES).read_bytes()
     done = compact_run(run)
     assert done is not None and done.plain_bytes == len(progress_text.encode()) + len(episodes_bytes)
-    assert sorted(p.name for p in run.iterdir() if "csv" in p.name) == ["episodes.csv.gz", "progress.csv.gz"]
+    assert sorted(p.name for p in run.iterdir() if "csv" in p.name) == ["episodes.csv.xz", "progress.csv.xz"]
     assert done.compact_bytes == sum((run / compact_name(name)).stat().st_size for name in (PROGRESS, EPISODES))
 
-    assert gzip.decompress((run / "episodes.csv.gz").read_bytes()) == episodes_bytes
+    assert lzma.decompress((run / "episodes.csv.xz").read_bytes()) == episodes_bytes
     header, *rows = cells(progress_text)
     kept = [i for i, column in enumerate(header) if is_kept(column)]
     raw = [f"gns/envs/{quantity}_{loss}_raw" for quantity in ("g2", "trace_sigma") for loss in ("policy", "total", "value")]
     steps = ["time/iterations", "time/total_timesteps", "rollout/ep_rew_mean"]
     assert [header[i] for i in kept] == ["gns/envs/b_big", "gns/envs/b_small", *raw, *steps]  # in the CSV's order
-    compact = cells(gzip.decompress((run / "progress.csv.gz").read_bytes()).decode())
+    compact = cells(lzma.decompress((run / "progress.csv.xz").read_bytes()).decode())
     assert compact == [[row[i] for i in kept] for row in [header, *rows]]  # the text of every kept cell, as it was
 
     again = copy(RUN, tmp_path, "again")
     compact_run(again)
-    for name in ("progress.csv.gz", "episodes.csv.gz"):  # no time stamp: the same logs give the same bytes
+    for name in ("progress.csv.xz", "episodes.csv.xz"):  # no time stamp: the same logs give the same bytes
         assert (again / name).read_bytes() == (run / name).read_bytes()
-        assert (run / name).read_bytes()[4:8] == b"\0\0\0\0"
     assert compact_run(run) is None  # compact already
 
 
 def test_every_reader_gives_the_same_for_both_forms(tmp_path, capsys):
     plain, compact = RunDir(copy(RUN, tmp_path, "plain")), RunDir(copy(RUN, tmp_path, "compact"))
     compact_run(compact.path)
-    assert compact.log(PROGRESS).name == "progress.csv.gz" and plain.log(PROGRESS).name == "progress.csv"
+    assert compact.log(PROGRESS).name == "progress.csv.xz" and plain.log(PROGRESS).name == "progress.csv"
     before, after = plain.progress(), compact.progress()
     assert list(after) == [key for key in before if is_kept(key)]
     for key, column in after.items():
@@ -111,7 +111,7 @@ def test_compact_finishes_the_runs_under_a_directory_once_and_refuses_a_bad_path
     left = files(unfinished)
     status, out, err = said(capsys, "compact", study)
     assert status == 0 and err == "" and out.startswith(f"{study}: 1 runs compacted (0 compact already)"), out
-    assert not (finished / PROGRESS).exists() and (finished / "progress.csv.gz").is_file()
+    assert not (finished / PROGRESS).exists() and (finished / "progress.csv.xz").is_file()
     assert not list(study.rglob(".lock"))  # the runs' locks, taken while compacting, leave no file behind
     assert files(unfinished) == left
     compacted = files(study)
@@ -138,7 +138,7 @@ def test_a_compaction_cut_short_leaves_the_csv_read_and_compacting_again_finishe
     kept = (run.path / PROGRESS).read_bytes()
     compact_run(run.path)
     (run.path / PROGRESS).write_bytes(kept)  # killed after the compact file was written, before the CSV was removed
-    assert run.log(PROGRESS) == run.path / PROGRESS and run.log(EPISODES) == run.path / "episodes.csv.gz"
+    assert run.log(PROGRESS) == run.path / PROGRESS and run.log(EPISODES) == run.path / "episodes.csv.xz"
     assert "gns/envs/g2_policy" in run.progress()  # the CSV is read, every column of it
     assert compact_run(run.path) is not None and not (run.path / PROGRESS).exists()
     assert "gns/envs/g2_policy" not in run.progress()
@@ -154,22 +154,22 @@ def test_a_compact_log_is_never_read_for_an_unfinished_run(tmp_path):
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda data: data[: len(data) // 2], "not whole gzip data"),
-        (lambda data: b"not gzip at all\n", "not whole gzip data"),
-        (lambda data: gzip.compress(b"\xff\xfe not text", mtime=0), "not a CSV file"),
+        (lambda data: data[: len(data) // 2], "not whole xz data"),
+        (lambda data: b"not xz at all\n", "not whole xz data"),
+        (lambda data: lzma.compress(b"\xff\xfe not text"), "not a CSV file"),
     ],
-    ids=["cut", "not-gzip", "not-text"],
+    ids=["cut", "not-xz", "not-text"],
 )
 def test_a_damaged_compact_log_is_refused_in_one_line(tmp_path, capsys, damage, message):
     run = copy(RUN, tmp_path)
     compact_run(run)
-    for name, read in (("episodes.csv.gz", RunDir(run).episodes), ("progress.csv.gz", RunDir(run).progress)):
+    for name, read in (("episodes.csv.xz", RunDir(run).episodes), ("progress.csv.xz", RunDir(run).progress)):
         path = run / name
         path.write_bytes(damage(path.read_bytes()))
         with pytest.raises(ValueError, match=message):
             read()
     status, err = rl_gns(capsys, "advise", run)
-    assert status == 2 and err.count("\n") == 1 and f"{run / 'progress.csv.gz'}: " in err and message in err, err
+    assert status == 2 and err.count("\n") == 1 and f"{run / 'progress.csv.xz'}: " in err and message in err, err
 
 
 @pytest.mark.atari
@@ -180,18 +180,53 @@ def test_a_run_ends_with_compact_logs_and_a_new_run_in_its_directory_drops_them(
     status, _, err = said(capsys, *tiny, "--total-steps", "128")
     assert status == 0, err
     names = {p.name for p in run.iterdir()}
-    assert {"progress.csv.gz", "episodes.csv.gz", "training.png"} <= names and not {PROGRESS, EPISODES} & names
+    assert {"progress.csv.xz", "episodes.csv.xz", "training.png"} <= names and not {PROGRESS, EPISODES} & names
     progress = RunDir(run).progress()
     np.testing.assert_array_equal(progress["time/total_timesteps"], [64, 128])
     assert all(is_kept(key) for key in progress) and "gns/envs/g2_value_raw" in progress
-    header, rows = read_rows(run / "episodes.csv.gz")
+    header, rows = read_rows(run / "episodes.csv.xz")
     assert header == ["env_steps", "score", "length_frames", "wall_s"] and len(rows) == len(RunDir(run).episodes()["score"])
 
     status, _, err = said(capsys, *tiny, "--total-steps", "512", "--overwrite", "--max-wall-minutes", "1e-9")
     assert status == 0, err
     names = {p.name for p in run.iterdir()}
-    assert PROGRESS in names and not {"progress.csv.gz", "episodes.csv.gz", "summary.json"} & names
+    assert PROGRESS in names and not {"progress.csv.xz", "episodes.csv.xz", "summary.json"} & names
     assert "gns/envs/g2_policy" in RunDir(run).progress()  # unfinished: every column, appended to on resume
+
+
+def as_before_2026_12_05(run: Path) -> None:
+    """Write a compact run of today as an rl-gns before 2026-12-05 kept it: each compact log gzip-compressed
+    (``progress.csv.gz``), the text inside the same."""
+    for name in (PROGRESS, EPISODES):
+        xz = run / compact_name(name)
+        (run / f"{name}.gz").write_bytes(gzip.compress(lzma.decompress(xz.read_bytes()), mtime=0))
+        xz.unlink()
+
+
+def test_compact_rewrites_the_gzip_logs_of_an_earlier_rl_gns_and_the_readers_refuse_them_until_then(tmp_path, capsys):
+    """A run compacted before 2026-12-05 (gzip) is refused in one line that names `rl-gns compact`; the step rewrites
+    both logs xz-compressed, byte for byte what today's compaction writes, and every reader reads what it did."""
+    today, old = copy(RUN, tmp_path, "today"), copy(RUN, tmp_path, "old")
+    compact_run(today)
+    compact_run(old)
+    as_before_2026_12_05(old)
+    status, _, err = said(capsys, "advise", old)
+    hint = f"{old / 'progress.csv.gz'}: written by an rl-gns before 2026-12-05; `rl-gns compact {old}` brings it up to date"
+    assert status == 2 and err.count("\n") == 1 and err.strip().endswith(hint), err
+    status, out, err = said(capsys, "compact", old)
+    assert status == 0 and f"{old}: 2 files of an earlier rl-gns brought to today's form" in out, err
+    assert sorted(p.name for p in old.iterdir() if ".csv" in p.name) == ["episodes.csv.xz", "progress.csv.xz"]
+    for name in (PROGRESS, EPISODES):
+        assert (old / compact_name(name)).read_bytes() == (today / compact_name(name)).read_bytes()
+    assert said(capsys, "advise", old)[:2] == said(capsys, "advise", today)[:2]
+    status, out, _ = said(capsys, "compact", old)
+    assert status == 0 and "brought to today's form" not in out
+
+    (old / compact_name(PROGRESS)).unlink()
+    (old / f"{PROGRESS}.gz").write_bytes(b"not gzip at all\n")  # a damaged earlier log: left as it is, in one line
+    status, err = rl_gns(capsys, "compact", old)
+    assert status == 2 and err.count("\n") == 1 and f"{old / 'progress.csv.gz'}: not whole compressed data" in err, err
+    assert (old / f"{PROGRESS}.gz").read_bytes() == b"not gzip at all\n" and not (old / compact_name(PROGRESS)).exists()
 
 
 def test_the_kept_columns_name_their_readers():
@@ -221,7 +256,7 @@ def test_compact_brings_the_files_of_an_earlier_rl_gns_to_todays_form(tmp_path, 
     hint = f"written by an rl-gns before 2026-11-22; `rl-gns compact {old}` brings it up to date"
     assert status == 2 and err.strip().endswith(hint)
     status, out, err = said(capsys, "compact", old)
-    assert status == 0 and "2 files of an rl-gns before 2026-11-22 brought to today's form" in out, err
+    assert status == 0 and "2 files of an earlier rl-gns brought to today's form" in out, err
     assert json.loads((old / "config.json").read_text()) == json.loads((today / "config.json").read_text())
     compact_run(today)
     assert (old / compact_name(PROGRESS)).read_bytes() == (today / compact_name(PROGRESS)).read_bytes()
@@ -239,7 +274,7 @@ def test_compact_brings_the_files_of_an_earlier_rl_gns_to_todays_form(tmp_path, 
 def test_a_committed_compact_probe_gives_its_committed_report(tmp_path, capsys):
     """probes_v7's logs are compact: probe-report reads them and writes, byte for byte, the report and results it
     wrote from the CSV files (B_crit 3.61e+03 [2.05e+03, 6.27e+03] on Pong at 500k, in docs and the v7 table)."""
-    assert not list(COMPACT_PROBE.rglob("*.csv")) and len(list(COMPACT_PROBE.rglob("progress.csv.gz"))) > 60
+    assert not list(COMPACT_PROBE.rglob("*.csv")) and len(list(COMPACT_PROBE.rglob("progress.csv.xz"))) > 60
     probe = copy(COMPACT_PROBE, tmp_path)
     status, err = rl_gns(capsys, "probe-report", probe)
     assert status == 0, err
@@ -254,7 +289,7 @@ def test_a_committed_compact_probe_gives_its_committed_report(tmp_path, capsys):
 
 
 def test_the_committed_compact_probes_give_their_committed_criterion_table(tmp_path, capsys):
-    """rl-gns validate-probes over every compact probe of v7 (their branches' noise sums read from progress.csv.gz)
+    """rl-gns validate-probes over every compact probe of v7 (their branches' noise sums read from progress.csv.xz)
     writes the committed table, byte for byte."""
     committed = RESULTS / "probes_v7"
     probes = sorted(p for p in committed.iterdir() if p.is_dir())  # as results/probes_v4/run.sh names them

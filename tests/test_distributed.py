@@ -208,7 +208,7 @@ def test_cli_trains_on_two_ranks_and_a_killed_rank_is_reported_and_resumable(tmp
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["env_steps"] == total and summary["resumes"] == 1 and summary["nproc"] == 2
-    progress = RunDir(run).progress()  # the finished run's compact progress.csv.gz
+    progress = RunDir(run).progress()  # the finished run's compact progress.csv.xz
     np.testing.assert_array_equal(progress["time/total_timesteps"], 128 * np.arange(1, 25))  # no gap, no duplicate
     for scheme in ("envs", "ranks", "ranks_all"):  # every iteration measured, on both sides of the kill
         assert np.isfinite(progress[f"gns/{scheme}/g2_total_raw"]).all(), scheme

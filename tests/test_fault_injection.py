@@ -4,7 +4,7 @@ A reader is handed committed results (copied into ``tmp_path``) with one file da
 half, overwritten with bytes that are not text, replaced by a folder, removed; one top-level JSON field removed or
 given a value of the wrong kind (null, and in turn a string, a negative, non-finite, huge, zero or fractional
 number, a boolean, a list, an object); one CSV cell that is not a finite number, a header without rows, a row too
-long or too short. A compressed log (``.csv.gz``) takes the same damage inside, written back compressed, and a
+long or too short. A compressed log (``.csv.xz``) takes the same damage inside, written back compressed, and a
 stream cut short. Whatever the damage, the reader either uses what is whole (exit status 0) or refuses in one line
 that names the command and the file it refuses (exit status 2); it never raises. ``test_readers.py`` pins what the
 answer is for the damage users meet most; this module sweeps the whole class.
@@ -12,8 +12,8 @@ answer is for the damage users meet most; this module sweeps the whole class.
 
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -109,10 +109,10 @@ def content_damage(suffix: str, text: str) -> Iterator[tuple[str, object]]:
 
 
 def damage(path: Path) -> Iterator[tuple[str, object]]:
-    """Every damage of the file at ``path``, by its format. A gzip file (``.csv.gz``, as ``rl-gns compact`` writes
-    logs) takes the whole-file damage to its bytes (so a stream cut short or not gzip at all) and the damage of the
+    """Every damage of the file at ``path``, by its format. An xz file (``.csv.xz``, as ``rl-gns compact`` writes
+    logs) takes the whole-file damage to its bytes (so a stream cut short or not xz at all) and the damage of the
     format inside, written back compressed."""
-    if path.suffix != ".gz":
+    if path.suffix != ".xz":
         text = path.read_text()
         yield from whole_file_damage(text)
         yield from content_damage(path.suffix, text)
@@ -120,10 +120,10 @@ def damage(path: Path) -> Iterator[tuple[str, object]]:
     raw = path.read_bytes()
     for name, new in whole_file_damage(""):
         yield name, raw[: len(raw) // 2] if name == "cut" else new
-    inner = gzip.decompress(raw).decode()
-    yield "empty inside", gzip.compress(b"")
+    inner = lzma.decompress(raw).decode()
+    yield "empty inside", lzma.compress(b"")
     for name, new in content_damage(Path(path.stem).suffix, inner):
-        yield name, gzip.compress(str(new).encode())
+        yield name, lzma.compress(str(new).encode())
 
 
 @dataclass(frozen=True)
@@ -165,11 +165,11 @@ READERS = (
             "probe/sweep.json",
             "probe/anchor/summary.json",
             "probe/anchor/config.json",
-            "probe/anchor/episodes.csv.gz",
+            "probe/anchor/episodes.csv.xz",
             f"{DEMO_BRANCH}/config.json",
             f"{DEMO_BRANCH}/summary.json",
-            f"{DEMO_BRANCH}/episodes.csv.gz",
-            f"{DEMO_BRANCH}/progress.csv.gz",
+            f"{DEMO_BRANCH}/episodes.csv.xz",
+            f"{DEMO_BRANCH}/progress.csv.xz",
         ),
     ),
     Reader(
@@ -182,19 +182,19 @@ READERS = (
         "advise",
         ("demo_probe/run",),
         ("{w}/run",),
-        ("run/config.json", "run/summary.json", "run/progress.csv.gz"),
+        ("run/config.json", "run/summary.json", "run/progress.csv.xz"),
     ),
     Reader(
         "plot",
         ("demo_probe/run",),
         ("{w}/run",),
-        ("run/config.json", "run/summary.json", "run/progress.csv.gz", "run/episodes.csv.gz"),
+        ("run/config.json", "run/summary.json", "run/progress.csv.xz", "run/episodes.csv.xz"),
     ),
     Reader(
         "bench",
         ("bench/cpu",),
         ("--report-only", "--out", "{w}/cpu", "--bootstrap", "200"),
-        ("cpu/bench.json", f"{BENCH_RUN}/config.json", f"{BENCH_RUN}/summary.json", f"{BENCH_RUN}/progress.csv.gz"),
+        ("cpu/bench.json", f"{BENCH_RUN}/config.json", f"{BENCH_RUN}/summary.json", f"{BENCH_RUN}/progress.csv.xz"),
     ),
     Reader(
         "scaling",
@@ -216,7 +216,7 @@ READERS = (
         (
             f"{ADAPTIVE_RUN}/config.json",
             f"{ADAPTIVE_RUN}/summary.json",
-            f"{ADAPTIVE_RUN}/progress.csv.gz",
+            f"{ADAPTIVE_RUN}/progress.csv.xz",
             "beamrider_ram/results.json",
         ),
     ),

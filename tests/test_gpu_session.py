@@ -125,7 +125,7 @@ def test_probes_stage_runs_the_v5_protocol_outside_the_tree_and_brings_back_its_
     assert (tmp_path / "probes" / "Seaquest" / "at50k" / "report.md").is_file()
     with tarfile.open(tmp_path / "out" / "probe_files.tar.gz") as tar:
         names = tar.getnames()
-    assert {"at50k/probe.json", "at50k/probe_results.json", "at50k/anchor/episodes.csv.gz"} <= set(names)  # compact
+    assert {"at50k/probe.json", "at50k/probe_results.json", "at50k/anchor/episodes.csv.xz"} <= set(names)  # compact
     assert not any(name.endswith(("model.zip", ".lock")) or "tfevents" in name for name in names)
 
 

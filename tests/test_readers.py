@@ -5,8 +5,8 @@ a torn JSON file, a cell that is not a number, files with a header only, a sweep
 reader either uses what is whole or refuses with one line naming the file (exit status 2), never a traceback.
 """
 
-import gzip
 import json
+import lzma
 import os
 import re
 import shutil
@@ -159,9 +159,9 @@ def test_a_finished_runs_log_cut_short_is_refused(tmp_path, capsys, log, counted
 def test_a_finished_runs_compact_log_cut_short_is_refused(tmp_path, capsys):
     probe = copy(PROBE, tmp_path)
     run = sorted((probe / "runs").iterdir())[0]
-    packed = run / "progress.csv.gz"
-    lines = gzip.decompress(packed.read_bytes()).decode().splitlines(keepends=True)
-    packed.write_bytes(gzip.compress("".join(lines[:-1]).encode()))  # the last row left out
+    packed = run / "progress.csv.xz"
+    lines = lzma.decompress(packed.read_bytes()).decode().splitlines(keepends=True)
+    packed.write_bytes(lzma.compress("".join(lines[:-1]).encode()))  # the last row left out
     recorded = json.loads((run / "summary.json").read_text())["iterations"]
     status, stderr = rl_gns(capsys, "probe-report", probe)
     assert_refused(status, stderr, f"{packed}: {recorded - 1:,} rows, but {run / 'summary.json'} records {recorded:,}")

@@ -356,9 +356,9 @@ def test_config_json_is_written_only_once_the_run_can_start(tmp_path):
     assert run_cli("train", *TINY, "--total-steps", "192", "--overwrite", "--out", str(run)).returncode == 0
     config, summary = (json.loads((run / name).read_text()) for name in ("config.json", "summary.json"))
     assert config["total_steps"] == 192 and summary["env_steps"] == 192 and RunDir(run).env_steps() == 192
-    assert read_rows(run / "episodes.csv.gz")[0] == ["env_steps", "score", "length_frames", "wall_s"]  # compact: finished
+    assert read_rows(run / "episodes.csv.xz")[0] == ["env_steps", "score", "length_frames", "wall_s"]  # compact: finished
     assert not (run / "progress.csv").exists() and not (run / "episodes.csv").exists()
-    for name in ("config.json", "progress.csv.gz", "episodes.csv.gz", "summary.json"):  # the user's umask, not 0600
+    for name in ("config.json", "progress.csv.xz", "episodes.csv.xz", "summary.json"):  # the user's umask, not 0600
         assert (run / name).stat().st_mode & 0o777 == 0o666 & ~user_umask(), name
 
 

@@ -102,7 +102,7 @@ case "$stage" in
     else settings=(--n-envs 64 --total-steps 10000000 --snapshot-steps 250000); minutes="$MINUTES"; fi
     [ "$TINY" = 1 ] || carried_trunk  # a dry run starts its own
     pack_trunk() {
-      (cd "$TRUNK_DIR" && find . -maxdepth 1 \( -name '*.json' -o -name '*.csv' -o -name '*.csv.gz' -o -name '*.png' \) \
+      (cd "$TRUNK_DIR" && find . -maxdepth 1 \( -name '*.json' -o -name '*.csv' -o -name '*.csv.xz' -o -name '*.png' \) \
          -print0 | tar --null -czf "$OUT/trunk_files.tar.gz" -T -)
       # the state to go on from: the last checkpoint of an unfinished trunk, the final model.zip of a finished one
       state="$(cd "$TRUNK_DIR" && { find checkpoints -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1 || true; })"
@@ -195,7 +195,7 @@ case "$stage" in
     committed="results/gpu/beamrider_pixels"
     if [ -d "$committed" ] && [ ! -d "$SWEEP_DIR" ]; then mkdir -p "$SWEEP_DIR" && cp -r "$committed"/. "$SWEEP_DIR"/; fi
     pack_sweep() {  # the small files of every run (settings, logs, summaries; no models, events or checkpoints)
-      (cd "$SWEEP_DIR" && find . \( -name '*.json' -o -name '*.csv' -o -name '*.csv.gz' -o -name 'log.txt' -o -name 'error.txt' \) \
+      (cd "$SWEEP_DIR" && find . \( -name '*.json' -o -name '*.csv' -o -name '*.csv.xz' -o -name 'log.txt' -o -name 'error.txt' \) \
          -not -path '*/checkpoints/*' -print0 | tar --null -czf "$OUT/sweep_files.tar.gz" -T -)
     }
     pack_on_exit pack_sweep

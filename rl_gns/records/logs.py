@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import csv
 import errno
-import gzip
 import io
+import lzma
 import os
 import tempfile
-import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -222,30 +221,30 @@ def check_regular(path: Path, kind: str) -> None:
         raise RunFileError(f"{path} is {'a directory' if path.is_dir() else 'a FIFO or device'}, not {kind}")
 
 
-#: The ending of a file stored gzip-compressed (a finished run's compact logs, :mod:`rl_gns.records.compact`).
-GZIP_SUFFIX = ".gz"
+#: The ending of a file stored xz-compressed (a finished run's compact logs, :mod:`rl_gns.records.compact`).
+XZ_SUFFIX = ".xz"
 
 
 def read_text(path: Path, kind: str) -> str:
-    """The text of a file that a command reads as its input; one whose name ends in ``.gz`` is read decompressed,
+    """The text of a file that a command reads as its input; one whose name ends in ``.xz`` is read decompressed,
     with the same newline handling as a plain one.
 
     :param path: the file.
     :param kind: what it should be, for the message ("a JSON file").
     :raises RunFileError: naming the path, if it is not a regular file (a FIFO would block the read for ever) or
-        cannot be read (no permission), or, for a ``.gz`` file, is not gzip data or is cut short.
+        cannot be read (no permission), or, for a ``.xz`` file, is not xz data or is cut short.
     :raises UnicodeDecodeError: if it is not text.
     """
     check_regular(path, kind)
     try:
-        if path.name.endswith(GZIP_SUFFIX):
-            with gzip.open(path, "rt") as f:
+        if path.name.endswith(XZ_SUFFIX):
+            with lzma.open(path, "rt") as f:
                 return f.read()
         return path.read_text()
     except (FileNotFoundError, IsADirectoryError):
         raise
-    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
-        raise RunFileError(f"{path}: not whole gzip data ({error or 'cut short'})") from error
+    except (EOFError, lzma.LZMAError) as error:
+        raise RunFileError(f"{path}: not whole xz data ({error or 'cut short'})") from error
     except OSError as error:
         raise RunFileError(f"{path} cannot be read: {error.strerror or error}") from error
 

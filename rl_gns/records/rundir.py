@@ -14,8 +14,9 @@ A run directory (``rl-gns train --out DIR``, or one run of a sweep or benchmark 
 =================  ============================================================================
 
 A finished run's logs are kept compact (:mod:`rl_gns.records.compact`: at the end of the run, or ``rl-gns compact``):
-``progress.csv.gz`` holds the columns some reader reads, ``episodes.csv.gz`` the whole of ``episodes.csv``.
-:meth:`RunDir.log` names the file that holds a log, and every reader here reads either form.
+``progress.csv.xz`` holds the columns some reader reads, ``episodes.csv.xz`` the whole of ``episodes.csv``.
+:meth:`RunDir.log` names the file that holds a log, and every reader here reads either form. ``rl-gns compact``
+brings the gzip-compressed logs (``.csv.gz``) of runs written before 2026-12-05 to this form.
 
 Noise-scale columns are ``gns/<scheme>/<quantity>_<loss>`` (``gns/minibatch/g2_policy_raw``); ``rl-gns compact``
 brings the files of runs written before 2026-11-22 to this form (:mod:`rl_gns.records.compact`).
@@ -43,7 +44,7 @@ from rl_gns.core.maths.names import gns_key
 from rl_gns.core.maths.noise_scale import NoiseSums
 from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST
 from rl_gns.records.logs import (
-    GZIP_SUFFIX,
+    XZ_SUFFIX,
     RunFileError,
     check_exists,
     check_regular,
@@ -96,8 +97,14 @@ SNAPSHOTS = "snapshots"
 
 
 def compact_name(name: str) -> str:
-    """The name of a log's compact form (``progress.csv.gz``), which a finished run keeps in its place."""
-    return name + GZIP_SUFFIX
+    """The name of a log's compact form (``progress.csv.xz``), which a finished run keeps in its place."""
+    return name + XZ_SUFFIX
+
+
+def earlier_compact_name(name: str) -> str:
+    """The name of a log's compact form as rl-gns before 2026-12-05 wrote it (``progress.csv.gz``), which
+    ``rl-gns compact`` rewrites as :func:`compact_name`."""
+    return name + ".gz"
 
 
 #: The logs a finished run keeps in their compact form (:mod:`rl_gns.records.compact`).
@@ -199,7 +206,7 @@ def row_values(path: Path, header: list[str], rows: list[list[str]]) -> list[lis
 
 def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Columns of a CSV of numbers with a header (SB3's ``progress.csv``, ``episodes.csv``, or their compact forms, read
-    decompressed: a name ending in ``.gz``) as float arrays.
+    decompressed: a name ending in ``.xz``) as float arrays.
 
     Empty cells (a key not recorded in that row) become NaN. A last line that a kill cut short (no newline at
     its end) is left out (:func:`rl_gns.records.logs.read_rows`), as are blank lines.
@@ -208,7 +215,7 @@ def read_csv(path: str | Path, columns: tuple[str, ...] = ()) -> dict[str, np.nd
     :param columns: the columns a file with rows must have.
     :return: ``{key: (R,) array}`` for the ``R`` rows; ``{}`` for a file with no rows (empty, header only, or
         not written yet).
-    :raises RunFileError: naming the file, for a file that is not text or CSV (or not whole gzip data), a header
+    :raises RunFileError: naming the file, for a file that is not text or CSV (or not whole xz data), a header
         (with rows or without) that lacks one of ``columns``, a row longer than the header, or a cell that is not a
         number.
     """
@@ -491,9 +498,18 @@ class RunDir:
         or, once the run is finished (``summary.json``) and its logs compacted, their compact form
         (:func:`compact_name`). The CSV wins where both are there (a compaction cut short by a kill), and a compact
         form is never read for an unfinished run (it is an earlier run's, which a new one in the directory replaces).
+
+        :raises RunFileError: naming the file, for a finished run whose log only an earlier rl-gns compacted
+            (:func:`earlier_compact_name`): ``rl-gns compact`` brings it to today's form.
         """
         plain, packed = self.file(name), self.file(compact_name(name))
-        if plain.exists() or plain.is_symlink() or not packed.exists() or not self.file(SUMMARY).exists():
+        earlier = self.file(earlier_compact_name(name))
+        finished = self.file(SUMMARY).exists()
+        if finished and earlier.exists() and not (plain.exists() or plain.is_symlink() or packed.exists()):
+            raise RunFileError(
+                f"{earlier}: written by an rl-gns before 2026-12-05; `rl-gns compact {self.path}` brings it up to date"
+            )
+        if plain.exists() or plain.is_symlink() or not packed.exists() or not finished:
             return plain
         return packed
 

@@ -14,6 +14,7 @@ from rl_gns.core.maths.criterion import (
     median_log_error,
     rank_correlation,
     ratio_range,
+    ratio_spread,
     winners,
     within,
 )
@@ -96,3 +97,15 @@ def test_the_validated_error_is_the_range_of_ratios_rounded_outward():
     for bad in (math.inf, 0.0, math.nan):
         with pytest.raises(ValueError):
             ratio_range(np.array([100.0, bad, 400.0]), fitted)
+
+
+def test_ratio_spread_is_the_middle_ratio_and_its_ends():
+    fitted = np.array([100.0, 200.0, 400.0, 800.0])
+    assert ratio_spread(np.array([50.0, 400.0, 400.0, 3200.0]), fitted) == pytest.approx(
+        (math.sqrt(2), 0.5, 4.0)
+    )  # ratios 0.5 2 1 4: between 1 and 2
+    assert ratio_spread(np.array([25.0, 100.0, 400.0]), fitted[:3]) == pytest.approx((0.5, 0.25, 1.0))  # odd: the middle one
+    middle, low, high = ratio_spread(np.array([100.0, math.inf, 0.0, 800.0]), fitted)  # ratios 1, ∞, ∞, 1
+    assert (middle, low, high) == (math.inf, 1.0, math.inf)
+    with pytest.raises(ValueError, match="at least one pair"):
+        ratio_spread(np.array([]), np.array([]))

@@ -218,3 +218,22 @@ def test_the_censored_fit_replayed_and_re_read_on_the_committed_probes():
     rows = json.loads((RESULTS / "validation" / "reread_censored" / "censored.json").read_text())["rows"]
     plain, censored = (sum(r["identified"][k] for r in rows) for k in (0, 1))
     assert f"`B_crit` at {censored} of {len(rows)} targets against {plain}" in probe_md
+
+
+def test_the_ladders_ratios_in_docs_are_the_committed_ladder_tables(tmp_path, capsys):
+    """docs/results.md's ladder sentence: ``env_value`` over the fitted ``B_crit`` per rung, as ``rl-gns table`` writes
+    it over the committed rungs (results/table1/ladder.md, rewritten here byte for byte)."""
+    table1 = RESULTS / "table1"
+    rungs = [
+        d
+        for d in sorted(table1.glob("*/R[0-4]"))
+        if (d / "targets.json").is_file() and (d / "sweep" / "results.json").is_file()
+    ]
+    status, err = rl_gns(capsys, "table", *rungs, "--out", tmp_path / "ladder.md")
+    assert status == 0, err
+    assert (tmp_path / "ladder.md").read_text() == (table1 / "ladder.md").read_text()
+    row = next(line for line in (table1 / "ladder.md").read_text().splitlines() if line.startswith("| default_env_value |"))
+    cells = [re.fullmatch(r"(\S+) \((\S+)–(\S+)\)", cell.strip()).groups() for cell in row.split("|")[2:-1]]
+    said = [f"{float(m):.2f}× ({float(lo):.2f}–{float(hi):.2f})" for m, lo, hi in cells]
+    docs = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    assert f"median {said[0]} over the 4 pairs at R0, {said[1]} at R1 and {said[2]} at R2" in docs

@@ -80,6 +80,31 @@ def test_table_of_a_committed_probe_counts_its_targets_only_under_the_null_rule(
     assert "### Regime `ppo`: 2 counted pairs from 1 game(s)" in (tmp_path / "table.md").read_text()
 
 
+def test_the_ladder_section_gives_each_candidate_over_the_fitted_b_crit_per_rung(tmp_path, capsys):
+    """rl-gns table over the committed rungs of the ladder's games, and Beam Rider's one-step sweep (one rung: not on
+    the ladder): a column per rung with its counted pairs, each cell the median and range of predicted / fitted
+    B_crit, recomputed here from each rung's results.json; every rung's recipe named."""
+    table1 = Path(__file__).resolve().parents[1] / "results" / "table1"
+    rungs = [table1 / game / rung for game in ("Breakout", "Seaquest") for rung in ("R0", "R1", "R2")]
+    status, err = rl_gns(capsys, "table", *rungs, table1 / "BeamRider" / "R0", "--out", tmp_path / "table.md")
+    assert status == 0, err
+    text = (tmp_path / "table.md").read_text()
+    ladder = text.split("## The ladder: predicted / fitted B_crit per rung (Breakout, Seaquest)", 1)[1]
+    ladder = ladder.split("## Criterion v8", 1)[0]
+    header = next(line for line in ladder.splitlines() if line.startswith("| candidate |"))
+    assert header == "| candidate | R0 (4 pairs) | R1 (4 pairs) | R2 (4 pairs) |"
+    row = next(line for line in ladder.splitlines() if line.startswith("| default_env_value |"))
+    for rung, cell in zip(("R0", "R1", "R2"), [c.strip() for c in row.split("|")[2:-1]], strict=True):
+        ratios = []
+        for game in ("Breakout", "Seaquest"):
+            for entry in json.loads((table1 / game / rung / "sweep" / "results.json").read_text())["targets"]:
+                ratios.append(entry["candidates"]["env_value"]["value"] / entry["b_crit"])
+        middle = math.sqrt(sorted(ratios)[1] * sorted(ratios)[2])  # every target of these rungs counts (table_R*.md)
+        assert cell == f"{middle:.3g} ({min(ratios):.3g}–{max(ratios):.3g})", (rung, cell)
+    assert "- R0: rmsprop, M 1, 1 epoch, no clip" in ladder and "- R2: adam, M 4, 1 epoch, no clip" in ladder
+    assert "BeamRider" not in ladder
+
+
 def test_regimes_of_the_ladder():
     one_step = {"optimizer": "rmsprop", "n_epochs": 1, "n_minibatches": 1, "clip_range": 0.1}
     assert judged_regime(one_step) == "one-step"

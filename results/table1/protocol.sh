@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Criterion v8's protocol on one game (docs/prediction-criterion.md): null run -> pilot -> targets -> sweep and its edge
-# rounds -> targets at the rates tried -> analyze -> Table 1 and the criterion over the games analysed.
+# rounds -> targets at the rates tried -> analyze -> Table 1 and the criterion over the games analysed -> the ladder.
 # Usage: bash results/table1/protocol.sh <Game> [R0|R1|R2|R3|R4]   (R0, the one-step regime, by default)
 # Resumable: rerun the same command; finished runs are kept, unfinished ones go on from their checkpoints.
 set -euo pipefail
@@ -76,3 +76,10 @@ for game_dir in "$table1"/*/"$rung"; do
   if [[ -f "$game_dir/sweep/results.json" && -f "$game_dir/targets.json" ]]; then analysed+=("$game_dir"); fi
 done
 rl-gns table "${analysed[@]}" --out "$table1/table_$rung.md"
+
+# 8. every rung of every game analysed so far: Table 1 over all, the ladder over the games at two rungs or more
+every=()
+for game_dir in "$table1"/*/R[0-4]; do
+  if [[ -f "$game_dir/sweep/results.json" && -f "$game_dir/targets.json" ]]; then every+=("$game_dir"); fi
+done
+rl-gns table "${every[@]}" --out "$table1/ladder.md" > /dev/null

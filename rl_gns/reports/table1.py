@@ -30,6 +30,7 @@ from rl_gns.core.maths.criterion import (
     median_log_error,
     rank_correlation,
     ratio_range,
+    ratio_spread,
     winners,
     within,
 )
@@ -72,6 +73,8 @@ class Row:
     counted: bool
     why_not: str
     candidates: dict[str, float]
+    recipe: str = ""
+    """What the rung trains: optimizer, minibatches ``M`` per epoch, epochs, clip range (:func:`recipe`)."""
 
 
 def judged_regime(settings: dict) -> str:
@@ -83,6 +86,16 @@ def judged_regime(settings: dict) -> str:
     if optimizer == "adam" and epochs == 4 and m == 4 and settings.get("clip_range") == 0.1:
         return "ppo"
     return "ladder"
+
+
+def recipe(settings: dict) -> str:
+    """A sweep's place on the ladder in words: ``adam, M 4, 4 epochs, clip 0.1``. No clip binds where the clip range
+    is 1e9 or above, or where a rollout gives one gradient step (its probability ratio is 1)."""
+    clip, epochs = settings.get("clip_range"), settings["n_epochs"]
+    one_step = epochs == 1 and settings["n_minibatches"] == 1
+    clipped = "no clip" if one_step or clip is None or clip >= 1e9 else f"clip {clip:g}"
+    optimizer = settings.get("optimizer", "adam")
+    return f"{optimizer}, M {settings['n_minibatches']}, {epochs} epoch{'s' if epochs > 1 else ''}, {clipped}"
 
 
 def kept_runs(runs: list[dict], target: float) -> dict[tuple[int, int], dict]:
@@ -157,6 +170,7 @@ def load_rows(directory: Path) -> tuple[list[Row], tuple[int, int]]:
                 counted=not why_not,
                 why_not=why_not,
                 candidates=candidates,
+                recipe=recipe(settings),
             )
         )
     return rows, edge_rate(results["runs"], [entry["target"] for entry in results["targets"]])
@@ -249,6 +263,47 @@ def table1(rows: list[Row], edges: dict[str, tuple[int, int]]) -> list[str]:
     return lines
 
 
+def ladder_table(rows: list[Row]) -> list[str]:
+    """The ladder (v8): per candidate and rung, ``predicted / fitted B_crit`` over the counted pairs of the games swept
+    at two rungs or more, as its median and range (:func:`~rl_gns.core.maths.criterion.ratio_spread`); the fitted
+    ``B_crit`` itself in agent steps. Where the relation breaks shows as a column whose ratios leave the first rung's.
+    Empty for sweeps of fewer than two rungs."""
+    swept = [r for r in rows if not r.rung.startswith("probe")]
+    rungs_of = {game: {r.rung for r in swept if r.game == game} for game in {r.game for r in swept}}
+    games = sorted(game for game, rungs in rungs_of.items() if len(rungs) >= 2)
+    pairs = [r for r in swept if r.game in games and r.counted]
+    rungs = sorted({r.rung for r in swept if r.game in games})
+    if not games:
+        return []
+    by_rung = {rung: [r for r in pairs if r.rung == rung] for rung in rungs}
+    recipes = {rung: next(r.recipe for r in swept if r.rung == rung and r.game in games) for rung in rungs}
+    names = sorted({name for r in pairs for name in r.candidates}, key=lambda n: (not n.startswith("default"), n))
+
+    def cell(values: list[float], fitted: list[float]) -> str:
+        if not values:
+            return "–"
+        middle, low, high = ratio_spread(np.array(values), np.array(fitted))
+        return f"{fmt(middle)} ({fmt(low)}–{fmt(high)})"
+
+    lines = [
+        f"## The ladder: predicted / fitted B_crit per rung ({', '.join(games)})",
+        "",
+        "Each cell: the median of predicted / fitted `B_crit` over the rung's counted pairs, and its range; the first "
+        "row, the fitted `B_crit` itself in agent steps.",
+        "",
+        "| candidate | " + " | ".join(f"{rung} ({len(by_rung[rung])} pairs)" for rung in rungs) + " |",
+        "|---|" + "---|" * len(rungs),
+    ]
+    fitted = [[r.b_crit for r in by_rung[rung]] for rung in rungs]
+    lines.append("| fitted B_crit | " + " | ".join(cell(f, [1.0] * len(f)) for f in fitted) + " |")
+    for name in names:
+        cells = [
+            cell([r.candidates.get(name, math.nan) for r in by_rung[rung]], f) for rung, f in zip(rungs, fitted, strict=True)
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return [*lines, "", *(f"- {rung}: {recipes[rung]}" for rung in rungs)]
+
+
 def criterion_table(rows: list[Row], regime: str) -> list[str]:
     """v8's metrics over the counted pairs of one regime, both baselines beside the candidates, and the decision."""
     pairs = [r for r in rows if r.counted and r.regime == regime]
@@ -306,7 +361,8 @@ def table(config: TableConfig) -> list[str]:
     probes = any(row.rung.startswith("probe") for row in rows)
     where = "the one-step regime, the ladder and probes" if probes else "the one-step regime and the ladder"
     title = f"## Table 1 in {where}"
-    lines = [title, "", *table1(rows, edges), "", "## Criterion v8", ""]
+    ladder = ladder_table(rows)
+    lines = [title, "", *table1(rows, edges), "", *ladder, *([""] if ladder else []), "## Criterion v8", ""]
     for regime in ("one-step", "ppo"):
         lines += [*criterion_table(rows, regime), ""]
     text = "\n".join(lines)

@@ -70,6 +70,22 @@ def ratio_range(predicted_P: np.ndarray, fitted_P: np.ndarray) -> tuple[float, f
     return math.floor(100 * float(ratio_P.min())) / 100, math.ceil(100 * float(ratio_P.max())) / 100
 
 
+def ratio_spread(predicted_P: np.ndarray, fitted_P: np.ndarray) -> tuple[float, float, float]:
+    """``(median, min, max)`` over the pairs of ``predicted / fitted``: where a predictor sits against the fitted
+    ``B_crit`` and how far its pairs spread. The median is ``10 ** median_P log10(predicted / fitted)`` (the middle
+    ratio, or the geometric mean of the two middle ones). A prediction that is not a finite positive number counts as
+    ``+∞`` (no finite prediction, as :func:`log_errors` counts it).
+
+    :raises ValueError: for no pairs.
+    """
+    predicted_P, fitted_P = np.asarray(predicted_P, dtype=float), np.asarray(fitted_P, dtype=float)
+    if len(predicted_P) == 0:
+        raise ValueError("a spread needs at least one pair")
+    finite = np.isfinite(predicted_P) & (predicted_P > 0)
+    log_ratio_P = np.where(finite, np.log10(np.where(finite, predicted_P, 1.0) / fitted_P), math.inf)
+    return float(10 ** np.median(log_ratio_P)), float(10 ** log_ratio_P.min()), float(10 ** log_ratio_P.max())
+
+
 def winners(primary: dict[str, float], baselines: dict[str, float]) -> list[str]:
     """Candidates whose primary metric beats every baseline's by more than :data:`TIE`, best first."""
     bar = min(baselines.values(), default=math.inf)

@@ -233,7 +233,10 @@ def test_the_ladders_ratios_in_docs_are_the_committed_ladder_tables(tmp_path, ca
     assert status == 0, err
     assert (tmp_path / "ladder.md").read_text() == (table1 / "ladder.md").read_text()
     row = next(line for line in (table1 / "ladder.md").read_text().splitlines() if line.startswith("| default_env_value |"))
+    header = next(line for line in (table1 / "ladder.md").read_text().splitlines() if line.startswith("| candidate |"))
+    rungs = [re.fullmatch(r"(R\d) \((\d+) pairs\)", cell.strip()).groups() for cell in header.split("|")[2:-1]]
     cells = [re.fullmatch(r"(\S+) \((\S+)–(\S+)\)", cell.strip()).groups() for cell in row.split("|")[2:-1]]
-    said = [f"{float(m):.2f}× ({float(lo):.2f}–{float(hi):.2f})" for m, lo, hi in cells]
     docs = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
-    assert f"median {said[0]} over the 4 pairs at R0, {said[1]} at R1 and {said[2]} at R2" in docs
+    for (rung, pairs), (middle, low, high) in zip(rungs, cells, strict=True):
+        said = f"{float(middle):.2f}× ({float(low):.2f}–{float(high):.2f}) at {rung} ({pairs} pairs"
+        assert said in docs, said

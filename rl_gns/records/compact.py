@@ -37,7 +37,7 @@ import lzma
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,17 @@ def compact_text(path: Path) -> bytes:
     return text.encode()
 
 
+def write_compact(target: Path, data: bytes, source: Path) -> None:
+    """Write ``data`` xz-compressed at ``target``, whole (:func:`~rl_gns.records.logs.write_atomically`), and read it
+    back, before ``source``, the file it replaces, may be removed.
+
+    :raises RunFileError: naming both, if it does not read back as written.
+    """
+    write_atomically(target, packed(data))
+    if lzma.decompress(target.read_bytes()) != data:
+        raise RunFileError(f"{target} does not read back as written; {source} is kept")
+
+
 def compact_log(run: RunDir, name: str) -> tuple[int, int] | None:
     """Replace one log of a finished run by its compact form: written whole, read back, then the CSV removed.
 
@@ -151,10 +162,7 @@ def compact_log(run: RunDir, name: str) -> tuple[int, int] | None:
         return None
     if plain.is_symlink() or not plain.is_file():
         raise RunFileError(f"{plain} is {'a link' if plain.is_symlink() else 'not a regular file'}: left as it is")
-    data = compact_text(plain)
-    write_atomically(target, packed(data))
-    if lzma.decompress(target.read_bytes()) != data:
-        raise RunFileError(f"{target} does not read back as written; {plain} is kept")
+    write_compact(target, compact_text(plain), plain)
     size = plain.stat().st_size
     plain.unlink()
     return size, target.stat().st_size
@@ -211,7 +219,7 @@ def prefixed_header(header: str, scheme: str) -> str:
     return ",".join(f"gns/{scheme}/{m[1]}" if (m := _UNSCHEMED.fullmatch(c)) else c for c in columns)
 
 
-def decompressed(path: Path, reader: Any) -> bytes:
+def decompressed(path: Path, reader: Callable[[bytes], bytes]) -> bytes:
     """The bytes inside a compressed log, read with ``reader`` (``lzma.decompress`` or ``gzip.decompress``).
 
     :raises RunFileError: naming the file, if it is not whole data of that format.
@@ -247,11 +255,7 @@ def recompress_log(path: Path) -> None:
     :param path: the gzip file (:func:`~rl_gns.records.rundir.earlier_compact_name` of a log).
     :raises RunFileError: naming the file, if it is not whole gzip data; it is left as it is.
     """
-    data = decompressed(path, gzip.decompress)
-    target = path.with_name(compact_name(path.name.removesuffix(".gz")))
-    write_atomically(target, packed(data))
-    if lzma.decompress(target.read_bytes()) != data:
-        raise RunFileError(f"{target} does not read back as written; {path} is kept")
+    write_compact(path.with_name(compact_name(path.name.removesuffix(".gz"))), decompressed(path, gzip.decompress), path)
     path.unlink()
 
 

@@ -230,7 +230,22 @@ def reach_rows(run: Path, measures: dict[str, dict], floors: dict[str, float], t
     return rows
 
 
+def check(args: Args) -> None:
+    """Refuse bad input in one line (exit status 2) before anything is read or played."""
+    counts = {"--eval-every": args.eval_every, "--eval-games": args.eval_games, "--learning-rates": args.learning_rates,
+              "--draws": args.draws, "--max-game-steps": args.max_game_steps}  # fmt: skip
+    bad = [f"{flag} must be a positive integer, got {value}" for flag, value in counts.items() if value < 1]
+    bad += [f"--horizons must be positive, got {h}" for h in args.horizons if not h > 0]
+    bad += [] if 0 < args.level < 1 else [f"--level must lie in (0, 1), got {args.level}"]
+    bad += [] if args.targets and all(map(math.isfinite, args.targets)) else ["--targets must be finite numbers"]
+    bad += [f"{run}: no snapshots (rl-gns train --snapshot-steps)" for run in args.runs if not snapshots(run)]
+    if bad:
+        print(f"ewa_progress.py: error: {bad[0]}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(args: Args) -> None:
+    check(args)
     null_scores = RunDir(args.null).episodes()["score"]
     per_run = {run: measures_of(run, args) for run in args.runs}
     names = list(next(iter(per_run.values())))

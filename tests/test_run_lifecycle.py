@@ -392,6 +392,33 @@ def test_train_refuses_a_directory_of_other_files(tmp_path, capsys):
     check_out(out, overwrite=True)
 
 
+def killed_while_writing(path: Path) -> None:
+    """Kill (SIGKILL) a process in :func:`write_atomically` of ``path``, after its temporary file is written."""
+    code = (
+        "import os, signal, sys; from pathlib import Path; from rl_gns.records.logs import write_atomically; "
+        "os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL); write_atomically(Path(sys.argv[1]), '{}')"
+    )
+    killed = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+
+@pytest.mark.parametrize("kind", ["run", "sweep"])
+def test_a_record_killed_while_written_leaves_a_directory_its_command_takes_again(tmp_path, kind, capsys):
+    """A kill that Python cannot catch, while a command writes its record, leaves the record's temporary file: the
+    same command takes the directory again (a probe resumed after its branch was killed as it started); a file of
+    another name is still refused."""
+    out, record = tmp_path / kind, {"run": "config.json", "sweep": "sweep.json"}[kind]
+    out.mkdir()
+    killed_while_writing(out / record)
+    (torn,) = out.iterdir()
+    assert torn.name.startswith(f".{record}.") and not (out / record).exists()
+    take = {"run": lambda: check_out(out, overwrite=False), "sweep": lambda: check_directory(out, "sweep", {})}[kind]
+    take()
+    (out / f".{record}.notes").write_text("mine\n")
+    with pytest.raises(FileExistsError, match=rf"holds files and no {kind} \({record}\): \.{record}\.notes; choose"):
+        take()
+
+
 def test_a_directory_lock_is_shared_within_a_process_and_refused_to_another(tmp_path):
     """A probe holds its directory and the sweep of its branches takes it again; another process is refused until
     the last holder lets go."""

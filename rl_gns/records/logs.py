@@ -15,6 +15,7 @@ import errno
 import io
 import lzma
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -159,6 +160,17 @@ def check_outputs(directory: Path, names: Iterable[str]) -> None:
     check_unlocked(directory)
     for name in names:
         check_output(directory / name)
+
+
+#: The temporary file :func:`write_atomically` writes beside ``<name>`` (``.<name>.<8 characters>``, as
+#: :func:`tempfile.mkstemp` names it), which a kill that Python cannot catch (SIGKILL, or SIGTERM before a command's
+#: handler is installed) leaves behind.
+TORN_WRITE = re.compile(r"\..+\.[a-z0-9_]{8}")
+
+
+def is_torn_write(name: str) -> bool:
+    """Whether a file's name is that of a temporary file :func:`write_atomically` left when it was killed."""
+    return TORN_WRITE.fullmatch(name) is not None
 
 
 def write_atomically(path: Path, text: str | bytes) -> None:

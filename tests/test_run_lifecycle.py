@@ -414,9 +414,11 @@ def test_a_record_killed_while_written_leaves_a_directory_its_command_takes_agai
     assert torn.name.startswith(f".{record}.") and not (out / record).exists()
     take = {"run": lambda: check_out(out, overwrite=False), "sweep": lambda: check_directory(out, "sweep", {})}[kind]
     take()
-    (out / f".{record}.notes").write_text("mine\n")
-    with pytest.raises(FileExistsError, match=rf"holds files and no {kind} \({record}\): \.{record}\.notes; choose"):
-        take()
+    for stranger in (f".{record}.notes", ".notes.k3x9_a2b"):  # not a temporary file, or not one of the command's
+        (out / stranger).write_text("mine\n")
+        with pytest.raises(FileExistsError, match=rf"holds files and no {kind} \({record}\): \{stranger}; choose"):
+            take()
+        (out / stranger).unlink()
 
 
 def test_a_directory_lock_is_shared_within_a_process_and_refused_to_another(tmp_path):

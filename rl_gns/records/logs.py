@@ -165,12 +165,14 @@ def check_outputs(directory: Path, names: Iterable[str]) -> None:
 #: The temporary file :func:`write_atomically` writes beside ``<name>`` (``.<name>.<8 characters>``, as
 #: :func:`tempfile.mkstemp` names it), which a kill that Python cannot catch (SIGKILL, or SIGTERM before a command's
 #: handler is installed) leaves behind.
-TORN_WRITE = re.compile(r"\..+\.[a-z0-9_]{8}")
+TORN_WRITE = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}")
 
 
-def is_torn_write(name: str) -> bool:
-    """Whether a file's name is that of a temporary file :func:`write_atomically` left when it was killed."""
-    return TORN_WRITE.fullmatch(name) is not None
+def torn_write_of(name: str) -> str | None:
+    """The name of the file whose :func:`write_atomically` a kill interrupted, if ``name`` is the temporary file it
+    left (``.config.json.k3x9_a2b`` -> ``config.json``); else ``None``."""
+    match = TORN_WRITE.fullmatch(name)
+    return None if match is None else match["name"]
 
 
 def write_atomically(path: Path, text: str | bytes) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from rl_gns.records.lock import LOCK
-from rl_gns.records.logs import is_torn_write
+from rl_gns.records.logs import torn_write_of
 from rl_gns.records.rundir import ANCHOR, BENCH, CONFIG, ERROR, LOG, PILOT, PROBE, SWEEP, read_json
 from rl_gns.records.scaling_log import SETTINGS
 
@@ -102,7 +102,7 @@ def check_no_strangers(directory: Path, kind: Kind, shares: tuple[Kind, ...] = (
     """Refuse to start a ``kind`` in a directory that holds files of no run or study (its record and those of
     ``shares`` absent): they would be mixed with its own. What a command leaves before its record is its own: the
     lock, a run's log and error (a sweep's run that failed before it started), a study's empty ``runs/``, and the
-    temporary file of a record whose writing was killed (:func:`~rl_gns.records.logs.is_torn_write`).
+    temporary file that a kill left while it wrote one of these or its record (:func:`~rl_gns.records.logs.torn_write_of`).
 
     :raises FileExistsError: naming a few of the files.
     """
@@ -113,7 +113,8 @@ def check_no_strangers(directory: Path, kind: Kind, shares: tuple[Kind, ...] = (
         own = {LOCK, LOG, ERROR}
     else:
         own = {LOCK, "runs"} if empty_runs.is_dir() and not any(empty_runs.iterdir()) else {LOCK}
-    strangers = sorted(p.name for p in directory.iterdir() if p.name not in own and not is_torn_write(p.name))
+    records = {MARKS[k] for k in (kind, *shares)}
+    strangers = sorted(p.name for p in directory.iterdir() if p.name not in own and torn_write_of(p.name) not in own | records)
     if strangers:
         listed = ", ".join(strangers[:3]) + (", ..." if len(strangers) > 3 else "")
         raise FileExistsError(f"--out {directory} holds files and no {kind} ({MARKS[kind]}): {listed}; choose another --out")

@@ -228,6 +228,8 @@ def test_a_second_sweep_is_refused_and_sigterm_to_a_sweep_stops_its_workers_with
         (["--ent-coef", "-0.1"], "--ent-coef must be >= 0"),
         (["--n-envs", "100000"], "GiB free"),
         (["--minibatch-size", "300"], "--minibatch-size 300 must divide the rollout size 1024"),
+        (["--minibatch-size", "0"], "--minibatch-size must be >= 1, got 0"),
+        (["--regime", "one-step", "--n-envs", "0"], "--n-envs must be >= 1, got 0"),  # not the minibatch it derives
         (["--n-envs", "2", "--n-steps", "1", "--minibatch-size", "1"], "leaves fewer than 2 per rank"),
         (["--device", "cpu:5"], "torch has one CPU device"),
         (["--gns-scheme"], "noise scale schemes must be distinct names"),

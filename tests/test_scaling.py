@@ -101,7 +101,7 @@ def test_scaling_cli_refuses_bad_settings(tmp_path, capsys):
         in capsys.readouterr().err
     )
     assert main(["scaling", "--n-envs", "3", "--minibatch-size", "0", "--out", str(tmp_path / "s")]) == 2
-    assert "--n-envs 3: --minibatch-size 0 must divide the rollout size 384" in capsys.readouterr().err
+    assert "--n-envs 3: --minibatch-size must be >= 1, got 0" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
     assert main(["scaling", "--n-envs", "2", "--devices", "1,1", "--out", str(tmp_path / "s")]) == 2
     assert "--devices repeats a value: [1, 1]" in capsys.readouterr().err

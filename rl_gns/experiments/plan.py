@@ -260,11 +260,11 @@ def check_values(config: TrainConfig) -> None:
             raise ValueError(f"{flag(name)} must be > 0, got {value}")
         if name in non_negative and not value >= 0:
             raise ValueError(f"{flag(name)} must be >= 0, got {value}")
-    # n_envs, n_steps and nproc are checked by Batching, the measurement's settings by NoiseScaleConfig: each once
+    # n_envs, n_steps, nproc and minibatch_size are checked by Batching (n_envs first: a regime derives minibatch_size
+    # from it), the measurement's settings by NoiseScaleConfig: each once
     at_least_one = (
         "n_epochs",
         "total_steps",
-        "minibatch_size",
         "score_window",
         "max_n_envs",
         "adaptive_min_measurements",

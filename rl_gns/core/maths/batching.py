@@ -64,11 +64,12 @@ class Batching:
     def of_minibatch_size(cls, n_envs: int, n_steps: int, minibatch_size: int, nproc: int = 1) -> Batching:
         """The batching with ``minibatch_size`` samples per gradient step (SB3's ``batch_size``).
 
-        :raises ValueError: for a count below 1, or a ``minibatch_size`` that is not a positive divisor of the rollout.
+        :raises ValueError: for a count below 1 (``minibatch_size`` too), or a ``minibatch_size`` that does not divide the
+            rollout.
         """
-        check_counts(n_envs=n_envs, n_steps=n_steps, nproc=nproc)
+        check_counts(n_envs=n_envs, n_steps=n_steps, nproc=nproc, minibatch_size=minibatch_size)
         rollout_size = n_envs * n_steps
-        if minibatch_size < 1 or rollout_size % minibatch_size:
+        if rollout_size % minibatch_size:
             raise ValueError(
                 f"--minibatch-size {minibatch_size} must divide the rollout size {rollout_size} (n_envs * n_steps)"
             )

@@ -1,28 +1,47 @@
 #!/usr/bin/env bash
-# Every probe of criterion v8 (docs/prediction-criterion.md, notes of 2026-12-04), in this order, each by
-# results/probes_v8/protocol.sh; a probe whose pilot passes no null floor ends in one line (exit status 2), and the next
-# starts; where v8's design set a target, the design on trial follows at the same point: the cheap design (the note of
-# 19:30 UTC) where it has run, else the censored one that replaces it (the note of 23:02 UTC).
+# Every probe of criterion v8 (docs/prediction-criterion.md, its notes of 2026-12-04 and 2026-12-05), each by
+# results/probes_v8/protocol.sh, in this order; a probe whose pilot passes no null floor ends in one line (exit status
+# 2), and the next starts.
+#   1. Where they ran: v8's design at 500k (Breakout also at 250k), its retest on Pong, and the cheap and wide trials on
+#      Pong at 500k.
+#   2. From the note of 2026-12-05: the censored design alone (capped at 5x the run) at every later point, and a retest
+#      of it with disjoint seeds at the first of those points that identifies B_crit.
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for probe in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "MsPacman 500000" "Pong 500000 retest" \
-  "Pong 1000000" "Qbert 1000000" "MsPacman 1000000" "Alien 500000" "Alien 1000000"; do
-  read -r -a args <<< "$probe"
-  status=0
-  bash results/probes_v8/protocol.sh "${args[@]}" || status=$?
+
+probe() {  # probe GAME STAGE [VARIANT]: one probe; a pilot that passes no null floor (status 2) is not a failure
+  local status=0
+  bash results/probes_v8/protocol.sh "$@" || status=$?
   if [[ $status -ne 0 && $status -ne 2 ]]; then exit "$status"; fi
-  if [[ $status -eq 0 && ${#args[@]} -eq 2 ]]; then  # the trial design's own pilot may pass no floor (status 2)
-    trial=censored
-    if [[ -d "results/probes_v8/${args[0]}/at$((args[1] / 1000))k_cheap" ]]; then trial=cheap; fi
-    status=0
-    bash results/probes_v8/protocol.sh "${args[@]}" "$trial" || status=$?
-    if [[ $status -ne 0 && $status -ne 2 ]]; then exit "$status"; fi
+  return 0
+}
+
+for point in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "MsPacman 500000" "Pong 500000 retest" \
+  "Pong 500000 cheap" "Pong 500000 wide"; do
+  read -r -a args <<< "$point"
+  probe "${args[@]}"
+done
+
+retest=""
+for point in "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000" \
+  "Qbert 1950000" "Alien 1950000"; do
+  read -r -a args <<< "$point"
+  probe "${args[@]}" censored
+  results="results/probes_v8/${args[0]}/at$((args[1] / 1000))k_censored/probe_results.json"
+  if [[ -z "$retest" && -f "$results" ]] \
+    && python -c "import json, sys; sys.exit(not (json.load(open(sys.argv[1]))['fit'] or {}).get('identified'))" "$results"; then
+    retest="$point"
+    read -r -a args <<< "$retest"
+    probe "${args[@]}" censored_retest
   fi
 done
+
 reported=()
-for probe_dir in results/probes_v8/*/at*[0-9]k/ results/probes_v8/*/at*k_retest/; do
-  if [[ -f "$probe_dir/probe_results.json" ]]; then reported+=("$probe_dir"); fi
+for probe_dir in results/probes_v8/*/at*/; do  # v8's design: at<k>k and its retest at<k>k_retest, no trial design
+  if [[ "$(basename "$probe_dir")" =~ ^at[0-9]+k(_retest)?$ && -f "$probe_dir/probe_results.json" ]]; then
+    reported+=("$probe_dir")
+  fi
 done
 if [[ ${#reported[@]} -gt 0 ]]; then rl-gns table "${reported[@]}" --out results/probes_v8/table.md; fi

@@ -550,6 +550,11 @@ def test_a_sequential_probe_states_its_first_round_and_max_cost_caps_that_round(
         check(ProbeConfig(**settings, design="sequential", max_cost=10.0, out=tmp_path / "q"))
     check(ProbeConfig(**settings, design="sequential", max_cost=first + 0.1, out=tmp_path / "q"))  # below the whole
     assert first + 0.1 < cost.multiple and not (tmp_path / "q").exists()
+    capped = probe_cost(ProbeConfig(**settings, design="sequential", max_cost=30.0), point, 2)  # the line gives the cap
+    assert capped.cap == math.floor(30.0 * point.env_steps) < cost.agent_steps
+    assert f"all rounds together at most {capped.cap:,} agent steps (30.0x the run's" in capped.line()
+    assert "where --max-cost stops it (without it: 6 branches to their budget, 61,000 agent steps" in capped.line()
+    assert "--max-cost" not in probe_cost(ProbeConfig(**settings, design="sequential", max_cost=99.0), point, 2).line()
 
 
 def test_a_sequential_round_trains_every_rate_first_then_the_rate_the_first_round_kept(source):

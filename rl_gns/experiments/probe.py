@@ -591,6 +591,7 @@ class ProbeCost:
     :param steps_per_s: the run's own speed (agent steps per second over its training), NaN if not known.
     :param first_round: with the sequential design, the anchor's agent steps plus its first round's budgets (one seed
         per size); ``None`` for the fixed design.
+    :param cap: ``--max-cost`` in agent steps, which a sequential probe stops before passing; ``None`` without it.
     """
 
     agent_steps: int
@@ -598,6 +599,7 @@ class ProbeCost:
     run_steps: int
     steps_per_s: float
     first_round: int | None = None
+    cap: int | None = None
 
     @property
     def multiple(self) -> float:
@@ -617,11 +619,13 @@ class ProbeCost:
 
     def line(self) -> str:
         if self.first_round is not None:
+            every = f"{self.branches} branches to their budget, {self.spend(self.agent_steps)}"
+            if self.cap is not None and self.cap < self.agent_steps:
+                every = f"{self.spend(self.cap)}, where --max-cost stops it (without it: {every})"
             return (
                 "probe cost (sequential design): its first round (one seed per size it starts with, and what runs "
-                f"before it) at most {self.spend(self.first_round)}; all rounds together at most {self.branches} branches "
-                f"to their budget, {self.spend(self.agent_steps)} (a branch stops at its target, the design once B_crit is "
-                "bounded)"
+                f"before it) at most {self.spend(self.first_round)}; all rounds together at most {every} (a branch "
+                "stops at its target, the design once B_crit is bounded)"
             )
         return (
             f"probe cost: at most {self.spend(self.agent_steps)} ({self.branches} branches to their budget, and what "
@@ -645,7 +649,8 @@ def probe_cost(config: ProbeConfig, point: BranchPoint, sizes: int) -> ProbeCost
     most = config.before_branches() + per_seed * config.seeds * config.budget_steps
     first_round = (sizes - config.held_back) * config.most_rates() * config.budget_steps
     first = config.before_branches() + first_round if config.design == "sequential" else None
-    return ProbeCost(most, per_seed * config.seeds, point.env_steps, speed, first)
+    cap = None if config.max_cost is None else math.floor(config.max_cost * point.env_steps)
+    return ProbeCost(most, per_seed * config.seeds, point.env_steps, speed, first, cap)
 
 
 def check_numbers(config: ProbeConfig) -> None:

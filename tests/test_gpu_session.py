@@ -120,9 +120,9 @@ def test_trunk_probe_stage_probes_the_trunk_at_its_latest_snapshot_and_brings_ba
 
 
 def test_probes_stage_runs_the_v5_protocol_outside_the_tree_and_brings_back_its_small_files(tmp_path):
-    result = session("probes", tmp_path, GAME="Seaquest", STAGE="50000")
+    result = session("probes", tmp_path, GAME="SpaceInvaders", STAGE="50000")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert (tmp_path / "probes" / "Seaquest" / "at50k" / "report.md").is_file()
+    assert (tmp_path / "probes" / "SpaceInvaders" / "at50k" / "report.md").is_file()
     with tarfile.open(tmp_path / "out" / "probe_files.tar.gz") as tar:
         names = tar.getnames()
     assert {"at50k/probe.json", "at50k/probe_results.json", "at50k/anchor/episodes.csv.xz"} <= set(names)  # compact

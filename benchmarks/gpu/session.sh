@@ -125,7 +125,8 @@ case "$stage" in
     # MINUTES; rerun to go on.
     # A machine without results/ takes the protocol's scripts and trunks from .carry/results. Back comes the probe's
     # directory without its models and event files, as probe_files.tar.gz: unpack it into results/probes_v5/GAME/.
-    game="${GAME:?set GAME (SpaceInvaders, Seaquest or BeamRider)}"; at="${STAGE:?set STAGE (agent steps, e.g. 150000)}"
+    # Seaquest's and Beam Rider's trunk snapshots, and Space Invaders' past 100k, are in the history (results/README.md)
+    game="${GAME:?set GAME (SpaceInvaders, Seaquest or BeamRider)}"; at="${STAGE:?set STAGE (agent steps, e.g. 50000)}"
     [ -d results/probes_v4 ] || cp -r .carry/results .
     if ! command -v rl-gns >/dev/null; then  # the protocol calls rl-gns: this checkout's, through python3 -m
       mkdir -p /tmp/rl_gns_bin && printf '#!/bin/sh\nexec python3 -m rl_gns "$@"\n' > /tmp/rl_gns_bin/rl-gns

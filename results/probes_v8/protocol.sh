@@ -4,7 +4,7 @@
 # rl-gns probe at one stage with the v8 apparatus: n_envs varied at the trunk's n_steps (2-64 envs, its own 8 among
 # them), targets from the null floor and a pilot (--target-rule pilot), the sequential design with the learning rate
 # tuned on a grid of 3 in its first round, steps by the trend measure, a branch budget of half the stage.
-# Resumable: rerun the same command to go on.
+# Resumable: rerun the same command to go on; an ended probe is not run again.
 # Usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest|cheap|wide|censored|censored_retest]
 #   retest: a second probe of the same point with disjoint seeds (branches, anchor and pilot from --first-seed 3);
 #   cheap: the cheaper design on trial (the criterion's note of 2026-12-04, 19:30 UTC): one learning rate per size (the
@@ -33,6 +33,15 @@ if [[ ! -d "$trunk/snapshots" ]]; then  # committed without its snapshots: train
   fi
 fi
 out="$here/$game/at$((at / 1000))k${variant:+_$variant}"
+# An ended probe is not run again (a rerun would rewrite its records): one that stopped (probe.json's "stopped"), or
+# whose pilot passed no null floor (status 2, as when it ended).
+if [[ -f "$out/probe.json" ]]; then
+  ended="$(python -c "import json, sys; p = json.load(open(sys.argv[1])); floor = p.get('null_floor')
+print('stopped' if p.get('stopped') else 'no target' if floor is not None and p.get('pilot_best', floor + 1) <= floor else '')" \
+    "$out/probe.json")"
+  if [[ "$ended" == stopped ]]; then echo "$out: ended (rl-gns probe-report $out writes its report again)"; exit 0; fi
+  if [[ "$ended" == "no target" ]]; then echo "$out: ended without a target (the pilot passed no null floor)" >&2; exit 2; fi
+fi
 case "$variant" in
   "") design=(--lr-points 3 --first-seed 0) ;;
   retest) design=(--lr-points 3 --first-seed 3) ;;

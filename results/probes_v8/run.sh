@@ -33,7 +33,6 @@ for point in "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPa
   if [[ -z "$retest" && -f "$results" ]] \
     && python -c "import json, sys; sys.exit(not (json.load(open(sys.argv[1]))['fit'] or {}).get('identified'))" "$results"; then
     retest="$point"
-    read -r -a args <<< "$retest"
     probe "${args[@]}" censored_retest
   fi
 done

@@ -966,7 +966,7 @@ def test_analyze_reports_a_sweep_that_reached_no_target(tmp_path, capsys):
     report = (sweep / "report.md").read_text()
     assert "No run reached target 1000: B_crit not identified." in report
     for figure in ("steps_vs_experience", "wall_vs_experience", "noise_scale_by_size", "bcrit_predicted_vs_fitted"):
-        assert (sweep / f"{figure}.png").stat().st_size > 10_000
+        assert (sweep / f"{figure}.png").stat().st_size > 8_000
     (target,) = json.loads((sweep / "results.json").read_text())["targets"]
     assert target["fit"] is None and target["candidates"] == {} and target["censored_sizes"] == [64, 128, 256, 512]
 

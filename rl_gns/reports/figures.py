@@ -3,11 +3,12 @@ noise scale as every figure draws it (loss colours, scheme words, the default pr
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import matplotlib
 
@@ -18,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from PIL import Image
 
 from rl_gns.core.maths.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.maths.noise_scale import b_simple_interval, cumulative_b_simple
@@ -53,6 +55,7 @@ __all__ = [
     "save_figure",
     "save_plot",
     "unresolved_entry",
+    "write_palette_png",
 ]
 
 #: The default predictor's scheme and loss (``envs``, ``value``).
@@ -91,9 +94,32 @@ class FigureError(ValueError):
     """Data that matplotlib cannot lay out (values near the largest float); the message names the figure."""
 
 
+PALETTE_COLORS = 256
+"""Colours a saved figure keeps. Lines, markers, text and their anti-aliased edges fit in 256 colours, so the figure
+looks as matplotlib drew it, in about a third of the bytes of its RGBA PNG."""
+
+
+def write_palette_png(source: Path | BinaryIO, path: Path) -> Path:
+    """Write the image read from ``source`` to ``path`` as a PNG of at most :data:`PALETTE_COLORS` colours: composited
+    on white, quantized by median cut without dithering (the same pixels give the same file), its resolution kept.
+
+    :param source: a PNG file, or a stream holding one.
+    :param path: where the palette PNG goes (written whole, or not at all when the source cannot be read).
+    """
+    with Image.open(source) as image:
+        rgba = image.convert("RGBA")
+        dpi = image.info.get("dpi")
+    flat = Image.new("RGB", rgba.size, "white")
+    flat.paste(rgba, mask=rgba.getchannel("A"))
+    palette = flat.quantize(colors=PALETTE_COLORS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    palette.save(path, format="PNG", optimize=True, **({"dpi": dpi} if dpi else {}))
+    return path
+
+
 def save_figure(fig: plt.Figure, path: Path) -> Path:
-    """Lay out, save at print resolution and close a figure; return its path. A text drawn from a path that is not
-    UTF-8 (a title naming a run's directory) is drawn as :func:`printable` writes it: the fonts have no glyph for it.
+    """Lay out, save at print resolution as a palette PNG (:func:`write_palette_png`) and close a figure; return its
+    path. A text drawn from a path that is not UTF-8 (a title naming a run's directory) is drawn as :func:`printable`
+    writes it: the fonts have no glyph for it.
 
     :raises FigureError: if the data cannot be laid out (nothing is written).
     :raises OutputError: if something other than a file is at ``path``.
@@ -107,12 +133,14 @@ def save_figure(fig: plt.Figure, path: Path) -> Path:
         for text in fig.findobj(Text):
             text.set_text(printable(text.get_text()))
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        drawn = io.BytesIO()
+        fig.savefig(drawn, format="png", dpi=120)
     except (ValueError, OverflowError) as error:
         raise FigureError(f"cannot draw {path}: {error} (values too large to plot?)") from None
     finally:
         plt.close(fig)
-    return path
+    drawn.seek(0)
+    return write_palette_png(drawn, path)
 
 
 def save_plot(plot: Callable[[Axes], object], path: Path, size: tuple[float, float]) -> Path:

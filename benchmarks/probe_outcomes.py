@@ -1,0 +1,159 @@
+"""What each probe of a set found and what it cost: its design, targets and their false-crossing rates, the branches
+and agent steps it spent as a multiple of its run, and `B_crit` with its interval; then, per design, the median cost
+and how often `B_crit` was identified, and each test-retest pair (a probe ``X`` and ``X_retest``). No training.
+
+    python benchmarks/probe_outcomes.py results/probes_v8 --out results/probes_v8/outcomes
+
+A probe that reported (``probe_results.json``) is read from its report's record; one whose pilot passed no null floor
+ended without a target (its cost: the anchor and the pilot); any other is under way and left out of the medians.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tyro
+
+from rl_gns.records.rundir import PROBE, SWEEP, read_json, write_json
+from rl_gns.reports.probe_report import RESULTS, spent
+
+RETEST = "_retest"
+"""The suffix of a retest's directory: the same point and design with disjoint seeds."""
+
+
+@dataclass
+class Args:
+    """Summarise committed probes: outcome, false-crossing rate, cost and identification, per probe and design."""
+
+    roots: tyro.conf.Positional[tuple[Path, ...]]
+    """Directories holding probe directories (``probe.json``)."""
+    out: Path | None = None
+    """Directory for outcomes.json and outcomes.md (default: print only)."""
+
+
+def design(probe: dict[str, Any], lr_points: int | None) -> str:
+    """A probe's design in words, from its record and its sweep's learning rates per size (``None``: no sweep was
+    planned): the design, the rates per size, which targets, and whether the branches that missed the target enter
+    the fit (censored)."""
+    rates = "rates not planned" if lr_points is None else f"{lr_points} rate{'s' * (lr_points != 1)} per size"
+    targets = "lowest target" if probe.get("lowest_target_only") else "every target"
+    fit = "censored fit" if probe.get("censored") else "reaching branches"
+    held = f", {probe['held_back']} largest sizes held back" if probe.get("held_back") else ""
+    return f"{probe.get('design', 'fixed')}, {rates}, {targets}, {fit}{held}"
+
+
+def outcome(probe_dir: Path) -> dict[str, Any]:
+    """One probe's row: ``status`` is ``reported``, ``no target`` or ``under way``."""
+    probe = read_json(probe_dir / PROBE)
+    plan = probe_dir / SWEEP
+    lr_points = int(read_json(plan)["lr_points"]) if plan.is_file() else None
+    row: dict[str, Any] = {"probe": str(probe_dir), "design": design(probe, lr_points),
+                           "branch_point": int(probe["env_steps"])}  # fmt: skip
+    results = probe_dir / RESULTS
+    if results.is_file():
+        record = read_json(results)
+        fit = record["fit"] or {}
+        row |= {
+            "status": "reported",
+            "targets": record["targets"],
+            "false_crossing": record["false_crossing"],
+            "branches": record["branches"],
+            "agent_steps": record["agent_steps_spent"],
+            "multiple": record["cost_multiple"],
+            "b_crit": fit.get("b_crit"),
+            "b_crit_low": fit.get("b_crit_low"),
+            "b_crit_high": fit.get("b_crit_high"),
+            "identified": bool(fit.get("identified")),
+        }
+        return row
+    floor, best = probe.get("null_floor"), probe.get("pilot_best")
+    if floor is not None and best is not None and best <= floor:
+        cost = spent(probe_dir, [], row["branch_point"])  # no branch ran: the anchor and the pilot
+        return row | {"status": "no target", "pilot_best": best, "null_floor": floor, "agent_steps": cost.agent_steps,
+                      "multiple": cost.agent_steps / row["branch_point"]}  # fmt: skip
+    return row | {"status": "under way"}
+
+
+def steps(value: float | None) -> str:
+    return "–" if value is None else "∞" if math.isinf(value) else f"{value:,.0f}"
+
+
+def found(row: dict[str, Any]) -> str:
+    if row["status"] == "no target":
+        return f"no target: pilot {row['pilot_best']:g} ≤ null floor {row['null_floor']:g}"
+    if row["status"] == "under way":
+        return "under way"
+    interval = f"[{steps(row['b_crit_low'])}, {steps(row['b_crit_high'])}]"
+    return f"{steps(row['b_crit'])} {interval}" + ("" if row["identified"] else ", not identified")
+
+
+def retests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each reported probe with a reported retest (``X`` and ``X_retest``): both `B_crit`, their ratio, and whether
+    their intervals overlap."""
+    by_path = {row["probe"]: row for row in rows if row["status"] == "reported"}
+    pairs = []
+    for path, first in by_path.items():
+        second = by_path.get(path + RETEST)
+        if second is None:
+            continue
+        ratio = second["b_crit"] / first["b_crit"] if first["b_crit"] and math.isfinite(first["b_crit"]) else None
+        overlap = max(first["b_crit_low"], second["b_crit_low"]) <= min(first["b_crit_high"], second["b_crit_high"])
+        pairs.append({"probe": path, "retest": path + RETEST, "b_crit": first["b_crit"],
+                      "b_crit_retest": second["b_crit"], "ratio": ratio, "intervals_overlap": overlap,
+                      "both_identified": first["identified"] and second["identified"]})  # fmt: skip
+    return pairs
+
+
+def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
+    lines = [
+        "| probe | design | branch point (agent steps) | targets (false-crossing probability) | branches "
+        "| cost (multiple of the run) | `B_crit`, agent steps [95 %] |",
+        "|---|---|---:|---|---:|---:|---|",
+    ]
+    for row in rows:
+        targets = ", ".join(f"{t:g} ({p:.2g})" for t, p in zip(row.get("targets", []), row.get("false_crossing", []),
+                                                                  strict=True)) or "–"  # fmt: skip
+        multiple = f"{row['multiple']:.1f}×" if "multiple" in row else "–"
+        lines.append(f"| {row['probe']} | {row['design']} | {row['branch_point']:,} | {targets} "
+                     f"| {row.get('branches', '–')} | {multiple} | {found(row)} |")  # fmt: skip
+    lines.append("")
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["status"] == "reported":
+            groups[row["design"]].append(row)
+    for name, members in groups.items():
+        multiples = [row["multiple"] for row in members]
+        lines.append(f"- {name}: {len(members)} reported, cost a median {np.median(multiples):.1f}× "
+                     f"({min(multiples):.1f}–{max(multiples):.1f}×), `B_crit` identified in "
+                     f"{sum(row['identified'] for row in members)} of {len(members)}")  # fmt: skip
+    for pair in pairs:
+        ratio = "–" if pair["ratio"] is None else f"{pair['ratio']:.2f}"
+        lines.append(f"- retest of {pair['probe']}: `B_crit` {steps(pair['b_crit'])} then {steps(pair['b_crit_retest'])}"
+                     f" (ratio {ratio}), intervals {'overlap' if pair['intervals_overlap'] else 'disjoint'}, "
+                     f"{'both' if pair['both_identified'] else 'not both'} identified")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main(args: Args) -> None:
+    probes = sorted({path.parent for root in args.roots for path in root.rglob(PROBE)})
+    rows = [outcome(probe_dir) for probe_dir in probes]
+    pairs = retests(rows)
+    text = markdown(rows, pairs)
+    print(text, end="")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        command = "python benchmarks/probe_outcomes.py " + " ".join(sys.argv[1:])
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        write_json(args.out / "outcomes.json", {"command": command, "date": stamp, "probes": rows, "retests": pairs})
+        (args.out / "outcomes.md").write_text(f"# Probe outcomes\n\n`{command}` ({stamp})\n\n{text}")
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

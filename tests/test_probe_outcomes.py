@@ -1,0 +1,36 @@
+"""benchmarks/probe_outcomes.py on the committed probes of criterion v8 (read only): a reported probe's row is its
+report's record, a probe whose pilot passed no null floor costs its anchor and pilot, and a retest pairs with its
+probe."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+V8 = ROOT / "results" / "probes_v8"
+
+
+def test_outcomes_of_the_committed_v8_probes(tmp_path):
+    status = subprocess.run(
+        [sys.executable, ROOT / "benchmarks" / "probe_outcomes.py", "results/probes_v8/Pong", "results/probes_v8/Qbert",
+         "--out", tmp_path],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    record = json.loads((tmp_path / "outcomes.json").read_text())
+    rows = {Path(row["probe"]).relative_to("results/probes_v8").as_posix(): row for row in record["probes"]}
+    cheap = json.loads((V8 / "Pong" / "at500k_cheap" / "probe_results.json").read_text())
+    row = rows["Pong/at500k_cheap"]
+    assert row["status"] == "reported" and row["multiple"] == cheap["cost_multiple"]
+    assert row["false_crossing"] == cheap["false_crossing"] and row["identified"] == cheap["fit"]["identified"]
+    assert row["design"] == "sequential, 1 rate per size, lowest target, reaching branches"
+    assert rows["Pong/at500k_wide"]["design"].endswith("2 largest sizes held back")
+    qbert = json.loads((V8 / "Qbert" / "at500k" / "probe.json").read_text())
+    assert rows["Qbert/at500k"]["status"] == "no target" and rows["Qbert/at500k"]["pilot_best"] == qbert["pilot_best"]
+    assert 0 < rows["Qbert/at500k"]["multiple"] < 1  # the anchor's 100k and the pilot's, at 500k
+    (pair,) = record["retests"]
+    assert pair["probe"].endswith("Pong/at500k") and pair["retest"].endswith("Pong/at500k_retest")
+    assert pair["intervals_overlap"] and not pair["both_identified"]
+    summary = (tmp_path / "outcomes.md").read_text()
+    assert "2 reported, cost a median 15.2× (14.6–15.7×), `B_crit` identified in 0 of 2" in summary

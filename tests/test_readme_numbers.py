@@ -57,7 +57,30 @@ def test_the_v7_verdict_and_its_errors(tmp_path, capsys):
     assert f"identified `B_crit` on {games[1]} games where a ranking needs {games[2]}" in docs_results()
     constant = f"the leave-one-game-out constant {errors['leave-one-game-out constant']:.3f},"
     assert constant in docs_results() and f"`env_value` {errors['anchor_env_value']:.3f} (Spearman" in docs_results()
-    assert "v7's probes left it unranked" in readme()
+
+
+def test_the_ppo_regimes_verdict_is_the_committed_r4_table(tmp_path, capsys):
+    """Criterion v8's ppo regime, ranked on the ladder's R4: ``rl-gns table`` over the committed R4 rungs rewrites
+    ``table_R4.md`` byte for byte, it names no winner, and the README and docs/results.md quote its errors."""
+    rungs = sorted(d for d in (RESULTS / "table1").glob("*/R4") if (d / "sweep" / "results.json").is_file())
+    status, stderr = rl_gns(capsys, "table", *rungs, "--out", tmp_path / "table.md")
+    assert status == 0, stderr
+    committed = (RESULTS / "table1" / "table_R4.md").read_text()
+    assert (tmp_path / "table.md").read_text() == committed
+    ppo = committed.split("### Regime `ppo`", 1)[1]
+    pairs = re.match(r": (\d+) counted pairs from (\d) game", ppo)
+    assert pairs is not None and int(pairs[2]) >= 3 and "No candidate beats both baselines" in ppo
+    rows = {m[0]: (m[1], float(m[2])) for m in re.findall(r"^\| ([\w -]+?\w) \| ([\d.]+) \| \S+ \| ([\d.]+) \|", ppo, re.M)}
+    error = {name: value for name, (value, _) in rows.items()}
+    assert f"v8 ranks the constant 746 first (median |log10 error| {error['constant 746']}; `env_value` " in readme()
+    assert f"{error['default_env_value']})" in readme()
+    within = round(rows["constant 746"][1] * int(pairs[1]))
+    assert (
+        f"constant 746 fixed in advance has a median |log10 error| of {error['constant 746']} ({within} of {pairs[1]} "
+        f"within 2×), the leave-one-game-out constant {error['leave-one-game-out constant']}, `env_value` "
+        f"{error['default_env_value']}, `path_env_value` {error['path_env_value']}, `path_env_total` "
+        f"{error['path_env_total']}, `start_env_value` {error['start_env_value']}; no candidate beats both baselines"
+    ) in docs_results()
 
 
 def docs_results() -> str:
@@ -243,13 +266,16 @@ def test_the_ladders_ratios_in_docs_are_the_committed_ladder_tables(tmp_path, ca
 
 
 def test_the_readmes_ladder_ranges_are_the_committed_rungs_past_one_step():
-    """The README's ``env_value`` / ``B_crit`` on the ladder: per game, the range over every target of rungs R1–R4 (each
-    ``results.json`` that ``rl-gns analyze`` wrote, ``bash results/table1/protocol.sh GAME Rk``)."""
-    for game in ("Breakout", "Seaquest"):
+    """The README's ``env_value`` / ``B_crit`` on the ladder: per game, the range over every target of its rungs past
+    one step, R1–R4 on Breakout and Seaquest, R4 on Beam Rider (each ``results.json`` that ``rl-gns analyze`` wrote,
+    ``bash results/table1/protocol.sh GAME Rk``)."""
+    for game, name, rungs in (("Breakout", "Breakout", 4), ("Seaquest", "Seaquest", 4), ("BeamRider", "Beam Rider", 1)):
+        analysed = [RESULTS / "table1" / game / rung / "sweep" / "results.json" for rung in ("R1", "R2", "R3", "R4")]
         ratios = [
             entry["candidates"]["env_value"]["value"] / entry["b_crit"]
-            for rung in ("R1", "R2", "R3", "R4")
-            for entry in json.loads((RESULTS / "table1" / game / rung / "sweep" / "results.json").read_text())["targets"]
+            for results in analysed
+            if results.is_file()
+            for entry in json.loads(results.read_text())["targets"]
         ]
-        assert len(ratios) == 8
-        assert f"{min(ratios):.2f}–{max(ratios):.2f}× on {game}" in readme(), game
+        assert len(ratios) == 2 * rungs
+        assert f"{min(ratios):.2f}–{max(ratios):.2f}× on {name}" in readme(), game

@@ -121,6 +121,8 @@ def test_each_regime_gets_the_error_its_own_criterion_validated():
         assert advice.with_predictor_error() is None and advice.validated is None
         assert lines[0].startswith(f"noise scale ({predictor}):") and "= 80 envs at n_steps 5" in lines[0]
         assert f"{predictor} is not validated" in lines[1] and f"{settings['regime']} regime{departs}" in lines[1]
+        entry = VALIDATED.get(settings["regime"])  # where the regime's own predictor was checked, said as it stands
+        assert entry is None or f"where the regime's {entry.predictor} was checked: {entry.checked}" in lines[1]
         assert not any("predictor's error" in line or "more envs" in line for line in lines)
 
 

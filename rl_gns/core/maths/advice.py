@@ -231,12 +231,14 @@ class Advice:
                 value, count = f"{b.point:,.0f} agent steps", env_count(envs)
             else:  # |G|² not resolved: the lower end is all there is
                 value, count = "no point estimate", at_least_envs(envs_low)
+            entry = VALIDATED.get(self.regime)
+            checked = "" if entry is None else f"; where the regime's {entry.predictor} was checked: {entry.checked}"
             return [
                 f"noise scale ({self.predictor}): {value} [95 % interval {b.low:,.0f}, {high}] "
                 f"= {count} at n_steps {self.n_steps}; this run: {env_count(self.n_envs)}",
                 f"  {self.predictor} is not validated as a predictor of the critical rollout size in the {self.regime} "
-                f"regime{self.recipe_note()} (docs/prediction-criterion.md); rl-gns sweep or rl-gns probe measures it "
-                "directly",
+                f"regime{self.recipe_note()} (docs/prediction-criterion.md{checked}); rl-gns sweep or rl-gns probe "
+                "measures it directly",
             ]
         error_low, error_high = self.widened(validated)
         checked = f"the predictor's error where it was checked ({validated.error[0]}-{validated.error[1]}x)"

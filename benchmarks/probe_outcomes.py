@@ -78,7 +78,8 @@ def outcome(probe_dir: Path) -> dict[str, Any]:
         cost = spent(probe_dir, [], row["branch_point"])  # no branch ran: the anchor and the pilot
         return row | {"status": "no target", "pilot_best": best, "null_floor": floor, "agent_steps": cost.agent_steps,
                       "multiple": cost.agent_steps / row["branch_point"]}  # fmt: skip
-    return row | {"status": "under way"}
+    known = {key: probe[key] for key in ("targets", "false_crossing") if key in probe}  # set once the pilot passed
+    return row | {"status": "under way"} | known
 
 
 def steps(value: float | None) -> str:

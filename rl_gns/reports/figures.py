@@ -24,7 +24,7 @@ from PIL import Image
 from rl_gns.core.maths.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR, parse_predictor
 from rl_gns.core.maths.noise_scale import b_simple_interval, cumulative_b_simple
 from rl_gns.core.maths.schemes import scheme_label
-from rl_gns.records.logs import OutputError, check_output, printable
+from rl_gns.records.logs import OutputError, check_output, printable, write_atomically
 
 __all__ = [
     "DEFAULT_LOSS",
@@ -104,7 +104,8 @@ def write_palette_png(source: Path | BinaryIO, path: Path) -> Path:
     on white, quantized by median cut without dithering (the same pixels give the same file), its resolution kept.
 
     :param source: a PNG file, or a stream holding one.
-    :param path: where the palette PNG goes (written whole, or not at all when the source cannot be read).
+    :param path: where the palette PNG goes, written whole or not at all (:func:`write_atomically`; ``path`` may be
+        ``source``).
     """
     with Image.open(source) as image:
         rgba = image.convert("RGBA")
@@ -112,7 +113,9 @@ def write_palette_png(source: Path | BinaryIO, path: Path) -> Path:
     flat = Image.new("RGB", rgba.size, "white")
     flat.paste(rgba, mask=rgba.getchannel("A"))
     palette = flat.quantize(colors=PALETTE_COLORS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    palette.save(path, format="PNG", optimize=True, **({"dpi": dpi} if dpi else {}))
+    encoded = io.BytesIO()
+    palette.save(encoded, format="PNG", optimize=True, **({"dpi": dpi} if dpi else {}))
+    write_atomically(path, encoded.getvalue())
     return path
 
 

@@ -17,6 +17,7 @@ from rl_gns.core.maths.targets import (
     null_crossing,
     null_floor,
     null_max_running_scores,
+    null_max_running_scores_envs,
     reach_steps,
     resolvable_improvement,
     running_score,
@@ -194,6 +195,46 @@ def test_null_maxima_and_crossing_match_closed_forms():
         se = n_runs * math.sqrt(one * (1 - one) / 20_000)  # delta method, d p_L / d p_1 <= L
         assert abs(null_crossing(maxima, 1.0, n_runs) - exact) < 4 * se
     assert null_crossing(maxima, 1.5, 3) == 0.0
+
+
+def test_null_of_envs_reset_together_sees_only_the_games_that_end_in_time():
+    """Games A (score 0, 2 steps) and B (score 1, 5 steps), window 1: by 4 steps of each env no B has ended, so the
+    best score is 0 in every draw, though half the games are B; by 5 steps a B has ended unless every env began with A,
+    with probability 2^-E."""
+    scores, lengths = np.array([0.0, 1.0]), np.array([2.0, 5.0])
+    rng = np.random.default_rng(0)
+    assert np.all(null_max_running_scores_envs(scores, lengths, 3, 3 * 4, 1, 2_000, rng) <= 0.0)  # -inf: none ended
+    maxima = null_max_running_scores_envs(scores, lengths, 3, 3 * 5, 1, 20_000, rng)
+    exact = 1 - 0.5**3
+    assert abs(np.mean(maxima >= 1.0) - exact) < 4 * math.sqrt(exact * (1 - exact) / 20_000)
+
+
+def test_null_of_envs_reset_together_orders_the_first_games_by_length():
+    """The first-games floor, exactly: short games (score 0, 10 steps) and long ones (score 1, 19 steps), 40 envs for
+    19 steps each. Every env ends one game, the shorts at step 10 and the longs at 19, so the ended games run
+    0 … 0 1 … 1 and the best running score of 20 is min(K, 20) / 20, K ~ Binomial(40, 1/2) the longs. Resampled in
+    any order, the same 40 games would rarely put 20 longs in one window."""
+    scores, lengths = np.array([0.0, 1.0]), np.array([10.0, 19.0])
+    maxima = null_max_running_scores_envs(scores, lengths, 40, 40 * 19, 20, 20_000, np.random.default_rng(1))
+    for k in (15, 18, 20):
+        exact = sum(math.comb(40, j) for j in range(k, 41)) / 2**40  # P(min(K, 20) >= k)
+        assert abs(np.mean(maxima >= k / 20 - 1e-9) - exact) < 4 * math.sqrt(exact * (1 - exact) / 20_000) + 1e-12
+    any_order = null_max_running_scores(np.repeat(scores, 20), 40, 20, 20_000, np.random.default_rng(1))
+    assert np.mean(any_order >= 1.0 - 1e-9) < 0.01 < np.mean(maxima >= 1.0 - 1e-9)
+
+
+def test_null_of_one_env_and_one_length_is_the_null_in_any_order():
+    """One env whose games all last 10 steps ends 50 games in 500: the same distribution as 50 games resampled in any
+    order (the crossing frequencies of two independent estimates agree within 4 standard errors)."""
+    scores = np.arange(10.0)
+    envs = null_max_running_scores_envs(scores, np.full(10, 10.0), 1, 500, 5, 20_000, np.random.default_rng(2))
+    any_order = null_max_running_scores(scores, 50, 5, 20_000, np.random.default_rng(3))
+    for target in (6.0, 7.0):
+        p, q = np.mean(envs >= target), np.mean(any_order >= target)
+        assert abs(p - q) < 4 * math.sqrt((p * (1 - p) + q * (1 - q)) / 20_000)
+    assert np.all(null_max_running_scores_envs(scores, np.full(10, 10.0), 1, 40, 5, 10, np.random.default_rng(4)) == -np.inf)
+    with pytest.raises(ValueError, match="length"):
+        null_max_running_scores_envs(scores, np.zeros(10), 1, 500, 5, 10, np.random.default_rng(4))
 
 
 def test_null_floor_is_the_lowest_target_at_the_level():

@@ -299,6 +299,54 @@ def null_max_running_scores(
     return out
 
 
+def null_max_running_scores_envs(
+    null_scores_N: np.ndarray,
+    null_lengths_N: np.ndarray,
+    n_envs: int,
+    agent_steps: int,
+    window: int,
+    draws: int,
+    rng: np.random.Generator,
+    chunk: int = 64,
+) -> np.ndarray:
+    """``(draws,)`` as :func:`null_max_running_scores`, for a run of ``n_envs`` envs that reset together: each env plays
+    games resampled with replacement from the null games, score and length together, back to back from step 0, for
+    ``H = agent_steps / n_envs`` of its own steps; the games that ended by ``H``, in the order they ended (ties by env),
+    make the running score, looked at after each game. Where scores grow with length, the short games end first and the
+    long ones after them, so the running score climbs with no learning (the first-games floor), which a resampling in
+    any order does not see; with ``n_envs = 1`` and one length the two agree in distribution. A draw in which fewer
+    than ``window`` games end is ``-inf`` (its running score is never looked at).
+
+    :param null_scores_N: ``(N,)`` raw scores of games played at fixed parameters.
+    :param null_lengths_N: ``(N,)`` their lengths, agent steps of their env (frames / frame skip), each > 0.
+    :param n_envs: envs of the run.
+    :param agent_steps: the run's agent steps over all envs.
+    :param window: games in the running score.
+    :param draws: resampled runs.
+    :param rng: the resampling's generator.
+    :param chunk: draws resampled at once (memory: ``chunk · n_envs`` times the games an env plays).
+    """
+    scores, lengths = np.asarray(null_scores_N, dtype=float), np.asarray(null_lengths_N, dtype=float)
+    if scores.shape != lengths.shape or not len(scores) or min(window, draws, n_envs) < 1:
+        raise ValueError("need null games' scores and lengths of one shape, and window, draws and n_envs >= 1")
+    if not np.all(np.isfinite(lengths) & (lengths > 0)):
+        raise ValueError("every null game needs a finite length > 0")
+    horizon = agent_steps / n_envs
+    per_env = math.ceil(horizon / lengths.min()) + 1  # enough games that every env plays past its horizon
+    out = np.empty(draws)
+    for start in range(0, draws, chunk):
+        picks = rng.integers(0, len(scores), size=(min(chunk, draws - start), n_envs, per_env))  # (d, E, G)
+        ends = np.cumsum(lengths[picks], axis=2).reshape(len(picks), -1)  # env-major: ties keep env order
+        order = np.argsort(np.where(ends <= horizon, ends, np.inf), axis=1, kind="stable")
+        ordered = np.take_along_axis(scores[picks].reshape(len(picks), -1), order, axis=1)  # (d, E·G)
+        ended = (ends <= horizon).sum(axis=1)  # (d,)
+        cumulative = np.concatenate([np.zeros((len(picks), 1)), np.cumsum(ordered, axis=1)], axis=1)
+        running = (cumulative[:, window:] - cumulative[:, :-window]) / window  # the look after game window-1+j
+        looked = np.arange(running.shape[1])[None, :] < (ended - window + 1)[:, None]
+        out[start : start + len(picks)] = np.where(looked, running, -np.inf).max(axis=1)
+    return out
+
+
 def null_crossing(max_scores_D: np.ndarray, target: float, n_runs: int) -> float:
     """``p_null(T) = 1 − (1 − P(M ≥ T))^L``: the chance that the best of ``L = n_runs`` independent runs that learn
     nothing reaches ``target`` somewhere, ``P(M ≥ T)`` the fraction of the draws of one run's highest running score

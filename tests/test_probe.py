@@ -36,6 +36,7 @@ from rl_gns.experiments.probe import (
     censored_runs,
     check,
     held_snapshots,
+    null_order,
     probe_cost,
     probe_targets,
     round_runs,
@@ -650,15 +651,33 @@ def test_the_pilot_rule_keeps_only_its_lower_target_when_asked(source, tmp_path)
         (tmp_path / name / "episodes.csv").write_text(header + rows)
     start = start_score(tmp_path / "anchor", window=2, spread_needed=True)
     both = ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", window=2, budget_steps=1_000)
-    targets, null = probe_targets(both, tmp_path, start)
+    targets, null = probe_targets(both, tmp_path, start, (2, 4))
     best, floor = 38.5, float(null["null_floor"])  # the pilot's running score of 2 games peaks at (38 + 39) / 2
     assert floor == pytest.approx(1.0)
     assert targets == pytest.approx((floor + (best - floor) / 3, floor + 2 * (best - floor) / 3))
-    lowest, null_lowest = probe_targets(replace(both, lowest_target_only=True), tmp_path, start)
+    lowest, null_lowest = probe_targets(replace(both, lowest_target_only=True), tmp_path, start, (2, 4))
     assert lowest == targets[:1] and null_lowest["null_floor"] == floor
     assert null_lowest["false_crossing"] == null["false_crossing"][:1]
     with pytest.raises(ValueError, match="--lowest-target-only True has no effect with --target-rule noise"):
         check(ProbeConfig(source=source, n_envs=(2, 4), lowest_target_only=True, out=tmp_path / "p"))
+
+
+def test_the_null_floor_counts_the_first_games_of_envs_that_reset_together(source, tmp_path):
+    """Anchor games scoring 0 in 100 agent steps or 1 in 190: a branch of 64 envs that reset together, each playing 190
+    of its steps, ends every short game before every long one, so its running score of 20 climbs to 1 with no learning;
+    the same games in any order rarely put 20 long ones in a row. The floor is the highest over the grid's env counts,
+    and a probe that set its floor in any order (probe.json without null_order) keeps that rule when rerun."""
+    (tmp_path / "anchor").mkdir()
+    rows = "".join(f"{100 * (g + 1)},{g % 2},{400 + 360 * (g % 2)},{g}.0\n" for g in range(40))
+    (tmp_path / "anchor" / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n" + rows)
+    start = start_score(tmp_path / "anchor", window=20, spread_needed=True)
+    config = ProbeConfig(source=source, n_envs=(2, 64), window=20, budget_steps=64 * 190, delta=0.1)
+    _, envs = probe_targets(config, tmp_path, start, (2, 64))
+    _, any_order = probe_targets(config, tmp_path, start, (2, 64), "any")
+    assert envs["null_order"] == "envs" and envs["null_n_envs"] == 64 and envs["null_floor"] > 1.0
+    assert any_order["null_order"] == "any" and "null_n_envs" not in any_order and any_order["null_floor"] < 1.0
+    assert null_order({}) == "envs" and null_order({"null_floor": 1.0}) == "any"
+    assert null_order({"null_floor": 1.0, "null_order": "envs"}) == "envs"
 
 
 def test_sizes_held_back_need_the_sequential_design_and_leave_two_sizes_to_start(source, tmp_path):

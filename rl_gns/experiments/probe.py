@@ -63,6 +63,7 @@ from rl_gns.core.maths.targets import (
     null_crossing,
     null_floor,
     null_max_running_scores,
+    null_max_running_scores_envs,
     reach_steps,
     resolvable_improvement,
     running_score,
@@ -482,37 +483,78 @@ RECORDED = (
 NULL_DRAWS = 20_000
 
 
+#: How the null branches order their games: ``envs``, as ``n_envs`` envs that reset together end them (shortest first,
+#: :func:`~rl_gns.core.maths.targets.null_max_running_scores_envs`) at each env count of the grid; ``any``, in any
+#: order (:func:`~rl_gns.core.maths.targets.null_max_running_scores`), the rule of the probes that set their targets
+#: before 2026-12-05 22:30 UTC, which keep it when rerun (``probe.json`` without ``null_order``).
+NullOrder = Literal["envs", "any"]
+
+
 @dataclass(frozen=True)
 class NullFloor:
     """Criterion v8's rule at a probe: the anchor's games are those of a branch that learns nothing.
 
-    :param floor: the lowest target such a branch reaches with at most the probe's ``null_level``.
+    :param floor: the lowest target such a branch reaches with at most the probe's ``null_level``, at every env count.
     :param looks: games a branch plays within its budget (each a look at its running score).
     :param targets: the probe's targets, each raised to ``floor`` (ascending, without repeats).
     :param false_crossing: each target's probability of being reached by the best of the most learning rates a size may
-        try (:meth:`ProbeConfig.most_rates`) null branches.
+        try (:meth:`ProbeConfig.most_rates`) null branches, at the env count where it is highest.
+    :param order: how the null branches order their games (:data:`NullOrder`).
+    :param n_envs: with ``order`` ``envs``, the env count whose floor is highest (the one that sets ``floor``).
     """
 
     floor: float
     looks: int
     targets: tuple[float, ...]
     false_crossing: tuple[float, ...]
+    order: NullOrder = "envs"
+    n_envs: int | None = None
+
+    def record(self) -> dict[str, object]:
+        """What ``probe.json`` records of the floor (its targets' false crossings apart)."""
+        binding = {"null_n_envs": self.n_envs} if self.n_envs is not None else {}
+        return {"null_floor": self.floor, "null_looks": self.looks, "null_order": self.order, **binding}
 
 
-def null_floor_of(config: ProbeConfig, anchor: Path, targets: tuple[float, ...]) -> NullFloor:
-    """The :class:`NullFloor` of the anchor's games (:func:`~rl_gns.core.maths.targets.null_floor`), targets raised to it."""
-    assert config.null_level is not None
+def null_maxima(
+    config: ProbeConfig, anchor: Path, n_envs_K: tuple[int, ...], order: NullOrder
+) -> tuple[int, dict[int | None, np.ndarray]]:
+    """The looks of a null branch (games it plays within ``budget_steps``) and, per env count of ``n_envs_K`` (``None``
+    with ``order`` ``any``), ``(NULL_DRAWS,)`` its highest running scores, the anchor's games resampled
+    (:func:`~rl_gns.core.maths.targets.null_max_running_scores_envs`, or in any order
+    :func:`~rl_gns.core.maths.targets.null_max_running_scores`)."""
     games = RunDir(anchor).episodes()
     ends = games["env_steps"]
     length = game_length(ends, games["length_frames"], at=int(ends[-1]), games=len(ends))
     per_game = length[0] if length else float(ends[-1]) / len(ends)
     looks = max(config.window, math.ceil(config.budget_steps / per_game))
     rng = np.random.default_rng(config.first_seed)
-    maxima = null_max_running_scores(games["score"], looks, config.window, NULL_DRAWS, rng)
+    if order == "any":
+        return looks, {None: null_max_running_scores(games["score"], looks, config.window, NULL_DRAWS, rng)}
+    frame_skip = RunDir(config.source).config().settings.get("frame_skip", FRAME_SKIP)
+    lengths = np.asarray(games["length_frames"], dtype=float) / frame_skip
+    return looks, {
+        n_envs: null_max_running_scores_envs(
+            games["score"], lengths, n_envs, config.budget_steps, config.window, NULL_DRAWS, rng
+        )
+        for n_envs in sorted(set(n_envs_K))
+    }
+
+
+def null_floor_of(
+    config: ProbeConfig, anchor: Path, targets: tuple[float, ...], n_envs_K: tuple[int, ...], order: NullOrder
+) -> NullFloor:
+    """The :class:`NullFloor` of the anchor's games (:func:`~rl_gns.core.maths.targets.null_floor`), targets raised to
+    it: with ``order`` ``envs``, the highest of the floors of null branches at each env count ``n_envs_K`` of the grid,
+    each of ``budget_steps`` agent steps from a reset of all its envs (:func:`null_maxima`)."""
+    assert config.null_level is not None
+    looks, maxima = null_maxima(config, anchor, n_envs_K, order)
     rates = config.most_rates()
-    floor = null_floor(maxima, rates, config.null_level)
-    raised = tuple(sorted({max(target, floor) for target in targets}))
-    return NullFloor(floor, looks, raised, tuple(null_crossing(maxima, t, rates) for t in raised))
+    floors = {n_envs: null_floor(drawn, rates, config.null_level) for n_envs, drawn in maxima.items()}
+    binding = max(floors, key=lambda n_envs: floors[n_envs])
+    raised = tuple(sorted({max(target, floors[binding]) for target in targets}))
+    crossing = tuple(max(null_crossing(drawn, t, rates) for drawn in maxima.values()) for t in raised)
+    return NullFloor(floors[binding], looks, raised, crossing, order, binding)
 
 
 class NoTargetError(ValueError):
@@ -521,24 +563,28 @@ class NoTargetError(ValueError):
     :param record: what ``probe.json`` records of it: the null floor, its looks and the pilot's best running score.
     """
 
-    def __init__(self, message: str, record: dict[str, float]) -> None:
+    def __init__(self, message: str, record: dict[str, object]) -> None:
         super().__init__(message)
         self.record = record
 
 
-def probe_targets(config: ProbeConfig, directory: Path, start: StartScore) -> tuple[tuple[float, ...], dict[str, object]]:
+def probe_targets(
+    config: ProbeConfig, directory: Path, start: StartScore, n_envs_K: tuple[int, ...], order: NullOrder = "envs"
+) -> tuple[tuple[float, ...], dict[str, object]]:
     """The targets every branch is timed to, ascending, and what ``probe.json`` records of the null rule.
 
     With ``null_level``, each target of ``target_rule`` noise is raised to the null floor (:func:`null_floor_of`); with
     ``pilot``, the targets are criterion v8's, a third and two thirds of the way from the floor to the pilot's best
     running score (:func:`~rl_gns.core.maths.targets.spaced_targets`), or only the first (``lowest_target_only``).
 
+    :param n_envs_K: the env counts of the branches, at which null branches are drawn with ``order`` ``envs``.
+    :param order: how the null branches order their games (:data:`NullOrder`).
     :raises NoTargetError: if the pilot's best running score does not pass the null floor.
     """
     targets = config.targets(start)
     if config.null_level is None:
         return targets, {}
-    floor = null_floor_of(config, directory / ANCHOR, targets)
+    floor = null_floor_of(config, directory / ANCHOR, targets, n_envs_K, order)
     pilot: dict[str, object] = {}
     how = "targets raised to it where below"
     if config.target_rule == "pilot":
@@ -548,22 +594,28 @@ def probe_targets(config: ProbeConfig, directory: Path, start: StartScore) -> tu
             raise NoTargetError(
                 f"{directory / PILOT}: the pilot's best running score, {best:.4g}, does not pass the null floor "
                 f"{floor.floor:.4g}: no target at this point of the run (criterion v8 replaces the game)",
-                {"null_floor": floor.floor, "null_looks": floor.looks, "pilot_best": best},
+                {**floor.record(), "pilot_best": best},
             )
-        floor, pilot = null_floor_of(config, directory / ANCHOR, targets), {"pilot_best": best}
+        floor, pilot = null_floor_of(config, directory / ANCHOR, targets, n_envs_K, order), {"pilot_best": best}
         thirds = "its target a third" if config.lowest_target_only else "targets a third and two thirds"
         how = f"{thirds} of the way from it to the pilot's best running score, {best:.4g}"
     print(
         f"probe {directory}: a branch that learns nothing reaches {floor.floor:.4g} with probability at most "
-        f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.most_rates()} rates): {how}",
+        f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.most_rates()} rates"
+        + (f", its {floor.n_envs} envs reset together" if floor.n_envs is not None else "")
+        + f"): {how}",
         flush=True,
     )
-    return floor.targets, {
-        "null_floor": floor.floor,
-        "null_looks": floor.looks,
-        "false_crossing": list(floor.false_crossing),
-        **pilot,
-    }
+    return floor.targets, {**floor.record(), "false_crossing": list(floor.false_crossing), **pilot}
+
+
+def null_order(before: dict[str, object]) -> NullOrder:
+    """The null rule's order for a probe whose ``probe.json`` held ``before`` when it started: the one it records;
+    ``any`` where an earlier rl-gns set its null floor without recording one (a rerun keeps its targets); else ``envs``."""
+    recorded = before.get("null_order")
+    if recorded == "envs" or recorded == "any":
+        return recorded
+    return "any" if "null_floor" in before else "envs"
 
 
 def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
@@ -815,7 +867,8 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         point = hold(point, directory)
     restarts = dict(before.get("restarts") or {})
     rounds = {ROUNDS: before[ROUNDS]} if before.get(ROUNDS) else {}  # a sequential probe's: a rerun goes on with them
-    origin_record = {**origin(point, directory), "restarts": restarts, **rounds}
+    order = null_order(before)
+    origin_record = {**origin(point, directory), "restarts": restarts, **rounds, "null_order": order}
     write_json(directory / PROBE, {**settings, **origin_record})
     anchor = config.anchor_config(point)
     first = {ANCHOR: anchor, **({PILOT: config.pilot_config(point)} if config.target_rule == "pilot" else {})}
@@ -829,7 +882,8 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
         return directory  # stopped before --max-wall-minutes: rerun to go on
     start = start_score(directory / ANCHOR, config.window, spread_needed=config.delta is None)
     try:
-        targets, null = probe_targets(config, directory, start)
+        n_envs_K = tuple(n_envs for n_envs, _ in config.sweep_config(point, (0.0,)).sizes())
+        targets, null = probe_targets(config, directory, start, n_envs_K, order)
     except NoTargetError as error:  # the outcome is on disk, as a probe's targets are
         write_json(directory / PROBE, {**settings, **origin_record, **error.record})
         raise

@@ -282,6 +282,7 @@ PROBE_FIELDS: dict[str, Any] = {
     "rounds": list[list[tuple[Count, Count, Whole]]] | None,
     "stopped": str | None,
     "pilot_best": Finite | None,
+    "null_order": Literal["envs", "any"] | None,
 }
 #: ``probe.json`` once the anchor has played (``start_score`` is set).
 PROBE_PLAYED_FIELDS: dict[str, Any] = {

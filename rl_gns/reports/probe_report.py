@@ -329,10 +329,17 @@ def null_lines(probe: dict) -> list[str]:
     if probe.get("null_floor") is None:
         return []
     chances = ", ".join(f"{t:.4g}: {p:.2g}" for t, p in zip(probe["targets"], probe.get("false_crossing", []), strict=False))
+    if probe.get("null_order") == "envs":
+        how = (
+            f"the anchor's games resampled, score and length together, and ended as envs that reset together end them, "
+            f"at each env count of the grid, highest at {probe.get('null_n_envs')}; about {probe.get('null_looks', 0):,} looks"
+        )
+    else:
+        how = f"the anchor's games resampled in any order, {probe.get('null_looks', 0):,} looks"
     return [
-        f"Null rule: a branch that learns nothing (the anchor's games resampled, {probe.get('null_looks', 0):,} looks, "
-        f"the best of the learning rates) reaches {probe['null_floor']:.4g} with probability at most the probe's "
-        f"level; each target's false-crossing probability: {chances}.",
+        f"Null rule: a branch that learns nothing ({how}, the best of the learning rates) reaches "
+        f"{probe['null_floor']:.4g} with probability at most the probe's level; each target's false-crossing "
+        f"probability: {chances}.",
         "",
     ]
 

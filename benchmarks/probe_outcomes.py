@@ -2,6 +2,11 @@
 and agent steps it spent as a multiple of its run, and `B_crit` with its interval; then, per design, the median cost
 and how often `B_crit` was identified, and each test-retest pair (a probe ``X`` and ``X_retest``). No training.
 
+Each target's false-crossing rate is given twice: as the probe recorded it, and re-read with null branches whose envs
+reset together (``rl-gns probe``'s rule since 2026-12-05, :func:`rl_gns.experiments.probe.null_maxima`): at each env
+count of the probe's grid, its highest over them, and the null floor at that count. A probe set its targets with the
+rule of its day; where its record says ``any``, the re-read is what the rule of today finds on its anchor's games.
+
     python benchmarks/probe_outcomes.py results/probes_v8 --out results/probes_v8/outcomes
 
 A probe that reported (``probe_results.json``) is read from its report's record; one whose pilot passed no null floor
@@ -21,6 +26,8 @@ from typing import Any
 import numpy as np
 import tyro
 
+from rl_gns.core.maths.targets import null_crossing, null_floor
+from rl_gns.experiments.probe import ProbeConfig, null_maxima
 from rl_gns.records.rundir import PROBE, SWEEP, read_json, write_json
 from rl_gns.reports.probe_report import RESULTS, spent
 
@@ -49,6 +56,21 @@ def design(probe: dict[str, Any], lr_points: int | None) -> str:
     return f"{probe.get('design', 'fixed')}, {rates}, {targets}, {fit}{held}"
 
 
+def reset_together(probe_dir: Path, probe: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+    """The probe's targets re-read with null branches whose envs reset together, at each env count of its grid
+    (:func:`rl_gns.experiments.probe.null_maxima`, the probe's window, budget, seed and learning rates per size): the
+    env count whose floor is highest, that floor, and each target's highest false-crossing rate over the env counts."""
+    config = ProbeConfig(source=Path(probe["source"]), window=int(probe["window"]), budget_steps=int(plan["budget_steps"]),
+                         first_seed=int(probe["first_seed"]), lr_points=int(plan["lr_points"]),
+                         edge_rounds=int(plan.get("edge_rounds", 0)))  # fmt: skip
+    _, maxima = null_maxima(config, probe_dir / "anchor", tuple(plan["n_envs"]), "envs")
+    rates, level = config.most_rates(), float(probe["null_level"])
+    floors = {n_envs: null_floor(drawn, rates, level) for n_envs, drawn in maxima.items()}
+    binding = max(floors, key=lambda n_envs: floors[n_envs])
+    crossing = [max(null_crossing(drawn, t, rates) for drawn in maxima.values()) for t in probe["targets"]]
+    return {"null_n_envs": binding, "null_floor_envs": floors[binding], "false_crossing_envs": crossing}
+
+
 def outcome(probe_dir: Path) -> dict[str, Any]:
     """One probe's row: ``status`` is ``reported``, ``no target`` or ``under way``."""
     probe = read_json(probe_dir / PROBE)
@@ -56,6 +78,8 @@ def outcome(probe_dir: Path) -> dict[str, Any]:
     lr_points = int(read_json(plan)["lr_points"]) if plan.is_file() else None
     row: dict[str, Any] = {"probe": str(probe_dir), "design": design(probe, lr_points),
                            "branch_point": int(probe["env_steps"])}  # fmt: skip
+    if probe.get("targets") and plan.is_file():
+        row["reset_together"] = reset_together(probe_dir, probe, read_json(plan))
     results = probe_dir / RESULTS
     if results.is_file():
         record = read_json(results)
@@ -115,15 +139,19 @@ def retests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
     lines = [
         "| probe | design | branch point (agent steps) | targets (false-crossing probability) | branches "
-        "| cost (multiple of the run) | `B_crit`, agent steps [95 %] |",
-        "|---|---|---:|---|---:|---:|---|",
+        "| false crossing, envs reset together (floor, at n_envs) | cost (multiple of the run) "
+        "| `B_crit`, agent steps [95 %] |",
+        "|---|---|---:|---|---:|---|---:|---|",
     ]
     for row in rows:
         targets = ", ".join(f"{t:g} ({p:.2g})" for t, p in zip(row.get("targets", []), row.get("false_crossing", []),
                                                                   strict=True)) or "–"  # fmt: skip
         multiple = f"{row['multiple']:.1f}×" if "multiple" in row else "–"
+        again = row.get("reset_together")
+        envs = "–" if again is None else (", ".join(f"{p:.2g}" for p in again["false_crossing_envs"])
+                                         + f" ({again['null_floor_envs']:g}, at {again['null_n_envs']})")  # fmt: skip
         lines.append(f"| {row['probe']} | {row['design']} | {row['branch_point']:,} | {targets} "
-                     f"| {row.get('branches', '–')} | {multiple} | {found(row)} |")  # fmt: skip
+                     f"| {row.get('branches', '–')} | {envs} | {multiple} | {found(row)} |")  # fmt: skip
     lines.append("")
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:

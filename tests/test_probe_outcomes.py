@@ -13,7 +13,7 @@ V8 = ROOT / "results" / "probes_v8"
 
 def test_outcomes_of_the_committed_v8_probes(tmp_path):
     status = subprocess.run(
-        [sys.executable, ROOT / "benchmarks" / "probe_outcomes.py", "results/probes_v8/Pong", "results/probes_v8/Qbert",
+        [sys.executable, ROOT / "benchmarks" / "probe_outcomes.py", "results/probes_v8/Pong", "results/probes_v8/Qbert/at500k",
          "--out", tmp_path],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -32,5 +32,11 @@ def test_outcomes_of_the_committed_v8_probes(tmp_path):
     (pair,) = record["retests"]
     assert pair["probe"].endswith("Pong/at500k") and pair["retest"].endswith("Pong/at500k_retest")
     assert pair["intervals_overlap"] and not pair["both_identified"]
+    # re-read with envs that reset together: Pong's anchor scores grow with game length, so at 128 envs a branch that
+    # learns nothing ends its short games first and crosses the wide probe's target often, not the any-order 0
+    wide = rows["Pong/at500k_wide"]
+    assert wide["false_crossing"] == [0] and wide["reset_together"]["null_n_envs"] >= 64
+    assert wide["reset_together"]["false_crossing_envs"][0] > 0.1 and wide["reset_together"]["null_floor_envs"] > -18.37
+    assert "reset_together" not in rows["Qbert/at500k"]  # no target: nothing to re-read
     summary = (tmp_path / "outcomes.md").read_text()
     assert "2 reported, cost a median 15.2× (14.6–15.7×), `B_crit` identified in 0 of 2" in summary

@@ -5,7 +5,7 @@
 # them), targets from the null floor and a pilot (--target-rule pilot), the sequential design with the learning rate
 # tuned on a grid of 3 in its first round, steps by the trend measure, a branch budget of half the stage.
 # Resumable: rerun the same command to go on; an ended probe is not run again.
-# Usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest|cheap|wide|censored|censored_retest]
+# Usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [VARIANT]
 #   retest: a second probe of the same point with disjoint seeds (branches, anchor and pilot from --first-seed 3);
 #   cheap: the cheaper design on trial (the criterion's note of 2026-12-04, 19:30 UTC): one learning rate per size (the
 #   sqrt rule's) and the lower target only, seeds from 6.
@@ -14,10 +14,13 @@
 #   censored: the cheap design fitted with the branches that did not reach the target as censored (--censored, the
 #   note of 23:02 UTC), seeds from 12, capped at 5x the run (--max-cost 5, the note of 2026-12-05).
 #   censored_retest: the censored design again with disjoint seeds (from 15; the note of 2026-12-05).
+#   censored_envs: the censored design in a new directory, seeds from 18, so that its null floor is that of envs that
+#   reset together (rl-gns probe's since the note of 2026-12-05, 22:26 UTC); censored_envs_retest: again, from 21.
 set -euo pipefail
-usage="usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest|cheap|wide|censored|censored_retest]"
+usage="usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest]"
 if [[ $# -lt 2 || $# -gt 3 ]]; then echo "$usage" >&2; exit 2; fi
-case "${3:-}" in "" | retest | cheap | wide | censored | censored_retest) ;; *) echo "$usage" >&2; exit 2 ;; esac
+case "${3:-}" in "" | retest | cheap | wide | censored | censored_retest | censored_envs | censored_envs_retest) ;;
+  *) echo "$usage" >&2; exit 2 ;; esac
 game="$1"; at="$2"; variant="${3:-}"
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
 here="${HERE:-results/probes_v8}"
@@ -49,6 +52,8 @@ case "$variant" in
   wide) design=(--lr-points 1 --lowest-target-only --first-seed 9 --n-envs 2 4 8 16 32 64 128 256 --held-back 2) ;;
   censored) design=(--lr-points 1 --lowest-target-only --first-seed 12 --censored --max-cost 5) ;;
   censored_retest) design=(--lr-points 1 --lowest-target-only --first-seed 15 --censored --max-cost 5) ;;
+  censored_envs) design=(--lr-points 1 --lowest-target-only --first-seed 18 --censored --max-cost 5) ;;
+  censored_envs_retest) design=(--lr-points 1 --lowest-target-only --first-seed 21 --censored --max-cost 5) ;;
 esac
 rl-gns probe "$trunk" --at "$at" --target-rule pilot --design sequential --seeds 3 "${design[@]}" --steps trend \
   --budget-steps "$((at / 2))" --engine population --workers "${WORKERS:-2}" --threads-per-run 1 \

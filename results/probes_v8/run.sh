@@ -4,8 +4,11 @@
 # 2), and the next starts.
 #   1. Where they ran: v8's design at 500k (Breakout also at 250k), its retest on Pong, and the cheap and wide trials on
 #      Pong at 500k.
-#   2. From the note of 2026-12-05: the censored design alone (capped at 5x the run) at every later point, and a retest
-#      of it with disjoint seeds at the first of those points that identifies B_crit.
+#   2. From the note of 2026-12-05 (08:24 UTC): the censored design alone (capped at 5x the run) at every later point,
+#      and a retest of it with disjoint seeds at the first of those points that identifies B_crit; Qbert and Alien at
+#      1.95M left out by the note of 22:26 UTC (Qbert's stopped before its branches finished).
+#   3. From the note of 2026-12-05 (22:26 UTC): the 1.95M stages again under the null floor of envs that reset
+#      together, and the retest at the first that identifies B_crit.
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
@@ -24,16 +27,29 @@ for point in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "M
   probe "${args[@]}"
 done
 
+identified() {  # identified VARIANT GAME STAGE: whether that probe reported an identified B_crit
+  local results="results/probes_v8/$2/at$(($3 / 1000))k_$1/probe_results.json"
+  [[ -f "$results" ]] \
+    && python -c "import json, sys; sys.exit(not (json.load(open(sys.argv[1]))['fit'] or {}).get('identified'))" "$results"
+}
+
 retest=""
-for point in "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000" \
-  "Qbert 1950000" "Alien 1950000"; do
+for point in "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"; do
   read -r -a args <<< "$point"
   probe "${args[@]}" censored
-  results="results/probes_v8/${args[0]}/at$((args[1] / 1000))k_censored/probe_results.json"
-  if [[ -z "$retest" && -f "$results" ]] \
-    && python -c "import json, sys; sys.exit(not (json.load(open(sys.argv[1]))['fit'] or {}).get('identified'))" "$results"; then
+  if [[ -z "$retest" ]] && identified censored "${args[@]}"; then
     retest="$point"
     probe "${args[@]}" censored_retest
+  fi
+done
+
+retest=""
+for point in "Pong 1950000" "Qbert 1950000" "Alien 1950000"; do
+  read -r -a args <<< "$point"
+  probe "${args[@]}" censored_envs
+  if [[ -z "$retest" ]] && identified censored_envs "${args[@]}"; then
+    retest="$point"
+    probe "${args[@]}" censored_envs_retest
   fi
 done
 

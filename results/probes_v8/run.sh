@@ -27,31 +27,25 @@ for point in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "M
   probe "${args[@]}"
 done
 
-identified() {  # identified VARIANT GAME STAGE: whether that probe reported an identified B_crit
-  local results="results/probes_v8/$2/at$(($3 / 1000))k_$1/probe_results.json"
-  [[ -f "$results" ]] \
-    && python -c "import json, sys; sys.exit(not (json.load(open(sys.argv[1]))['fit'] or {}).get('identified'))" "$results"
+# series VARIANT POINT...: the VARIANT probe at each point ("GAME STAGE"), in order, and VARIANT_retest at the first
+# whose B_crit is identified
+series() {
+  local variant="$1" retested="" point results
+  shift
+  for point in "$@"; do
+    read -r -a args <<< "$point"
+    probe "${args[@]}" "$variant"
+    results="results/probes_v8/${args[0]}/at$((args[1] / 1000))k_$variant/probe_results.json"
+    if [[ -z "$retested" && -f "$results" ]] \
+      && python -c "import json, sys; sys.exit(not (json.load(open(sys.argv[1]))['fit'] or {}).get('identified'))" "$results"; then
+      retested=1
+      probe "${args[@]}" "${variant}_retest"
+    fi
+  done
 }
 
-retest=""
-for point in "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"; do
-  read -r -a args <<< "$point"
-  probe "${args[@]}" censored
-  if [[ -z "$retest" ]] && identified censored "${args[@]}"; then
-    retest="$point"
-    probe "${args[@]}" censored_retest
-  fi
-done
-
-retest=""
-for point in "Pong 1950000" "Qbert 1950000" "Alien 1950000"; do
-  read -r -a args <<< "$point"
-  probe "${args[@]}" censored_envs
-  if [[ -z "$retest" ]] && identified censored_envs "${args[@]}"; then
-    retest="$point"
-    probe "${args[@]}" censored_envs_retest
-  fi
-done
+series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
+series censored_envs "Pong 1950000" "Qbert 1950000" "Alien 1950000"
 
 reported=()
 for probe_dir in results/probes_v8/*/at*/; do  # v8's design: at<k>k and its retest at<k>k_retest, no trial design

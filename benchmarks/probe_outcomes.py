@@ -56,13 +56,19 @@ def design(probe: dict[str, Any], lr_points: int | None) -> str:
     return f"{probe.get('design', 'fixed')}, {rates}, {targets}, {fit}{held}"
 
 
+def null_config(probe: dict[str, Any], plan: dict[str, Any]) -> ProbeConfig:
+    """The settings of a probe's null rule, from its ``probe.json`` and its sweep's plan: its source, window, seed,
+    learning rates per size and branch budget."""
+    return ProbeConfig(source=Path(probe["source"]), window=int(probe["window"]), budget_steps=int(plan["budget_steps"]),
+                       first_seed=int(probe["first_seed"]), lr_points=int(plan["lr_points"]),
+                       edge_rounds=int(plan.get("edge_rounds", 0)))  # fmt: skip
+
+
 def reset_together(probe_dir: Path, probe: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
     """The probe's targets re-read with null branches whose envs reset together, at each env count of its grid
     (:func:`rl_gns.experiments.probe.null_maxima`, the probe's window, budget, seed and learning rates per size): the
     env count whose floor is highest, that floor, and each target's highest false-crossing rate over the env counts."""
-    config = ProbeConfig(source=Path(probe["source"]), window=int(probe["window"]), budget_steps=int(plan["budget_steps"]),
-                         first_seed=int(probe["first_seed"]), lr_points=int(plan["lr_points"]),
-                         edge_rounds=int(plan.get("edge_rounds", 0)))  # fmt: skip
+    config = null_config(probe, plan)
     _, maxima = null_maxima(config, probe_dir / "anchor", tuple(plan["n_envs"]), "envs")
     rates, level = config.most_rates(), float(probe["null_level"])
     floors = {n_envs: null_floor(drawn, rates, level) for n_envs, drawn in maxima.items()}

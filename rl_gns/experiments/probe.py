@@ -485,8 +485,8 @@ NULL_DRAWS = 20_000
 
 #: How the null branches order their games: ``envs``, as ``n_envs`` envs that reset together end them (shortest first,
 #: :func:`~rl_gns.core.maths.targets.null_max_running_scores_envs`) at each env count of the grid; ``any``, in any
-#: order (:func:`~rl_gns.core.maths.targets.null_max_running_scores`), the rule of the probes that set their targets
-#: before 2026-12-05 22:30 UTC, which keep it when rerun (``probe.json`` without ``null_order``).
+#: order (:func:`~rl_gns.core.maths.targets.null_max_running_scores`), the rule of the probes that set their floor
+#: before the first came in (2026-12-05), which keep it when rerun (``probe.json`` without ``null_order``).
 NullOrder = Literal["envs", "any"]
 
 
@@ -507,8 +507,8 @@ class NullFloor:
     looks: int
     targets: tuple[float, ...]
     false_crossing: tuple[float, ...]
-    order: NullOrder = "envs"
-    n_envs: int | None = None
+    order: NullOrder
+    n_envs: int | None
 
     def record(self) -> dict[str, object]:
         """What ``probe.json`` records of the floor (its targets' false crossings apart)."""
@@ -881,8 +881,8 @@ def _probe(config: ProbeConfig, point: BranchPoint, directory: Path) -> Path:
     if any(state not in ("done", "skipped") for state in outcome.values()):
         return directory  # stopped before --max-wall-minutes: rerun to go on
     start = start_score(directory / ANCHOR, config.window, spread_needed=config.delta is None)
+    n_envs_K = tuple(n_envs for n_envs, _ in config.sweep_config(point, (0.0,)).sizes())
     try:
-        n_envs_K = tuple(n_envs for n_envs, _ in config.sweep_config(point, (0.0,)).sizes())
         targets, null = probe_targets(config, directory, start, n_envs_K, order)
     except NoTargetError as error:  # the outcome is on disk, as a probe's targets are
         write_json(directory / PROBE, {**settings, **origin_record, **error.record})

@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 import tyro
 
-from rl_gns.core.maths.targets import null_crossing, null_floor
-from rl_gns.experiments.probe import ProbeConfig, null_maxima
+from rl_gns.experiments.probe import ProbeConfig, highest_floor, null_maxima, worst_crossing
 from rl_gns.records.rundir import PROBE, SWEEP, read_json, write_json
 from rl_gns.reports.probe_report import RESULTS, spent
 
@@ -70,11 +69,9 @@ def reset_together(probe_dir: Path, probe: dict[str, Any], plan: dict[str, Any])
     env count whose floor is highest, that floor, and each target's highest false-crossing rate over the env counts."""
     config = null_config(probe, plan)
     _, maxima = null_maxima(config, probe_dir / "anchor", tuple(plan["n_envs"]), "envs")
-    rates, level = config.most_rates(), float(probe["null_level"])
-    floors = {n_envs: null_floor(drawn, rates, level) for n_envs, drawn in maxima.items()}
-    binding = max(floors, key=lambda n_envs: floors[n_envs])
-    crossing = [max(null_crossing(drawn, t, rates) for drawn in maxima.values()) for t in probe["targets"]]
-    return {"null_n_envs": binding, "null_floor_envs": floors[binding], "false_crossing_envs": crossing}
+    binding, floor = highest_floor(maxima, config.most_rates(), float(probe["null_level"]))
+    crossing = list(worst_crossing(maxima, tuple(probe["targets"]), config.most_rates()))
+    return {"null_n_envs": binding, "null_floor_envs": floor, "false_crossing_envs": crossing}
 
 
 def outcome(probe_dir: Path) -> dict[str, Any]:

@@ -549,12 +549,24 @@ def null_floor_of(
     each of ``budget_steps`` agent steps from a reset of all its envs (:func:`null_maxima`)."""
     assert config.null_level is not None
     looks, maxima = null_maxima(config, anchor, n_envs_K, order)
-    rates = config.most_rates()
-    floors = {n_envs: null_floor(drawn, rates, config.null_level) for n_envs, drawn in maxima.items()}
+    binding, floor = highest_floor(maxima, config.most_rates(), config.null_level)
+    raised = tuple(sorted({max(target, floor) for target in targets}))
+    crossing = worst_crossing(maxima, raised, config.most_rates())
+    return NullFloor(floor, looks, raised, crossing, order, binding)
+
+
+def highest_floor(maxima: dict[int | None, np.ndarray], rates: int, level: float) -> tuple[int | None, float]:
+    """The env count of :func:`null_maxima`'s draws whose null floor (:func:`~rl_gns.core.maths.targets.null_floor`,
+    the best of ``rates`` runs, at most ``level``) is highest, and that floor."""
+    floors = {n_envs: null_floor(drawn, rates, level) for n_envs, drawn in maxima.items()}
     binding = max(floors, key=lambda n_envs: floors[n_envs])
-    raised = tuple(sorted({max(target, floors[binding]) for target in targets}))
-    crossing = tuple(max(null_crossing(drawn, t, rates) for drawn in maxima.values()) for t in raised)
-    return NullFloor(floors[binding], looks, raised, crossing, order, binding)
+    return binding, floors[binding]
+
+
+def worst_crossing(maxima: dict[int | None, np.ndarray], targets: tuple[float, ...], rates: int) -> tuple[float, ...]:
+    """Each target's highest false-crossing probability (:func:`~rl_gns.core.maths.targets.null_crossing`, the best of
+    ``rates`` runs) over the env counts of :func:`null_maxima`'s draws."""
+    return tuple(max(null_crossing(drawn, t, rates) for drawn in maxima.values()) for t in targets)
 
 
 class NoTargetError(ValueError):

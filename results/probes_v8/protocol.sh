@@ -16,11 +16,14 @@
 #   censored_retest: the censored design again with disjoint seeds (from 15; the note of 2026-12-05).
 #   censored_envs: the censored design in a new directory, seeds from 18, so that its null floor is that of envs that
 #   reset together (rl-gns probe's since the note of 2026-12-05, 22:26 UTC); censored_envs_retest: again, from 21.
+#   censored_steps: the censored design with n_steps varied at the trunk's 8 envs, rollouts of 64 to 16,384 agent steps
+#   (x4 apart) and 32,768 held back (the note of 2026-12-06, 00:55 UTC), seeds from 24; censored_steps_retest: again,
+#   from 27.
 set -euo pipefail
-usage="usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest]"
+variants="retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest|censored_steps|censored_steps_retest"
+usage="usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [$variants]"
 if [[ $# -lt 2 || $# -gt 3 ]]; then echo "$usage" >&2; exit 2; fi
-case "${3:-}" in "" | retest | cheap | wide | censored | censored_retest | censored_envs | censored_envs_retest) ;;
-  *) echo "$usage" >&2; exit 2 ;; esac
+if [[ -n "${3:-}" && "|$variants|" != *"|$3|"* ]]; then echo "$usage" >&2; exit 2; fi
 game="$1"; at="$2"; variant="${3:-}"
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
 here="${HERE:-results/probes_v8}"
@@ -54,6 +57,9 @@ case "$variant" in
   censored_retest) design=(--lr-points 1 --lowest-target-only --first-seed 15 --censored --max-cost 5) ;;
   censored_envs) design=(--lr-points 1 --lowest-target-only --first-seed 18 --censored --max-cost 5) ;;
   censored_envs_retest) design=(--lr-points 1 --lowest-target-only --first-seed 21 --censored --max-cost 5) ;;
+  censored_steps | censored_steps_retest)
+    design=(--lr-points 1 --lowest-target-only --first-seed "$([[ $variant == censored_steps ]] && echo 24 || echo 27)"
+      --censored --max-cost 5 --n-steps-grid 8 32 128 512 2048 4096 --held-back 1) ;;
 esac
 rl-gns probe "$trunk" --at "$at" --target-rule pilot --design sequential --seeds 3 "${design[@]}" --steps trend \
   --budget-steps "$((at / 2))" --engine population --workers "${WORKERS:-2}" --threads-per-run 1 \

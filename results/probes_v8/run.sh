@@ -9,6 +9,8 @@
 #      1.95M left out by the note of 22:26 UTC (Qbert's stopped before its branches finished).
 #   3. From the note of 2026-12-05 (22:26 UTC): the 1.95M stages again under the null floor of envs that reset
 #      together, and the retest at the first that identifies B_crit.
+#   4. From the note of 2026-12-06 (00:55 UTC): at the 1.95M stages, n_steps varied at the trunk's 8 envs (rollouts to 16,384,
+#      32,768 held back), with its retest at the first that identifies B_crit; run before Alien's probe of 3.
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
@@ -28,16 +30,18 @@ for point in "Breakout 250000" "Breakout 500000" "Pong 500000" "Qbert 500000" "M
 done
 
 # series VARIANT POINT...: the VARIANT probe at each point ("GAME STAGE"), in order, and VARIANT_retest at the first
-# whose B_crit is identified
+# whose B_crit is identified, unless a VARIANT_retest was started at another point (by an earlier series of VARIANT)
 series() {
-  local variant="$1" retested="" point results
+  local variant="$1" retested="" point probe_dir elsewhere
   shift
   for point in "$@"; do
     read -r -a args <<< "$point"
     probe "${args[@]}" "$variant"
-    results="results/probes_v8/${args[0]}/at$((args[1] / 1000))k_$variant/probe_results.json"
-    if [[ -z "$retested" && -f "$results" ]] \
-      && python -c "import json, sys; sys.exit(not (json.load(open(sys.argv[1]))['fit'] or {}).get('identified'))" "$results"; then
+    probe_dir="results/probes_v8/${args[0]}/at$((args[1] / 1000))k_$variant"
+    elsewhere="$(compgen -G "results/probes_v8/*/at*k_${variant}_retest" | grep -vx "${probe_dir}_retest" || true)"
+    if [[ -z "$retested" && -z "$elsewhere" && -f "$probe_dir/probe_results.json" ]] \
+      && python -c "import json, sys; sys.exit(not (json.load(open(sys.argv[1]))['fit'] or {}).get('identified'))" \
+        "$probe_dir/probe_results.json"; then
       retested=1
       probe "${args[@]}" "${variant}_retest"
     fi
@@ -45,7 +49,9 @@ series() {
 }
 
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
-series censored_envs "Pong 1950000" "Qbert 1950000" "Alien 1950000"
+series censored_envs "Pong 1950000" "Qbert 1950000"
+series censored_steps "Pong 1950000" "Qbert 1950000" "Alien 1950000"
+series censored_envs "Alien 1950000"
 
 reported=()
 for probe_dir in results/probes_v8/*/at*/; do  # v8's design: at<k>k and its retest at<k>k_retest, no trial design

@@ -40,6 +40,7 @@ from rl_gns.experiments.probe import (
     probe_cost,
     probe_targets,
     round_runs,
+    settled,
     start_score,
     warn_short_anchor,
     warn_without_own_size,
@@ -111,7 +112,7 @@ def test_a_branch_starts_from_the_source_agent(source, tmp_path):
 
 
 def test_the_anchor_plays_on_the_device_of_the_branches(source, tmp_path):
-    config = ProbeConfig(source=source, device="cuda", out=tmp_path / "p")
+    config = ProbeConfig(source=source, device="cuda", budget_steps=1024, out=tmp_path / "p")
     point = branch_point(source)
     assert config.anchor_config(point).device == config.sweep_config(point, (1.0,)).device == "cuda"
 
@@ -121,7 +122,8 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
     out = tmp_path / "probe"
     command = [*CLI, "probe", str(source), *ONE_RATE, "--at", "3000", "--anchor-steps", "4096", "--window", "2",
                "--n-envs", "2,4",
-               "--seeds", "2", "--budget-steps", "3072", "--workers", "2", "--out", str(out)]  # fmt: skip
+               "--seeds", "2", "--budget-steps", "3072", "--workers", "2", "--target-rule", "noise", "--design", "fixed",
+               "--max-cost", "None", "--out", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     record = json.loads((out / "probe.json").read_text())
@@ -176,7 +178,7 @@ def test_probe_cli_anchors_branches_and_reports(source, tmp_path):
 
 def test_a_probe_refuses_to_go_on_from_an_agent_replaced_since_it_started(source, tmp_path):
     copied = Path(shutil.copytree(source, tmp_path / "source"))
-    config = ProbeConfig(source=copied, at=1500, n_envs=(2, 4), out=tmp_path / "p")
+    config = ProbeConfig(source=copied, at=1500, n_envs=(2, 4), max_cost=None, out=tmp_path / "p")
     point = check(config)
     assert point.sha256 == hashlib.sha256(point.model.read_bytes()).hexdigest()
     directory = config.directory(point)
@@ -264,19 +266,26 @@ def test_an_anchor_too_short_for_the_games_of_the_source_is_warned_of_before_it_
 
 def test_a_probe_varies_the_env_count_at_the_runs_n_steps_by_default(source, tmp_path):
     """``rl-gns probe RUN --at STEP`` alone varies n_envs, as docs/probe.md says: the run's own 2 envs times 1/4 to 8,
-    the whole counts of at least 1, at its n_steps 32, so that its own rollout size is one of them; 3 learning rates per
-    size, S where a line through the games meets the target. --n-steps-grid varies n_steps instead, at the run's env
-    count or one --n-envs."""
-    default = ProbeConfig(source=source)
-    point = branch_point(source)
+    the whole counts of at least 1, at its n_steps 32, so that its own rollout size is one of them; the pilot's lowest
+    target, the sequential design at one learning rate per size with the censored fit, S where a line through the
+    games meets the target, half the run's agent steps per branch, at most 5x the run. --n-steps-grid varies n_steps
+    instead, at the run's env count or one --n-envs."""
+    default = settled(ProbeConfig(source=source, at=1500))
+    point = branch_point(source, at=1500)
     assert default.sweep_config(point, (1.0,)).sizes() == [(1, 32), (2, 32), (4, 32), (8, 32), (16, 32)]
-    assert (default.lr_points, default.steps, default.seeds, default.design) == (3, "trend", 3, "fixed")
-    by_steps = ProbeConfig(source=source, n_steps_grid=(32, 64)).sweep_config(point, (1.0,))
+    assert (default.lr_points, default.steps, default.seeds, default.design) == (1, "trend", 3, "sequential")
+    assert (default.target_rule, default.lowest_target_only, default.censored) == ("pilot", True, True)
+    assert default.max_cost == 5.0 and default.budget_steps == point.env_steps // 2 == 768
+    assert settled(ProbeConfig(source=source, at=1500, budget_steps=100)).budget_steps == 100
+    by_steps = ProbeConfig(source=source, n_steps_grid=(32, 64), budget_steps=1024).sweep_config(point, (1.0,))
     assert by_steps.sizes() == [(2, 32), (2, 64)]
-    at_four = ProbeConfig(source=source, n_envs=(4,), n_steps_grid=(32, 64)).sweep_config(point, (1.0,))
-    assert at_four.sizes() == [(4, 32), (4, 64)]
+    at_four = ProbeConfig(source=source, n_envs=(4,), n_steps_grid=(32, 64), budget_steps=1024)
+    assert at_four.sweep_config(point, (1.0,)).sizes() == [(4, 32), (4, 64)]
     guide = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "docs" / "probe.md").read_text())
-    assert "the run's own env count times 1/4 to 8 (those that are whole numbers of at least 1) at its n_steps" in guide
+    assert "the run's own times 1/4 to 8 (those that are whole numbers of at least 1) at its n_steps" in guide
+    for flags in ("`--target-rule pilot --lowest-target-only`", "`--design sequential --lr-points 1 --seeds 3`",
+                  "`--censored`", "`--steps trend`", "`--max-cost 5`"):  # fmt: skip
+        assert flags in guide
     with pytest.raises(ValueError, match="a probe needs at least 2 distinct --n-envs"):
         check(ProbeConfig(source=source, n_envs=(4,), out=tmp_path / "p"))
 
@@ -285,10 +294,10 @@ def test_a_grid_without_the_runs_own_rollout_size_is_warned_of(source):
     """The path candidates are measured at the run's own rollout size (2 envs x 32 steps = 64): a grid that leaves it
     out is warned of; the default grid holds it."""
     point = branch_point(source)
-    config = ProbeConfig(source=source, n_envs=(4, 8))
+    config = ProbeConfig(source=source, n_envs=(4, 8), budget_steps=1024)
     with pytest.warns(UserWarning, match=r"leave out the run's own \(64 agent steps\)"):
         warn_without_own_size(config, config.sweep_config(point, (1.0,)).sizes())
-    default = ProbeConfig(source=source)
+    default = ProbeConfig(source=source, budget_steps=1024)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_without_own_size(default, default.sweep_config(point, (1.0,)).sizes())
@@ -366,7 +375,7 @@ def test_a_probe_that_varies_n_steps_counts_iterations_at_the_midpoint_of_the_re
                "--n-envs", "2",
                "--n-steps-grid", "16", "32", "--seeds", "2", "--budget-steps", "4096", "--delta-noise", "0.01", "0.5",
                "--steps", "midpoint", "--engine", "population", "--workers", "2", "--null-level", "None",
-               "--out", str(out)]  # fmt: skip
+               "--target-rule", "noise", "--design", "fixed", "--max-cost", "None", "--out", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     record = json.loads((out / "probe.json").read_text())
@@ -523,26 +532,48 @@ def test_the_snapshots_a_refusal_names_fit_one_line():
 def test_a_probe_states_its_cost_and_max_cost_caps_it(source, tmp_path):
     """Before it trains: the cost is every branch's budget plus the anchor, as a multiple of the run's agent steps at
     the branch point; a probe over --max-cost is refused before anything is written."""
-    point = check(ProbeConfig(source=source, at=1500, n_envs=(2, 4), seeds=2, out=tmp_path / "p"))
+    fixed = dict(design="fixed", target_rule="noise")  # every branch trains; the anchor alone before them
+    point = check(ProbeConfig(source=source, at=1500, n_envs=(2, 4), seeds=2, max_cost=None, out=tmp_path / "p", **fixed))
     cost = probe_cost(
-        ProbeConfig(source=source, n_envs=(2, 4), lr_points=1, seeds=2, budget_steps=10_000, anchor_steps=1_000), point, 2
+        ProbeConfig(source=source, n_envs=(2, 4), lr_points=1, seeds=2, budget_steps=10_000, anchor_steps=1_000, **fixed),
+        point,
+        2,
     )
     assert cost.agent_steps == 1_000 + 2 * 2 * 10_000 and cost.branches == 4
     assert cost.multiple == pytest.approx(cost.agent_steps / point.env_steps) and cost.steps_per_s > 0
     assert f"41,000 agent steps ({cost.multiple:,.1f}x the run's {point.env_steps:,}, about " in cost.line()
-    settings = dict(source=source, at=1500, n_envs=(2, 4), lr_points=1, seeds=2, budget_steps=10_000, anchor_steps=1_000)
+    settings = dict(source=source, at=1500, n_envs=(2, 4), lr_points=1, seeds=2, budget_steps=10_000, anchor_steps=1_000,
+                    **fixed)  # fmt: skip
     with pytest.raises(ValueError, match=r"--max-cost 5: this probe may spend 41,000 agent steps"):
         check(ProbeConfig(**settings, max_cost=5.0, out=tmp_path / "q"))
     check(ProbeConfig(**settings, max_cost=cost.multiple + 1, out=tmp_path / "q"))
     assert not (tmp_path / "q").exists()
 
 
+def test_a_probe_with_the_helps_defaults_is_capped_at_5x_its_run_before_it_writes(source, tmp_path):
+    """The defaults: half the run's agent steps (1,536 at the snapshot) per branch and for the pilot, one seed per size
+    in the first round, at most 5x the run: an anchor of 4,096 agent steps takes the first round past it, which is
+    refused in one line before anything is written. (The default env counts of this 2-env run start at 1, too few
+    trajectories for the noise scale: 5 others are named.)"""
+    out = tmp_path / "p"
+    command = [*CLI, "probe", str(source), "--at", "1500", "--anchor-steps", "4096", "--n-envs", "2", "4", "8", "16", "32"]
+    result = subprocess.run([*command, "--out", str(out)], capture_output=True, text=True, timeout=300)
+    first_round = 4096 + 768 + 5 * 768  # the anchor, the pilot, and one branch at each of the 5 env counts
+    assert result.returncode == 2 and not out.exists(), result.stderr[-2000:]
+    assert result.stderr.strip() == (
+        f"rl-gns probe: error: --max-cost 5: this probe's first round may spend {first_round:,} agent steps, "
+        f"{first_round / 1536:.1f}x the run's 1,536; lower --budget-steps, --seeds, --lr-points, --anchor-steps or the "
+        "sizes, or raise --max-cost"
+    )
+
+
 def test_a_sequential_probe_states_its_first_round_and_max_cost_caps_that_round(source, tmp_path):
     """A sequential probe's first round trains one seed per size: its cost line gives that round and every round, and
     --max-cost refuses it only where the first round alone could pass the cap (later rounds stop before it)."""
-    settings = dict(source=source, at=1500, n_envs=(2, 4), lr_points=1, seeds=3, budget_steps=10_000, anchor_steps=1_000)
-    point = check(ProbeConfig(**settings, design="sequential", out=tmp_path / "p"))
-    cost = probe_cost(ProbeConfig(**settings, design="sequential"), point, 2)
+    settings = dict(source=source, at=1500, n_envs=(2, 4), lr_points=1, seeds=3, budget_steps=10_000, anchor_steps=1_000,
+                    target_rule="noise")  # fmt: skip
+    point = check(ProbeConfig(**settings, design="sequential", max_cost=None, out=tmp_path / "p"))
+    cost = probe_cost(ProbeConfig(**settings, design="sequential", max_cost=None), point, 2)
     assert cost.first_round == 1_000 + 2 * 10_000 and cost.agent_steps == 1_000 + 2 * 3 * 10_000 and cost.branches == 6
     first = "its first round (one seed per size it starts with, and what runs before it) at most 21,000 agent steps (13.7x"
     assert first in cost.line()
@@ -561,7 +592,8 @@ def test_a_sequential_probe_states_its_first_round_and_max_cost_caps_that_round(
 def test_a_sequential_round_trains_every_rate_first_then_the_rate_the_first_round_kept(source):
     """The first round trains a seed at every rate of its size's grid; a later seed trains only the rate that size's
     first seed kept, or every rate where the first seed reached the target at none."""
-    specs = ProbeConfig(source=source, n_envs=(2, 4)).sweep_config(branch_point(source), (1.0,)).runs()
+    grid_of_3 = ProbeConfig(source=source, n_envs=(2, 4), lr_points=3, budget_steps=1024)
+    specs = grid_of_3.sweep_config(branch_point(source), (1.0,)).runs()
     grid = sorted({spec.learning_rate for spec in specs.values() if spec.n_envs == 2})
     first = round_runs(specs, [[2, 32, 0], [4, 32, 0]], None)
     assert len(grid) == 3 and len(first) == 6 and {spec.seed for spec in first.values()} == {0}
@@ -573,7 +605,7 @@ def test_a_sequential_round_trains_every_rate_first_then_the_rate_the_first_roun
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        ({"stop_ratio": 4.0}, "--stop-ratio 4.0 has no effect with --design fixed"),
+        ({"design": "fixed", "stop_ratio": 4.0}, "--stop-ratio 4.0 has no effect with --design fixed"),
         ({"design": "sequential", "stop_ratio": 1.0}, "--stop-ratio must be a finite ratio > 1, got 1"),
         ({"design": "sequential", "edge_rounds": 1}, "--edge-rounds needs --design fixed"),
     ],
@@ -591,7 +623,8 @@ def test_a_sequential_probe_trains_in_rounds_and_a_rerun_goes_on_with_them(sourc
     out = tmp_path / "probe"
     command = [*CLI, "probe", str(source), *ONE_RATE, "--at", "3000", "--anchor-steps", "4096", "--window", "2",
                "--n-envs", "2", "4", "--seeds", "2", "--budget-steps", "1024", "--workers", "2",
-               "--design", "sequential", "--censored", "--out", str(out)]  # fmt: skip
+               "--design", "sequential", "--censored", "--target-rule", "noise", "--max-cost", "None",
+               "--out", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "probe cost (sequential design): its first round" in result.stdout
@@ -650,7 +683,8 @@ def test_the_pilot_rule_keeps_only_its_lower_target_when_asked(source, tmp_path)
         rows = "".join(f"{100 * (g + 1)},{s},400,{g}.0\n" for g, s in enumerate(scores))
         (tmp_path / name / "episodes.csv").write_text(header + rows)
     start = start_score(tmp_path / "anchor", window=2, spread_needed=True)
-    both = ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", window=2, budget_steps=1_000)
+    both = ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", lowest_target_only=False, window=2,
+                       budget_steps=1_000)  # fmt: skip
     targets, null = probe_targets(both, tmp_path, start, (2, 4))
     best, floor = 38.5, float(null["null_floor"])  # the pilot's running score of 2 games peaks at (38 + 39) / 2
     assert floor == pytest.approx(1.0)
@@ -658,8 +692,8 @@ def test_the_pilot_rule_keeps_only_its_lower_target_when_asked(source, tmp_path)
     lowest, null_lowest = probe_targets(replace(both, lowest_target_only=True), tmp_path, start, (2, 4))
     assert lowest == targets[:1] and null_lowest["null_floor"] == floor
     assert null_lowest["false_crossing"] == null["false_crossing"][:1]
-    with pytest.raises(ValueError, match="--lowest-target-only True has no effect with --target-rule noise"):
-        check(ProbeConfig(source=source, n_envs=(2, 4), lowest_target_only=True, out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--lowest-target-only False has no effect with --target-rule noise"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="noise", lowest_target_only=False, out=tmp_path / "p"))
 
 
 def test_the_null_floor_counts_the_first_games_of_envs_that_reset_together(source, tmp_path):
@@ -671,7 +705,7 @@ def test_the_null_floor_counts_the_first_games_of_envs_that_reset_together(sourc
     rows = "".join(f"{100 * (g + 1)},{g % 2},{400 + 360 * (g % 2)},{g}.0\n" for g in range(40))
     (tmp_path / "anchor" / "episodes.csv").write_text("env_steps,score,length_frames,wall_s\n" + rows)
     start = start_score(tmp_path / "anchor", window=20, spread_needed=True)
-    config = ProbeConfig(source=source, n_envs=(2, 64), window=20, budget_steps=64 * 190, delta=0.1)
+    config = ProbeConfig(source=source, n_envs=(2, 64), window=20, budget_steps=64 * 190, target_rule="noise", delta=0.1)
     _, envs = probe_targets(config, tmp_path, start, (2, 64))
     _, any_order = probe_targets(config, tmp_path, start, (2, 64), "any")
     assert envs["null_order"] == "envs" and envs["null_n_envs"] == 64 and envs["null_floor"] > 1.0
@@ -684,10 +718,11 @@ def test_sizes_held_back_need_the_sequential_design_and_leave_two_sizes_to_start
     """--held-back N: the grid's N largest sizes wait until the fit puts B_crit past the others; the first round's
     cost leaves them out, and the probe needs 2 sizes to start with."""
     with pytest.raises(ValueError, match="--held-back 1 has no effect with --design fixed"):
-        check(ProbeConfig(source=source, n_envs=(2, 4, 8), held_back=1, out=tmp_path / "p"))
+        check(ProbeConfig(source=source, n_envs=(2, 4, 8), design="fixed", held_back=1, out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--held-back 1 must leave at least 2 of the probe's 2 sizes to start with"):
         check(ProbeConfig(source=source, n_envs=(2, 4), design="sequential", held_back=1, out=tmp_path / "p"))
-    config = ProbeConfig(source=source, n_envs=(2, 4, 8), design="sequential", held_back=1, seeds=2, out=tmp_path / "p")
+    config = ProbeConfig(source=source, n_envs=(2, 4, 8), design="sequential", held_back=1, seeds=2, lr_points=3,
+                         target_rule="noise", budget_steps=2_000, max_cost=None, out=tmp_path / "p")  # fmt: skip
     cost = probe_cost(config, check(config), 3)
     assert cost.first_round == config.anchor_steps + 2 * 3 * config.budget_steps  # 2 sizes x 3 rates
     assert cost.branches == 3 * 3 * 2 and cost.agent_steps == config.anchor_steps + 18 * config.budget_steps
@@ -703,7 +738,8 @@ def test_a_size_held_back_opens_with_its_whole_grid_of_rates(source, tmp_path, m
     monkeypatch.setattr(probe_module, "fit_or_none", lambda batch_N, steps_N, censored=None: past_every_size)
     out = tmp_path / "probe"
     config = ProbeConfig(source=source, at=3000, anchor_steps=4096, window=2, n_envs=(2, 4, 8), seeds=2, lr_points=2,
-                         steps="passage", budget_steps=1024, workers=2, design="sequential", held_back=1, out=out)  # fmt: skip
+                         steps="passage", budget_steps=1024, workers=2, design="sequential", held_back=1,
+                         target_rule="noise", max_cost=None, out=out)  # fmt: skip
     probe_module.probe(config)
     record = json.loads((out / "probe.json").read_text())
     assert record["rounds"] == [[[2, 32, 0], [4, 32, 0]], [[8, 32, 0]], [[2, 32, 1], [4, 32, 1], [8, 32, 1]]]
@@ -716,11 +752,12 @@ def test_a_probe_with_edge_rounds_passes_them_to_its_branches_and_counts_every_r
     """Each edge round may add one rate beyond each edge of a size's grid: the cost and the null floor's count of rates
     (L) take the most a size may try, 3 + 2 x 2 = 7 here."""
     point = branch_point(source)
-    config = ProbeConfig(source=source, n_envs=(2, 4), seeds=2, budget_steps=10_000, anchor_steps=1_000, edge_rounds=2)
+    config = ProbeConfig(source=source, n_envs=(2, 4), seeds=2, budget_steps=10_000, anchor_steps=1_000, edge_rounds=2,
+                         design="fixed", lr_points=3)  # fmt: skip
     assert config.sweep_config(point, (1.0,)).edge_rounds == 2 and config.most_rates() == 7
     assert probe_cost(config, point, 2).branches == 2 * 7 * 2
     with pytest.raises(ValueError, match="--edge-rounds needs a grid with an inside"):
-        check(ProbeConfig(source=source, n_envs=(2, 4), lr_points=1, edge_rounds=1, out=tmp_path / "p"))
+        check(ProbeConfig(source=source, n_envs=(2, 4), design="fixed", lr_points=1, edge_rounds=1, out=tmp_path / "p"))
 
 
 #: A committed run of Space Invaders from RAM (8 envs x 32 steps) with a snapshot at 50,176 agent steps.
@@ -793,7 +830,7 @@ def test_a_full_disk_during_a_probe_leaves_no_empty_error_file_and_says_how_to_g
     out = tmp_path / "probe"
     args = ["probe", str(source), *ONE_RATE, "--at", "50000", "--anchor-steps", "256", "--n-envs", "2,4", "--seeds", "1"]
     with limited(100_000):
-        status = main([*args, "--budget-steps", "256", "--out", str(out)])
+        status = main([*args, "--budget-steps", "256", "--target-rule", "noise", "--out", str(out)])
     said = capsys.readouterr()
     anchor = out / "anchor"
     assert status == 1 and not (anchor / "error.txt").exists(), said.err

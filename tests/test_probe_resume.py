@@ -31,7 +31,8 @@ TINY = ["--env", "Breakout", "--backend", "ram", "--n-envs", "2", "--n-steps", "
         "--torch-threads", "1", "--progress-bar", "False"]  # fmt: skip
 #: A probe of a few seconds per run: an anchor of about 6 games, 2 branches, a checkpoint every iteration.
 PROBE = [*ONE_RATE, "--anchor-steps", "1536", "--window", "2", "--n-envs", "2,4", "--seeds", "1", "--budget-steps", "1024",
-         "--workers", "2", "--checkpoint-minutes", "0", "--delta-noise", "1"]  # fmt: skip
+         "--workers", "2", "--checkpoint-minutes", "0", "--target-rule", "noise", "--delta-noise", "1", "--design", "fixed",
+         "--max-cost", "None"]  # fmt: skip
 #: What two probes of one agent with the same seeds differ in: where each lies, the path of its copy of the agent, and
 #: how often it started its runs again.
 PER_DIRECTORY = ("out", "model", "restarts")

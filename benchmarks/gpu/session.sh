@@ -170,7 +170,7 @@ case "$stage" in
     read -ra grid <<<"${GRID:-8 16 32 64 128 256}"
     settings=(--n-envs 16 --n-steps-grid "${grid[@]}" --seeds "${SEEDS:-2}" --lr-points "${LR_POINTS:-2}"
               --budget-steps "${BUDGET:-200000}" --first-seed "${FIRST_SEED:-0}" --workers "${WORKERS:-4}" --threads-per-run 4
-              --anchor-steps "${ANCHOR_STEPS:-200000}")
+              --anchor-steps "${ANCHOR_STEPS:-200000}" --target-rule noise --design fixed --no-censored --max-cost None)
     if [ "$TINY" = 1 ]; then  # later flags win: a probe small enough for a CPU dry run
       settings+=(--n-envs 2 --n-steps-grid 16 32 --seeds 1 --lr-points 1 --anchor-steps 8192 --window 2 --budget-steps 1024
                  --workers 1 --threads-per-run 1)

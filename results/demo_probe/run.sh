@@ -13,5 +13,5 @@ here=results/demo_probe
       --progress-bar False --out "$here/run" --overwrite
   fi
   rl-gns probe "$here/run" --at 100000 --anchor-steps 50000 --n-envs 2 4 8 16 32 64 --seeds 1 --lr-points 1 --steps passage \
-    --budget-steps 150000 --workers 2 --out "$here/probe"
+    --budget-steps 150000 --target-rule noise --design fixed --no-censored --max-cost None --workers 2 --out "$here/probe"
 } 2>&1 | tee -a "$here/output.txt"

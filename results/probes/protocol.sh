@@ -12,6 +12,7 @@ bash "$here/trunks.sh" "$game"
 trunk="$here/trunks/$game"
 for at in 50000 100000 150000; do
   rl-gns probe "$trunk" --at "$at" --n-envs 2,4,8,16,32,64 --seeds 3 --lr-points 1 --steps passage --budget-steps 400000 \
-    --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$game/at$((at / 1000))k" "$@"
+    --target-rule noise --design fixed --no-censored --max-cost None --workers "${WORKERS:-2}" --threads-per-run 1 \
+    --checkpoint-minutes 3 --out "$here/$game/at$((at / 1000))k" "$@"
 done
 rl-gns validate-probes "$here"/*/ --out "$here/validation"  # every finished probe so far

@@ -17,7 +17,8 @@ for game in $games; do
 done
 probe() {  # probe <game> <agent steps> <out> [extra flags]
   rl-gns probe "$here/trunks/$1" --at "$2" --n-envs 2,4,8,16,32,64 --seeds 3 --lr-points 1 --steps passage --budget-steps 400000 \
-    --workers "${WORKERS:-2}" --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$1/$3" "${@:4}"
+    --target-rule noise --design fixed --no-censored --max-cost None --workers "${WORKERS:-2}" --threads-per-run 1 \
+    --checkpoint-minutes 3 --out "$here/$1/$3" "${@:4}"
 }
 validate() { rl-gns validate-probes "$here"/*/ --out "$here/validation"; }
 for game in $games; do probe "$game" 50000 at50k; done

@@ -13,7 +13,8 @@ stages="${1:-50000 100000 150000}"; [ $# -gt 0 ] && shift
 bash results/probes/trunks.sh "$game"
 for at in $stages; do
   rl-gns probe "results/probes/trunks/$game" --at "$at" --n-envs 4,8,16,32,64,128 --seeds 3 \
-    --lr-points 3 --lr-factor 2 --steps passage --budget-steps 400000 --engine population --workers "${WORKERS:-2}" \
+    --lr-points 3 --lr-factor 2 --steps passage --budget-steps 400000 --target-rule noise --design fixed --no-censored \
+    --max-cost None --engine population --workers "${WORKERS:-2}" \
     --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$game/at$((at / 1000))k${SUFFIX:-}" "$@"
 done
 [ -n "${NO_TABLE:-}" ] || rl-gns validate-probes "$here"/*/ --out "$here/validation"

@@ -15,7 +15,8 @@ stages="${1:-50000 100000 150000}"; [ $# -gt 0 ] && shift
 bash results/probes/trunks.sh "$game"
 for at in $stages; do
   rl-gns probe "results/probes/trunks/$game" --at "$at" --n-envs 4 --n-steps-grid 32 64 128 256 512 1024 \
-    --steps midpoint --seeds 3 --lr-points 3 --lr-factor 2 --budget-steps 400000 --engine population --workers "${WORKERS:-2}" \
+    --steps midpoint --seeds 3 --lr-points 3 --lr-factor 2 --budget-steps 400000 --target-rule noise --design fixed \
+    --no-censored --max-cost None --engine population --workers "${WORKERS:-2}" \
     --threads-per-run 1 --checkpoint-minutes 3 --out "$here/$game/at$((at / 1000))k${SUFFIX:-}" ${FLAGS:-} "$@"
 done
 [ -n "${NO_TABLE:-}" ] || rl-gns validate-probes "$here"/*/ --out "$here/validation"

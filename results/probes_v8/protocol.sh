@@ -49,10 +49,11 @@ print('stopped' if p.get('stopped') else 'no target' if floor is not None and p.
   if [[ "$ended" == "no target" ]]; then echo "$out: ended without a target (the pilot passed no null floor)" >&2; exit 2; fi
 fi
 case "$variant" in
-  "") design=(--lr-points 3 --first-seed 0) ;;
-  retest) design=(--lr-points 3 --first-seed 3) ;;
-  cheap) design=(--lr-points 1 --lowest-target-only --first-seed 6) ;;
-  wide) design=(--lr-points 1 --lowest-target-only --first-seed 9 --n-envs 2 4 8 16 32 64 128 256 --held-back 2) ;;
+  "") design=(--lr-points 3 --no-lowest-target-only --first-seed 0 --no-censored --max-cost None) ;;
+  retest) design=(--lr-points 3 --no-lowest-target-only --first-seed 3 --no-censored --max-cost None) ;;
+  cheap) design=(--lr-points 1 --lowest-target-only --first-seed 6 --no-censored --max-cost None) ;;
+  wide) design=(--lr-points 1 --lowest-target-only --first-seed 9 --n-envs 2 4 8 16 32 64 128 256 --held-back 2
+    --no-censored --max-cost None) ;;
   censored) design=(--lr-points 1 --lowest-target-only --first-seed 12 --censored --max-cost 5) ;;
   censored_retest) design=(--lr-points 1 --lowest-target-only --first-seed 15 --censored --max-cost 5) ;;
   censored_envs) design=(--lr-points 1 --lowest-target-only --first-seed 18 --censored --max-cost 5) ;;

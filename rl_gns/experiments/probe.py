@@ -288,12 +288,12 @@ class ProbeConfig(ExecutionConfig):
     anchor_steps: int = 100_000
     """Agent steps the anchor plays at fixed parameters for the start score and noise scale; must finish --window games."""
     delta: float | None = None
-    """Raw-score improvement over the start score a branch must reach (needed if games all tie); else --delta-noise SEs."""
+    """With --target-rule noise: raw-score improvement over the start score a branch must reach; else --delta-noise."""
     delta_noise: tuple[float, ...] = (3.0,)
-    """Without --delta: improvements in standard errors of the running score; several (ascending): a ladder of targets."""
-    target_rule: Literal["noise", "pilot"] = "noise"
-    """noise: the start score plus --delta or --delta-noise; pilot: criterion v8's, from the null floor to a pilot's best."""
-    lowest_target_only: bool = False
+    """With --target-rule noise, without --delta: improvements in standard errors of the running score (ascending)."""
+    target_rule: Literal["noise", "pilot"] = "pilot"
+    """pilot: targets from the null floor to a pilot's best (criterion v8's); noise: the start score plus --delta(-noise)."""
+    lowest_target_only: bool = True
     """With --target-rule pilot: keep only the lower of its two targets; branches stop there, so a probe costs less."""
     n_envs: tuple[int, ...] = ()
     """Env counts of the branches at the run's n_steps; none: the run's own x 1/4 to 8. One, with --n-steps-grid."""
@@ -305,7 +305,7 @@ class ProbeConfig(ExecutionConfig):
     """First seed of the branches, the anchor and the pilot; a retest of the same point starts past the first probe's."""
     lr_rule: Literal["sqrt", "linear", "constant"] = "sqrt"
     """Learning rate at each size: the source's, scaled by (rollout size / the source's)^p, p = 0.5, 1 or 0."""
-    lr_points: int = 3
+    lr_points: int = 1
     """Learning rates per size, spaced by lr_factor around the rule (the fastest per seed is kept)."""
     lr_factor: float = 2.0
     """Ratio between neighbouring learning rates of the grid."""
@@ -317,23 +317,23 @@ class ProbeConfig(ExecutionConfig):
     """Games in the running score of every branch."""
     steps: StepsMeasure = "trend"
     """A branch's S: passage (its running score reaches the target), midpoint (of those games), trend (docs/probe.md)."""
-    budget_steps: int = 2_000_000
-    """Budget per branch in agent steps, if it does not reach its target first."""
+    budget_steps: int | None = None
+    """Agent steps per branch (and pilot) if it does not reach its target first; unset: half the run's at the branch point."""
     gns_every: int = 4
     """The branches measure the noise scale (both schemes, every loss) every this many PPO iterations."""
     out: Path | None = None
     """Probe directory; if unset, probes/<source name>_at<agent steps>."""
     null_level: float | None = 0.01
     """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
-    max_cost: float | None = None
+    max_cost: float | None = 5.0
     """A cap on agent steps, as a multiple of the run's at the branch point (a sequential probe stops before it)."""
-    design: Literal["fixed", "sequential"] = "fixed"
+    design: Literal["fixed", "sequential"] = "sequential"
     """fixed: every size, --seeds seeds; sequential: one seed per size, then seeds around the fitted B_crit (docs/probe.md)."""
     stop_ratio: float = 8.0
     """Sequential design: stop once B_crit's 95 % interval is within this ratio (high / low)."""
     held_back: int = 0
     """Sequential design: the grid's largest sizes that train only once the fit puts B_crit past every size trained."""
-    censored: bool = False
+    censored: bool = True
     """Fit B_crit with the branches that did not reach the target as censored, in the rules and report (docs/probe.md)."""
 
     def directory(self, point: BranchPoint) -> Path:
@@ -383,15 +383,22 @@ class ProbeConfig(ExecutionConfig):
         return replace(
             self.anchor_config(point),
             learning_rate=self.source_config().learning_rate,
-            total_steps=self.budget_steps,
+            total_steps=self.branch_budget,
             seed=PILOT_SEED + self.first_seed,
             gns_every=self.gns_every,
             out=self.directory(point) / PILOT,
         )
 
+    @property
+    def branch_budget(self) -> int:
+        """``budget_steps``, which :func:`settled` sets where it is unset (the probe's settings from :func:`check` on)."""
+        if self.budget_steps is None:
+            raise ValueError("--budget-steps is set from the branch point: settle the probe's settings first")
+        return self.budget_steps
+
     def before_branches(self) -> int:
         """Agent steps the probe spends before its branches: the anchor's, and the pilot's whole budget (``pilot`` rule)."""
-        return self.anchor_steps + (self.budget_steps if self.target_rule == "pilot" else 0)
+        return self.anchor_steps + (self.branch_budget if self.target_rule == "pilot" else 0)
 
     def most_rates(self) -> int:
         """The most learning rates a size may try: the grid, and at each edge round one rate beyond each edge."""
@@ -425,6 +432,7 @@ class ProbeConfig(ExecutionConfig):
         shared = {name: getattr(source, name) for name in SHARED}
         own = {name: getattr(self, name) for name in (*ExecutionConfig.__dataclass_fields__, *GRID)}
         own["n_envs"] = self.branch_n_envs(source.n_envs)
+        own["budget_steps"] = self.branch_budget
         batching = Batching.of_minibatch_size(source.n_envs, source.n_steps, source.minibatch_size)
         return SweepConfig(
             **shared,
@@ -527,7 +535,7 @@ def null_maxima(
     ends = games["env_steps"]
     length = game_length(ends, games["length_frames"], at=int(ends[-1]), games=len(ends))
     per_game = length[0] if length else float(ends[-1]) / len(ends)
-    looks = max(config.window, math.ceil(config.budget_steps / per_game))
+    looks = max(config.window, math.ceil(config.branch_budget / per_game))
     rng = np.random.default_rng(config.first_seed)
     if order == "any":
         return looks, {None: null_max_running_scores(games["score"], looks, config.window, NULL_DRAWS, rng)}
@@ -535,7 +543,7 @@ def null_maxima(
     lengths = np.asarray(games["length_frames"], dtype=float) / frame_skip
     return looks, {
         n_envs: null_max_running_scores_envs(
-            games["score"], lengths, n_envs, config.budget_steps, config.window, NULL_DRAWS, rng
+            games["score"], lengths, n_envs, config.branch_budget, config.window, NULL_DRAWS, rng
         )
         for n_envs in sorted(set(n_envs_K))
     }
@@ -630,6 +638,20 @@ def null_order(before: dict[str, object]) -> NullOrder:
     return "any" if "null_floor" in before else "envs"
 
 
+def settled(config: ProbeConfig) -> ProbeConfig:
+    """``config`` as the probe runs it: its source spelled as its directory records it (:func:`spelled_as_recorded`),
+    and, where ``--budget-steps`` is unset, a budget of half the run's agent steps at the branch point (criterion v8's
+    probes' budget: a branch spends at most half of what took the run there)."""
+    config = spelled_as_recorded(config)
+    if config.budget_steps is not None:
+        return config
+    try:
+        point = probe_point(config)
+    except ValueError:
+        return config  # check() says why
+    return replace(config, budget_steps=point.env_steps // 2)
+
+
 def spelled_as_recorded(config: ProbeConfig) -> ProbeConfig:
     """``config`` with its source spelled as its probe directory records it, where both spellings name the same
     directory: a probe given its source relative in one call and absolute in the next is one probe, and its anchor
@@ -710,8 +732,8 @@ def probe_cost(config: ProbeConfig, point: BranchPoint, sizes: int) -> ProbeCost
     except (RunFileError, IndexError, ValueError):
         pass  # the speed is an estimate: without it the cost is given in agent steps only
     per_seed = sizes * config.most_rates()
-    most = config.before_branches() + per_seed * config.seeds * config.budget_steps
-    first_round = (sizes - config.held_back) * config.most_rates() * config.budget_steps
+    most = config.before_branches() + per_seed * config.seeds * config.branch_budget
+    first_round = (sizes - config.held_back) * config.most_rates() * config.branch_budget
     first = config.before_branches() + first_round if config.design == "sequential" else None
     cap = None if config.max_cost is None else math.floor(config.max_cost * point.env_steps)
     return ProbeCost(most, per_seed * config.seeds, point.env_steps, speed, first, cap)
@@ -731,6 +753,8 @@ def check_numbers(config: ProbeConfig) -> None:
         raise ValueError("a probe needs at least 2 distinct --n-envs (or --n-steps-grid) to fit S(B)")
     if config.null_level is not None and not 0 < config.null_level < 1:
         raise ValueError(f"--null-level must be a probability in (0, 1), got {config.null_level}")
+    if config.budget_steps is not None and config.budget_steps < 1:
+        raise ValueError(f"--budget-steps must be >= 1 agent step, got {config.budget_steps:,}")
     for name in ("window", "anchor_steps", "gns_every"):
         if getattr(config, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
@@ -768,7 +792,7 @@ def check(config: ProbeConfig) -> BranchPoint:
 
     :raises ValueError: with the reason.
     """
-    config = spelled_as_recorded(config)
+    config = settled(config)
     config.check_execution()  # before the anchor's train settings, which carry --threads-per-run as theirs
     check_numbers(config)
     point = probe_point(config)
@@ -806,7 +830,7 @@ def check(config: ProbeConfig) -> BranchPoint:
             raise ValueError(
                 f"--max-cost {config.max_cost:g}: {what} may spend {capped:,} agent steps, "
                 f"{cost.multiple_of(capped):,.1f}x the run's {cost.run_steps:,}; lower --budget-steps, --seeds, "
-                "--lr-points or the sizes"
+                "--lr-points, --anchor-steps or the sizes, or raise --max-cost"
             )
     return point
 
@@ -855,7 +879,7 @@ def probe(config: ProbeConfig) -> Path:
     :raises RunsFailedError: if the anchor or a branch failed.
     :raises rl_gns.records.lock.RunLockedError: if another process writes the probe.
     """
-    config = spelled_as_recorded(config)
+    config = settled(config)
     point = check(config)
     connect(config)  # a cluster that does not answer leaves nothing written
     directory = config.directory(point)
@@ -1078,7 +1102,7 @@ def next_units(
     if config.max_cost is not None:
         trained_steps = [RunDir(spec.out).summary().env_steps for spec in trained.values() if spec.out is not None]
         spent = config.before_branches() + sum(trained_steps)
-        if spent + len(picks) * config.most_rates() * config.budget_steps > config.max_cost * point.env_steps:
+        if spent + len(picks) * config.most_rates() * config.branch_budget > config.max_cost * point.env_steps:
             return f"{where}; its next round could pass --max-cost {config.max_cost:g}"
     if trained:
         print(f"probe: {where}; one more seed at rollout sizes {', '.join(f'{rollout_K[k]:,}' for k in picks)}", flush=True)

@@ -10,7 +10,7 @@ rule of its day; where its record says ``any``, the re-read is what the rule of 
     python benchmarks/probe_outcomes.py results/probes_v8 --out results/probes_v8/outcomes
 
 A probe that reported (``probe_results.json``) is read from its report's record; one whose pilot passed no null floor
-ended without a target (its cost: the anchor and the pilot); any other is under way and left out of the medians.
+ended without a target (its cost: the anchor and the pilot); any other is unfinished (under way, or stopped) and left out of the medians.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def reset_together(probe_dir: Path, probe: dict[str, Any], plan: dict[str, Any])
 
 
 def outcome(probe_dir: Path) -> dict[str, Any]:
-    """One probe's row: ``status`` is ``reported``, ``no target`` or ``under way``."""
+    """One probe's row: ``status`` is ``reported``, ``no target`` or ``unfinished``."""
     probe = read_json(probe_dir / PROBE)
     plan = probe_dir / SWEEP
     lr_points = int(read_json(plan)["lr_points"]) if plan.is_file() else None
@@ -106,7 +106,7 @@ def outcome(probe_dir: Path) -> dict[str, Any]:
         return row | {"status": "no target", "pilot_best": best, "null_floor": floor, "agent_steps": cost.agent_steps,
                       "multiple": cost.agent_steps / row["branch_point"]}  # fmt: skip
     known = {key: probe[key] for key in ("targets", "false_crossing") if key in probe}  # set once the pilot passed
-    return row | {"status": "under way"} | known
+    return row | {"status": "unfinished"} | known
 
 
 def steps(value: float | None) -> str:
@@ -116,8 +116,8 @@ def steps(value: float | None) -> str:
 def found(row: dict[str, Any]) -> str:
     if row["status"] == "no target":
         return f"no target: pilot {row['pilot_best']:g} ≤ null floor {row['null_floor']:g}"
-    if row["status"] == "under way":
-        return "under way"
+    if row["status"] == "unfinished":
+        return "unfinished"
     interval = f"[{steps(row['b_crit_low'])}, {steps(row['b_crit_high'])}]"
     return f"{steps(row['b_crit'])} {interval}" + ("" if row["identified"] else ", not identified")
 

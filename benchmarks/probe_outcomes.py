@@ -10,7 +10,8 @@ rule of its day; where its record says ``any``, the re-read is what the rule of 
     python benchmarks/probe_outcomes.py results/probes_v8 --out results/probes_v8/outcomes
 
 A probe that reported (``probe_results.json``) is read from its report's record; one whose pilot passed no null floor
-ended without a target (its cost: the anchor and the pilot); any other is unfinished (under way, or stopped) and left out of the medians.
+ended without a target (its cost: the anchor and the pilot); any other is unfinished (under way, or stopped) and left
+out of the medians.
 """
 
 from __future__ import annotations

@@ -449,13 +449,12 @@ class ProbeConfig(ExecutionConfig):
         )
 
 
-#: Settings a probe passes on to its sweep of branches as they are.
+#: Settings a probe passes on to its sweep of branches as they are (its budget, once settled: ``branch_budget``).
 GRID = (
     "n_envs",
     "n_steps_grid",
     "seeds",
     "first_seed",
-    "budget_steps",
     "lr_rule",
     "lr_points",
     "lr_factor",

@@ -30,7 +30,8 @@ from stable_baselines3.common.logger import configure
 from rl_gns import NoiseScaleConfig, NoiseScalePPO, make_atari_vec_env
 from rl_gns.core.maths.names import LOSSES, gns_key, size_key
 from rl_gns.core.maths.noise_scale import b_simple_interval
-from rl_gns.records.rundir import read_csv
+from rl_gns.records.compact import packed
+from rl_gns.records.rundir import PROGRESS, compact_name, read_csv
 
 
 @dataclass
@@ -52,9 +53,9 @@ class Args:
     seed: int = 0
     """Seed of the environments and the measurement's sampler."""
     out: Path = Path("fixed_parameters")
-    """Directory for fixed_parameters.json, one progress.csv per size, and table.md."""
+    """Directory for fixed_parameters.json, one progress.csv.xz per size, and table.md."""
     report_only: bool = False
-    """Skip measuring: pool the progress.csv files already in --out again."""
+    """Skip measuring: pool the progress.csv.xz files already in --out again."""
 
 
 def mean_interval(x_T: np.ndarray) -> tuple[float, float, float]:
@@ -88,6 +89,9 @@ def measure(args: Args, n_envs: int, policy_state: dict) -> dict:
     model.set_logger(configure(str(out), ["csv"]))
     start = time.perf_counter()
     model.learn(args.iterations * rollout_size)
+    log = out / PROGRESS
+    (out / compact_name(PROGRESS)).write_bytes(packed(log.read_bytes()))  # kept compact, as a finished run's log
+    log.unlink()
     moved = max(float((p.detach() - q).abs().max()) for p, q in zip(model.policy.parameters(), before, strict=True))
     assert moved == 0.0, f"parameters moved by {moved} at learning rate 0"
     env.close()
@@ -95,8 +99,8 @@ def measure(args: Args, n_envs: int, policy_state: dict) -> dict:
 
 
 def pool(out: Path, n_envs: int, rollout_size: int) -> dict:
-    """Pool the raw estimates of ``out/progress.csv``: means of g2 and trace_sigma and the ratio, with intervals."""
-    progress = read_csv(out / "progress.csv")
+    """Pool the raw estimates of ``out/progress.csv.xz``: means of g2 and trace_sigma and the ratio, with intervals."""
+    progress = read_csv(out / compact_name(PROGRESS))
     row: dict = {"n_envs": n_envs, "rollout_size": rollout_size, "pooled": {}}
     for scheme in ("minibatch", "envs"):
         b_small, b_big = int(progress[size_key(scheme, "b_small")][0]), int(progress[size_key(scheme, "b_big")][0])

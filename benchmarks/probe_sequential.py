@@ -18,18 +18,27 @@ censored (:func:`rl_gns.core.maths.tradeoff.fit_censored_tradeoff`), in the sequ
 A branch's cost is the agent steps it trains: to the game that takes its running score to the target, else its budget.
 Cost is given in units of ``E_min`` (the truth's experience at the smallest rollout sizes) and as the sequential
 probe's cost over the fixed probe's on the same draw: at v7's median cost of 32× the trunk, a ratio ``r`` would make it
-``32 r`` times.
+``32 r`` times. With ``--run-steps`` (the agent steps of the run a probe branches from) a branch's budget is half the
+run's, as ``rl-gns probe`` sets it, each design's cost also counts the anchor (100,000 agent steps) and the pilot (one
+budget), and is given as a multiple of the run; each ``--max-costs`` cap runs the sequential design again on the same
+draw, stopping before a round that could take it past the cap (each new branch counted at its budget), as ``rl-gns
+probe --max-cost`` does. A capped probe trains the same branches as the uncapped one until it stops.
+
+Each design also reports the scatter of its kept branches: the pooled standard deviation of ``ln S`` between seeds at
+one size, as it can be measured on a real probe's branches (learning's scatter with the games' and the rates' on it).
 
     python benchmarks/probe_sequential.py --out results/validation/probe_sequential
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import tyro
@@ -54,8 +63,13 @@ class Args:
     """The sequential design stops once B_crit is identified with an interval (at --level) of high / low at most this."""
     lr_points: Literal[1, 3] = 3
     """Learning rates of the sequential design's first round: 3, the grid (later seeds at the rate it kept); 1, the rule's."""
-    budget_steps: int = 2_000_000
-    """Agent steps per branch; a branch that has not reached the target by then stops there."""
+    budget_steps: int | None = None
+    """Agent steps per branch; a branch that has not reached the target by then stops there (default: half of
+    --run-steps, else 2,000,000)."""
+    run_steps: int | None = None
+    """Agent steps of the run a probe branches from: the unit of --max-costs, and of each design's cost."""
+    max_costs: list[float] = field(default_factory=list)
+    """Caps on the sequential design's agent steps, as multiples of --run-steps (``rl-gns probe --max-cost``)."""
     censored: bool = False
     """Fit with the sizes and seeds that did not reach the target as censored (else without them)."""
     level: float = 0.95
@@ -86,6 +100,33 @@ def draw_probe(sim: Simulated, b_crit: float, rng: np.random.Generator) -> Probe
     return Probe(
         rollout, list(sim.n_steps_grid), s_min * (1 + b_crit / rollout), np.exp(LR_CURVATURE * np.log(best_over_grid) ** 2)
     )
+
+
+#: Agent steps of a probe's anchor (``rl-gns probe --anchor-steps``'s default).
+ANCHOR_STEPS = 100_000
+
+
+def budget(args: Args) -> int:
+    """Agent steps per branch: ``--budget-steps``, else half the run's (``rl-gns probe``'s default), else 2,000,000."""
+    if args.budget_steps is not None:
+        return args.budget_steps
+    return args.run_steps // 2 if args.run_steps is not None else 2_000_000
+
+
+def before_branches(args: Args) -> float:
+    """Agent steps a probe spends before its branches where costs are counted against the run: the anchor's and the
+    pilot's one budget (``--target-rule pilot``); none without ``--run-steps``, as the earlier tables count them."""
+    return ANCHOR_STEPS + budget(args) if args.run_steps is not None else 0.0
+
+
+def within_size(batch: list[float], steps: list[float]) -> tuple[float, int]:
+    """The sum of squares of ``ln S`` about each size's mean and its degrees of freedom (kept branches ``N``, less one
+    per size): pooled over probes, ``sqrt(ss / df)`` is the scatter between seeds at one size."""
+    ss, df = 0.0, 0
+    for size in set(batch):
+        log_S = np.log([s for b, s in zip(batch, steps, strict=True) if b == size])
+        ss, df = ss + float(np.sum((log_S - log_S.mean()) ** 2)), df + len(log_S) - 1
+    return ss, df
 
 
 def branch(sim: Simulated, probe: Probe, k: int, rate: int, seed_sd: float, target: float, rng: np.random.Generator) -> Branch:
@@ -131,14 +172,24 @@ def fixed(
             elif min(run.bound for run in runs) > 0:
                 censored.append((probe.rollout_K[k], min(run.bound for run in runs)))
     fit = judged(batch, steps, b_crit, censored if args.censored else None, args.level)
-    return {**fit, "cost": cost, "branches": len(probe.rollout_K) * args.seeds * len(GRID)}
+    ss, df = within_size(batch, steps)
+    cost += before_branches(args)
+    return {**fit, "cost": cost, "branches": len(probe.rollout_K) * args.seeds * len(GRID), "ss": ss, "df": df}
 
 
 def sequential(
-    sim: Simulated, probe: Probe, args: Args, seed_sd: float, target: float, b_crit: float, rng: np.random.Generator
+    sim: Simulated,
+    probe: Probe,
+    args: Args,
+    seed_sd: float,
+    target: float,
+    b_crit: float,
+    rng: np.random.Generator,
+    max_cost: float | None = None,
 ) -> dict:
-    """The sequential design on one simulated probe (the module's docstring): its fit, cost and branches."""
-    batch, steps, cost, branches = [], [], 0.0, 0
+    """The sequential design on one simulated probe (the module's docstring): its fit, cost and branches; with
+    ``max_cost`` (a multiple of ``--run-steps``) it stops before a round that could pass it."""
+    batch, steps, cost, branches = [], [], before_branches(args), 0
     censored: list[tuple[float, float]] | None = [] if args.censored else None
     first = range(len(GRID)) if args.lr_points == 3 else [len(GRID) // 2]  # the grid, or the rule's own rate
     tuned: dict[int, int] = {}  # size -> the grid rate its first round kept
@@ -146,6 +197,9 @@ def sequential(
     fit = None
     while sizes := next_round(list(probe.rollout_K), seeds_K, fit, args.stop_ratio, args.seeds):
         first_round = not any(seeds_K)
+        most = len(sizes) * (len(first) if first_round else 1) * budget(args)
+        if max_cost is not None and args.run_steps is not None and cost + most > max_cost * args.run_steps:
+            break
         for k in sizes:
             rates = first if first_round or k not in tuned else [tuned[k]]
             runs = {rate: branch(sim, probe, k, rate, seed_sd, target, rng) for rate in rates}
@@ -160,12 +214,15 @@ def sequential(
             elif censored is not None and min(r.bound for r in runs.values()) > 0:
                 censored.append((probe.rollout_K[k], min(r.bound for r in runs.values())))
         fit = judged(batch, steps, b_crit, censored, args.level)["fit"]
-    return {**judged(batch, steps, b_crit, censored, args.level), "cost": cost, "branches": branches}
+    ss, df = within_size(batch, steps)
+    return {**judged(batch, steps, b_crit, censored, args.level), "cost": cost, "branches": branches, "ss": ss, "df": df}
 
 
 def summary(results: list[dict]) -> dict:
     ratios = [r["ratio"] for r in results if r["identified"]]
+    df = sum(r["df"] for r in results)
     return {
+        "observed_sd": math.sqrt(sum(r["ss"] for r in results) / df) if df else math.nan,
         "identified": float(np.mean([r["identified"] for r in results])),
         "covered": float(np.mean([r["covered"] for r in results])),
         "median_ratio": float(np.median(ratios)) if ratios else math.nan,
@@ -174,25 +231,46 @@ def summary(results: list[dict]) -> dict:
     }
 
 
+def check(args: Args) -> None:
+    """The run's agent steps, the budget and the caps; a bad one ends the script with one line and exit status 2."""
+    counts = {"--run-steps": args.run_steps, "--budget-steps": args.budget_steps, "--draws": args.draws}
+    bad = [
+        f"{flag} must be a positive integer, got {value}" for flag, value in counts.items() if value is not None and value < 1
+    ]
+    bad += [f"--max-costs must be finite multiples of the run > 0, got {cap}" for cap in args.max_costs
+            if not (math.isfinite(cap) and cap > 0)]  # fmt: skip
+    bad += ["--max-costs needs --run-steps (a cap is a multiple of the run's agent steps)"] if (
+        args.max_costs and args.run_steps is None) else []  # fmt: skip
+    if bad:
+        print(f"probe_sequential.py: error: {bad[0]}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(args: Args) -> None:
+    check(args)
     rng = np.random.default_rng(args.seed)
-    sim = Simulated(budget_steps=args.budget_steps)
+    sim = Simulated(budget_steps=budget(args))
     target = null_target(sim, rng)
     rows = []
     for seed_sd in args.seed_sds:
         for b_crit in args.b_crits:
-            pairs = []
+            draws = []
             for _ in range(args.draws):
                 probe = draw_probe(sim, b_crit, rng)
-                pairs.append((fixed(sim, probe, args, seed_sd, target, b_crit, rng),
-                              sequential(sim, probe, args, seed_sd, target, b_crit, rng)))  # fmt: skip
-            row = {"seed_sd": seed_sd, "b_crit": b_crit, "e_min": sim.e_min}
-            for index, design in enumerate(("fixed", "sequential")):
-                row[design] = summary([pair[index] for pair in pairs])
-            row["median_cost_ratio"] = float(np.median([s["cost"] / f["cost"] for f, s in pairs]))
+                first = fixed(sim, probe, args, seed_sd, target, b_crit, rng)
+                before = copy.deepcopy(rng)  # each cap's probe draws the uncapped probe's branches, until it stops
+                results = [first, sequential(sim, probe, args, seed_sd, target, b_crit, rng)]
+                for cap in args.max_costs:
+                    results.append(sequential(sim, probe, args, seed_sd, target, b_crit, copy.deepcopy(before), cap))
+                draws.append(results)
+            row: dict[str, Any] = {"seed_sd": seed_sd, "b_crit": b_crit, "e_min": sim.e_min}
+            row["fixed"], row["sequential"] = (summary([d[index] for d in draws]) for index in (0, 1))
+            row["capped"] = {f"{cap:g}": summary([d[2 + index] for d in draws]) for index, cap in enumerate(args.max_costs)}
+            row["median_cost_ratio"] = float(np.median([d[1]["cost"] / d[0]["cost"] for d in draws]))
             rows.append(row)
             print(f"σ {seed_sd:.2f} B_crit {b_crit:6,.0f}  fixed {row['fixed']}  sequential {row['sequential']}  "
-                  f"cost ratio {row['median_cost_ratio']:.2f}", flush=True)  # fmt: skip
+                  + "".join(f"at most {cap}x {capped}  " for cap, capped in row["capped"].items())
+                  + f"cost ratio {row['median_cost_ratio']:.2f}", flush=True)  # fmt: skip
     record = {
         "command": command("probe_sequential.py", args),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
@@ -220,21 +298,31 @@ def table(record: dict) -> str:
         "low), at most "
         f"{a['seeds']} seeds per size: the rule of `rl-gns probe --design sequential --lr-points {a['lr_points']}`. "
         + ("Both fit with the sizes and seeds that did not reach the target censored. " if a.get("censored") else "")
-        + "Exploratory: the stopping rule and the sizes it adds were chosen on an earlier run of this simulation, not "
-        "fixed in advance.",
+        + (
+            f"Costs count the anchor ({ANCHOR_STEPS:,} agent steps) and the pilot (one budget), against a run of "
+            f"{a['run_steps']:,} agent steps; a capped design stops before a round that could pass its cap. "
+            if a.get("run_steps") is not None
+            else ""
+        )
+        + "Observed σ: the pooled standard deviation of ln S between the kept seeds of one size, as a real probe's "
+        "branches show it. Exploratory: the stopping rule and the sizes it adds were chosen on an earlier run of this "
+        "simulation, not fixed in advance.",
         "",
-        "| σ_seed | true B_crit | design | branches (median) | cost / E_min (median) | identified | covers the truth | "
-        "median fitted/true | cost, sequential / fixed (median) |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| σ_seed | true B_crit | design | branches (median) | cost / E_min (median) | "
+        + ("cost / run (median) | " if a.get("run_steps") is not None else "")
+        + "identified | covers the truth | median fitted/true | observed σ | cost, sequential / fixed (median) |",
+        "|---:|---:|---|---:|---:|" + ("---:|" if a.get("run_steps") is not None else "") + "---:|---:|---:|---:|---:|",
     ]
     for row in record["rows"]:
-        for design in ("fixed", "sequential"):
-            d = row[design]
+        designs = {"fixed": row["fixed"], "sequential": row["sequential"]}
+        designs.update({f"sequential, at most {cap}x the run": capped for cap, capped in row.get("capped", {}).items()})
+        for design, d in designs.items():
             ratio = f"{row['median_cost_ratio']:.2f}" if design == "sequential" else ""
+            of_run = f"{d['median_cost'] / a['run_steps']:.1f}x | " if a.get("run_steps") is not None else ""
             lines.append(
                 f"| {row['seed_sd']:.2f} | {row['b_crit']:,.0f} | {design} | {d['median_branches']:.0f} | "
-                f"{d['median_cost'] / row['e_min']:.1f} | {d['identified']:.2f} | {d['covered']:.2f} | "
-                f"{d['median_ratio']:.2f} | {ratio} |"
+                f"{d['median_cost'] / row['e_min']:.1f} | {of_run}{d['identified']:.2f} | {d['covered']:.2f} | "
+                f"{d['median_ratio']:.2f} | {d['observed_sd']:.2f} | {ratio} |"
             )
     return "\n".join(lines) + "\n"
 

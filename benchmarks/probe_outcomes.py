@@ -7,6 +7,11 @@ reset together (``rl-gns probe``'s rule since 2026-12-05, :func:`rl_gns.experime
 count of the probe's grid, its highest over them, and the null floor at that count. A probe set its targets with the
 rule of its day; where its record says ``any``, the re-read is what the rule of today finds on its anchor's games.
 
+Each reported probe also gives the scatter of ``ln S`` between seeds at one rollout size
+(:func:`rl_gns.core.maths.tradeoff.seed_scatter`, over the kept branches at its reported target; branches that did not
+reach it are left out, so a slow seed's steps are not in it), and the last line pools it over every reported probe:
+the scatter a probe's design must resolve the bend through.
+
     python benchmarks/probe_outcomes.py results/probes_v8 --out results/probes_v8/outcomes
 
 A probe that reported (``probe_results.json``) is read from its report's record; one whose pilot passed no null floor
@@ -27,6 +32,7 @@ from typing import Any
 import numpy as np
 import tyro
 
+from rl_gns.core.maths.tradeoff import seed_scatter
 from rl_gns.experiments.probe import ProbeConfig, highest_floor, null_maxima, worst_crossing
 from rl_gns.records.rundir import PROBE, SWEEP, read_json, write_json
 from rl_gns.reports.probe_report import RESULTS, spent
@@ -88,6 +94,8 @@ def outcome(probe_dir: Path) -> dict[str, Any]:
     if results.is_file():
         record = read_json(results)
         fit = record["fit"] or {}
+        kept = record["reached"]
+        ss, df = seed_scatter(np.array([k["rollout_size"] for k in kept]), np.array([k["iterations"] for k in kept]))
         row |= {
             "status": "reported",
             "targets": record["targets"],
@@ -99,6 +107,8 @@ def outcome(probe_dir: Path) -> dict[str, Any]:
             "b_crit_low": fit.get("b_crit_low"),
             "b_crit_high": fit.get("b_crit_high"),
             "identified": bool(fit.get("identified")),
+            "seed_ss": ss,
+            "seed_df": df,
         }
         return row
     floor, best = probe.get("null_floor"), probe.get("pilot_best")
@@ -144,8 +154,8 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
     lines = [
         "| probe | design | branch point (agent steps) | targets (false-crossing probability) | branches "
         "| false crossing, envs reset together (floor, at n_envs) | cost (multiple of the run) "
-        "| `B_crit`, agent steps [95 %] |",
-        "|---|---|---:|---|---:|---|---:|---|",
+        "| `B_crit`, agent steps [95 %] | seeds' σ of ln S (df) |",
+        "|---|---|---:|---|---:|---|---:|---|---:|",
     ]
     for row in rows:
         targets = ", ".join(f"{t:g} ({p:.2g})" for t, p in zip(row.get("targets", []), row.get("false_crossing", []),
@@ -154,8 +164,9 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
         again = row.get("reset_together")
         envs = "–" if again is None else (", ".join(f"{p:.2g}" for p in again["false_crossing_envs"])
                                          + f" ({again['null_floor_envs']:g}, at {again['null_n_envs']})")  # fmt: skip
+        scatter = f"{math.sqrt(row['seed_ss'] / row['seed_df']):.2f} ({row['seed_df']})" if row.get("seed_df") else "–"
         lines.append(f"| {row['probe']} | {row['design']} | {row['branch_point']:,} | {targets} "
-                     f"| {row.get('branches', '–')} | {envs} | {multiple} | {found(row)} |")  # fmt: skip
+                     f"| {row.get('branches', '–')} | {envs} | {multiple} | {found(row)} | {scatter} |")  # fmt: skip
     lines.append("")
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -166,6 +177,12 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
         lines.append(f"- {name}: {len(members)} reported, cost a median {np.median(multiples):.1f}× "
                      f"({min(multiples):.1f}–{max(multiples):.1f}×), `B_crit` identified in "
                      f"{sum(row['identified'] for row in members)} of {len(members)}")  # fmt: skip
+    df = sum(row.get("seed_df", 0) for row in rows)
+    if df:
+        ss = sum(row.get("seed_ss", 0.0) for row in rows)
+        probes = sum(bool(row.get("seed_df")) for row in rows)
+        lines.append(f"- seeds at one size, pooled over {probes} reported probes: σ of ln S {math.sqrt(ss / df):.2f} "
+                     f"({df} df; kept branches only)")  # fmt: skip
     for pair in pairs:
         ratio = "–" if pair["ratio"] is None else f"{pair['ratio']:.2f}"
         lines.append(f"- retest of {pair['probe']}: `B_crit` {steps(pair['b_crit'])} then {steps(pair['b_crit_retest'])}"

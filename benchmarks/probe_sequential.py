@@ -46,7 +46,7 @@ from probe_coverage import GRID, LR_CURVATURE, Branch, as_json, command, games_t
 from probe_coverage import Args as Simulated
 
 from rl_gns.core.maths.sequential import next_round
-from rl_gns.core.maths.tradeoff import fit_local_tradeoff, fit_with_censored
+from rl_gns.core.maths.tradeoff import fit_local_tradeoff, fit_with_censored, seed_scatter
 
 
 @dataclass
@@ -119,16 +119,6 @@ def before_branches(args: Args) -> float:
     return ANCHOR_STEPS + budget(args) if args.run_steps is not None else 0.0
 
 
-def within_size(batch: list[float], steps: list[float]) -> tuple[float, int]:
-    """The sum of squares of ``ln S`` about each size's mean and its degrees of freedom (kept branches ``N``, less one
-    per size): pooled over probes, ``sqrt(ss / df)`` is the scatter between seeds at one size."""
-    ss, df = 0.0, 0
-    for size in set(batch):
-        log_S = np.log([s for b, s in zip(batch, steps, strict=True) if b == size])
-        ss, df = ss + float(np.sum((log_S - log_S.mean()) ** 2)), df + len(log_S) - 1
-    return ss, df
-
-
 def branch(sim: Simulated, probe: Probe, k: int, rate: int, seed_sd: float, target: float, rng: np.random.Generator) -> Branch:
     """One branch at size ``k`` and grid rate ``rate``: its steps (None where not reached), agent steps trained and
     bound."""
@@ -172,7 +162,7 @@ def fixed(
             elif min(run.bound for run in runs) > 0:
                 censored.append((probe.rollout_K[k], min(run.bound for run in runs)))
     fit = judged(batch, steps, b_crit, censored if args.censored else None, args.level)
-    ss, df = within_size(batch, steps)
+    ss, df = seed_scatter(np.array(batch), np.array(steps))
     cost += before_branches(args)
     return {**fit, "cost": cost, "branches": len(probe.rollout_K) * args.seeds * len(GRID), "ss": ss, "df": df}
 
@@ -214,7 +204,7 @@ def sequential(
             elif censored is not None and min(r.bound for r in runs.values()) > 0:
                 censored.append((probe.rollout_K[k], min(r.bound for r in runs.values())))
         fit = judged(batch, steps, b_crit, censored, args.level)["fit"]
-    ss, df = within_size(batch, steps)
+    ss, df = seed_scatter(np.array(batch), np.array(steps))
     return {**judged(batch, steps, b_crit, censored, args.level), "cost": cost, "branches": branches, "ss": ss, "df": df}
 
 

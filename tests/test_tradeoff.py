@@ -15,6 +15,7 @@ from rl_gns.core.maths.tradeoff import (
     fit_local_tradeoff,
     fit_tradeoff,
     fit_with_censored,
+    seed_scatter,
     tradeoff_curve,
 )
 
@@ -228,3 +229,15 @@ def test_fit_with_censored_appends_the_censored_branches_after_the_reaching_ones
         np.array([False, False, False, False, True, True]),
     )
     assert joined == direct and joined.n_points == 6
+
+
+def test_seed_scatter_pools_the_spread_within_each_size_whatever_the_curve():
+    """Two sizes on any S(B): seeds at e^±1 about each size's own level give ss = 2 + 2, df = 2; a lone size adds
+    nothing, and 6,000 log-normal seeds give back their σ."""
+    batch = np.array([64, 64, 1024, 1024, 4096])
+    steps = np.array([900 * math.e, 900 / math.e, 40 * math.e, 40 / math.e, 7.0])
+    assert seed_scatter(batch, steps) == pytest.approx((4.0, 2))
+    rng = np.random.default_rng(0)
+    sizes = np.repeat([128, 512, 2048], 2000)
+    ss, df = seed_scatter(sizes, 1e5 / sizes * np.exp(0.7 * rng.normal(size=sizes.size)))
+    assert df == 5997 and math.sqrt(ss / df) == pytest.approx(0.7, rel=0.03)

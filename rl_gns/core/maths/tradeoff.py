@@ -321,3 +321,22 @@ def fit_with_censored(
     batch = np.concatenate([np.asarray(batch_N, dtype=float), [size for size, _ in censored]])
     steps = np.concatenate([np.asarray(steps_N, dtype=float), [bound for _, bound in censored]])
     return fit_censored_tradeoff(batch, steps, np.arange(len(batch)) >= len(batch_N), level)
+
+
+def seed_scatter(batch_N: np.ndarray, steps_N: np.ndarray) -> tuple[float, int]:
+    """The scatter of ``ln S`` between seeds at one rollout size, as its pooled sum of squares and degrees of freedom.
+
+    ``ss = Σ_k Σ_{n ∈ k} (ln S_n − mean_{n' ∈ k} ln S_{n'})²`` over the sizes ``k``, ``df = N − K`` (a size with one
+    branch adds nothing); ``sqrt(ss / df)``, pooled over sizes and probes, is the standard deviation of ``ln S``
+    between seeds that the fit of ``S(B)`` sees, whatever the bend.
+
+    :param batch_N: ``(N,)`` rollout sizes of the branches, agent steps.
+    :param steps_N: ``(N,)`` their PPO iterations to the target (> 0).
+    :return: ``(ss, df)``.
+    """
+    batch, log_S = np.asarray(batch_N, dtype=float), np.log(np.asarray(steps_N, dtype=float))
+    ss, df = 0.0, 0
+    for size in np.unique(batch):
+        at_size = log_S[batch == size]
+        ss, df = ss + float(np.sum((at_size - at_size.mean()) ** 2)), df + len(at_size) - 1
+    return ss, df

@@ -19,6 +19,8 @@
 #   censored_steps: the censored design with n_steps varied at the trunk's 8 envs, rollouts of 64 to 16,384 agent steps
 #   (x4 apart) and 32,768 held back (the note of 2026-12-06, 00:55 UTC), seeds from 24; censored_steps_retest: again,
 #   from 27.
+#   Every censored variant runs under --max-cost 10 since the note of 2026-12-06 (04:45 UTC), 5 before it: a probe that
+#   stopped at the cap goes on from its recorded rounds.
 set -euo pipefail
 variants="retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest|censored_steps|censored_steps_retest"
 usage="usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [$variants]"
@@ -39,11 +41,11 @@ if [[ ! -d "$trunk/snapshots" ]]; then  # committed without its snapshots: train
   fi
 fi
 out="$here/$game/at$((at / 1000))k${variant:+_$variant}"
-# An ended probe is not run again (a rerun would rewrite its records): one that stopped (probe.json's "stopped"), or
-# whose pilot passed no null floor (status 2, as when it ended).
+# An ended probe is not run again (a rerun would rewrite its records): one that stopped (probe.json's "stopped") other
+# than at the cost cap, or whose pilot passed no null floor (status 2, as when it ended).
 if [[ -f "$out/probe.json" ]]; then
   ended="$(python -c "import json, sys; p = json.load(open(sys.argv[1])); floor = p.get('null_floor')
-print('stopped' if p.get('stopped') else 'no target' if floor is not None and p.get('pilot_best', floor + 1) <= floor else '')" \
+print('stopped' if p.get('stopped') and '--max-cost' not in p['stopped'] else 'no target' if floor is not None and p.get('pilot_best', floor + 1) <= floor else '')" \
     "$out/probe.json")"
   if [[ "$ended" == stopped ]]; then echo "$out: ended (rl-gns probe-report $out writes its report again)"; exit 0; fi
   if [[ "$ended" == "no target" ]]; then echo "$out: ended without a target (the pilot passed no null floor)" >&2; exit 2; fi
@@ -54,13 +56,13 @@ case "$variant" in
   cheap) design=(--lr-points 1 --lowest-target-only --first-seed 6 --no-censored --max-cost None) ;;
   wide) design=(--lr-points 1 --lowest-target-only --first-seed 9 --n-envs 2 4 8 16 32 64 128 256 --held-back 2
     --no-censored --max-cost None) ;;
-  censored) design=(--lr-points 1 --lowest-target-only --first-seed 12 --censored --max-cost 5) ;;
-  censored_retest) design=(--lr-points 1 --lowest-target-only --first-seed 15 --censored --max-cost 5) ;;
-  censored_envs) design=(--lr-points 1 --lowest-target-only --first-seed 18 --censored --max-cost 5) ;;
-  censored_envs_retest) design=(--lr-points 1 --lowest-target-only --first-seed 21 --censored --max-cost 5) ;;
+  censored) design=(--lr-points 1 --lowest-target-only --first-seed 12 --censored --max-cost 10) ;;
+  censored_retest) design=(--lr-points 1 --lowest-target-only --first-seed 15 --censored --max-cost 10) ;;
+  censored_envs) design=(--lr-points 1 --lowest-target-only --first-seed 18 --censored --max-cost 10) ;;
+  censored_envs_retest) design=(--lr-points 1 --lowest-target-only --first-seed 21 --censored --max-cost 10) ;;
   censored_steps | censored_steps_retest)
     design=(--lr-points 1 --lowest-target-only --first-seed "$([[ $variant == censored_steps ]] && echo 24 || echo 27)"
-      --censored --max-cost 5 --n-steps-grid 8 32 128 512 2048 4096 --held-back 1) ;;
+      --censored --max-cost 10 --n-steps-grid 8 32 128 512 2048 4096 --held-back 1) ;;
 esac
 rl-gns probe "$trunk" --at "$at" --target-rule pilot --design sequential --seeds 3 "${design[@]}" --steps trend \
   --budget-steps "$((at / 2))" --engine population --workers "${WORKERS:-2}" --threads-per-run 1 \

@@ -268,14 +268,14 @@ def test_a_probe_varies_the_env_count_at_the_runs_n_steps_by_default(source, tmp
     """``rl-gns probe RUN --at STEP`` alone varies n_envs, as docs/probe.md says: the run's own 2 envs times 1/4 to 8,
     the whole counts of at least 1, at its n_steps 32, so that its own rollout size is one of them; the pilot's lowest
     target, the sequential design at one learning rate per size with the censored fit, S where a line through the
-    games meets the target, half the run's agent steps per branch, at most 5x the run. --n-steps-grid varies n_steps
+    games meets the target, half the run's agent steps per branch, at most 10x the run. --n-steps-grid varies n_steps
     instead, at the run's env count or one --n-envs."""
     default = settled(ProbeConfig(source=source, at=1500))
     point = branch_point(source, at=1500)
     assert default.sweep_config(point, (1.0,)).sizes() == [(1, 32), (2, 32), (4, 32), (8, 32), (16, 32)]
     assert (default.lr_points, default.steps, default.seeds, default.design) == (1, "trend", 3, "sequential")
     assert (default.target_rule, default.lowest_target_only, default.censored) == ("pilot", True, True)
-    assert default.max_cost == 5.0 and default.budget_steps == point.env_steps // 2 == 768
+    assert default.max_cost == 10.0 and default.budget_steps == point.env_steps // 2 == 768
     assert settled(ProbeConfig(source=source, at=1500, budget_steps=100)).budget_steps == 100
     by_steps = ProbeConfig(source=source, n_steps_grid=(32, 64), budget_steps=1024).sweep_config(point, (1.0,))
     assert by_steps.sizes() == [(2, 32), (2, 64)]
@@ -284,7 +284,7 @@ def test_a_probe_varies_the_env_count_at_the_runs_n_steps_by_default(source, tmp
     guide = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "docs" / "probe.md").read_text())
     assert "the run's own times 1/4 to 8 (those that are whole numbers of at least 1) at its n_steps" in guide
     for flags in ("`--target-rule pilot --lowest-target-only`", "`--design sequential --lr-points 1 --seeds 3`",
-                  "`--censored`", "`--steps trend`", "`--max-cost 5`"):  # fmt: skip
+                  "`--censored`", "`--steps trend`", "`--max-cost 10`"):  # fmt: skip
         assert flags in guide
     with pytest.raises(ValueError, match="a probe needs at least 2 distinct --n-envs"):
         check(ProbeConfig(source=source, n_envs=(4,), out=tmp_path / "p"))
@@ -550,18 +550,18 @@ def test_a_probe_states_its_cost_and_max_cost_caps_it(source, tmp_path):
     assert not (tmp_path / "q").exists()
 
 
-def test_a_probe_with_the_helps_defaults_is_capped_at_5x_its_run_before_it_writes(source, tmp_path):
+def test_a_probe_with_the_helps_defaults_is_capped_at_10x_its_run_before_it_writes(source, tmp_path):
     """The defaults: half the run's agent steps (1,536 at the snapshot) per branch and for the pilot, one seed per size
-    in the first round, at most 5x the run: an anchor of 4,096 agent steps takes the first round past it, which is
+    in the first round, at most 10x the run: an anchor of 12,288 agent steps takes the first round past it, which is
     refused in one line before anything is written. (The default env counts of this 2-env run start at 1, too few
     trajectories for the noise scale: 5 others are named.)"""
     out = tmp_path / "p"
-    command = [*CLI, "probe", str(source), "--at", "1500", "--anchor-steps", "4096", "--n-envs", "2", "4", "8", "16", "32"]
+    command = [*CLI, "probe", str(source), "--at", "1500", "--anchor-steps", "12288", "--n-envs", "2", "4", "8", "16", "32"]
     result = subprocess.run([*command, "--out", str(out)], capture_output=True, text=True, timeout=300)
-    first_round = 4096 + 768 + 5 * 768  # the anchor, the pilot, and one branch at each of the 5 env counts
+    first_round = 12288 + 768 + 5 * 768  # the anchor, the pilot, and one branch at each of the 5 env counts
     assert result.returncode == 2 and not out.exists(), result.stderr[-2000:]
     assert result.stderr.strip() == (
-        f"rl-gns probe: error: --max-cost 5: this probe's first round may spend {first_round:,} agent steps, "
+        f"rl-gns probe: error: --max-cost 10: this probe's first round may spend {first_round:,} agent steps, "
         f"{first_round / 1536:.1f}x the run's 1,536; lower --budget-steps, --seeds, --lr-points, --anchor-steps or the "
         "sizes, or raise --max-cost"
     )

@@ -187,6 +187,36 @@ def test_the_sequential_designs_simulated_cost_and_coverage():
         assert f"{cost} " in results_md and f"{coverage_span(sequential, 'covered')} %" in results_md
 
 
+def test_the_cost_caps_simulated_identification_and_coverage():
+    """docs/probe.md's case for the default cap of 10x and the criterion's note of 2026-12-06 (04:45 UTC), from the
+    committed simulation at the real seeds' scatter (``benchmarks/probe_sequential.py --run-steps 1950000 --max-costs
+    5 10 20``): how often each cap identifies B_crit, the 5x cap's coverage at B_crit 256, and the cost at 10x, which
+    the rule's own end reaches first (the same probes as no cap)."""
+    rows = json.loads((RESULTS / "validation" / "probe_sequential_capped" / "sequential.json").read_text())["rows"]
+    at_5, at_10 = ([row["capped"][cap] for row in rows] for cap in ("5", "10"))
+    assert all(row["capped"]["10"] == row["sequential"] for row in rows)
+    run_steps = 1_950_000
+    costs = [row["median_cost"] / run_steps for row in at_10]
+    small = [row["capped"]["5"] for row in rows if row["b_crit"] == 256]
+    text = {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "prediction-criterion.md")}
+    assert (
+        f"a cap of 5× identifies `B_crit` in {coverage_span(at_5, 'identified')} % of probes, and where `B_crit` is 256 "
+        f"its interval covers the truth in only {coverage_span(small, 'covered')} %; at 10× the rule's own end (3 seeds "
+        f"per size) comes first, and the probe identifies it in {coverage_span(at_10, 'identified')} % at a median "
+        f"{min(costs):.1f}–{max(costs):.1f}× the run"
+    ) in text["probe.md"]
+    assert (
+        f"({coverage_span(at_5, 'identified')} % against {coverage_span(at_10, 'identified')} %), and at `B_crit` 256 its "
+        f"interval covers the truth in only {coverage_span(small, 'covered')} % of probes; a cap of 10× never binds "
+        f"before the rule's end there, at a median {min(costs):.1f}–{max(costs):.1f}× the run"
+    ) in text["prediction-criterion.md"]
+    outcomes = (RESULTS / "probes_v8" / "outcomes" / "outcomes.md").read_text()
+    pooled = re.search(r"pooled over \d+ reported probes: σ of ln S ([\d.]+) ", outcomes)
+    assert pooled is not None
+    results_md = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    assert f"real branches show ({pooled.group(1)} in `ln S`, pooled over v8's probes)" in results_md
+
+
 def test_a_probes_cost_is_the_committed_v7_median():
     """The README's cost of a probe: the median multiple of the v7 rows of results/probes_reread/costs.md
     (``python benchmarks/probe_costs.py results/probes_v6 results/probes_v7``)."""

@@ -325,7 +325,7 @@ class ProbeConfig(ExecutionConfig):
     """Probe directory; if unset, probes/<source name>_at<agent steps>."""
     null_level: float | None = 0.01
     """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
-    max_cost: float | None = 5.0
+    max_cost: float | None = 10.0
     """A cap on agent steps, as a multiple of the run's at the branch point (a sequential probe stops before it)."""
     design: Literal["fixed", "sequential"] = "sequential"
     """fixed: every size, --seeds seeds; sequential: one seed per size, then seeds around the fitted B_crit (docs/probe.md)."""

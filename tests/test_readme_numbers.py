@@ -188,7 +188,7 @@ def test_the_sequential_designs_simulated_cost_and_coverage():
 
 
 def test_the_cost_caps_simulated_identification_and_coverage():
-    """docs/probe.md's case for the default cap of 10x and the criterion's note of 2026-12-06 (04:45 UTC), from the
+    """docs/probe.md's case for the default cap of 10x and the criterion's note of 2026-12-06 (04:23 UTC), from the
     committed simulation at the real seeds' scatter (``benchmarks/probe_sequential.py --run-steps 1950000 --max-costs
     5 10 20``): how often each cap identifies B_crit, the 5x cap's coverage at B_crit 256, and the cost at 10x, which
     the rule's own end reaches first (the same probes as no cap)."""

@@ -19,7 +19,7 @@
 #   censored_steps: the censored design with n_steps varied at the trunk's 8 envs, rollouts of 64 to 16,384 agent steps
 #   (x4 apart) and 32,768 held back (the note of 2026-12-06, 00:55 UTC), seeds from 24; censored_steps_retest: again,
 #   from 27.
-#   Every censored variant runs under --max-cost 10 since the note of 2026-12-06 (04:45 UTC), 5 before it: a probe that
+#   Every censored variant runs under --max-cost 10 since the note of 2026-12-06 (04:23 UTC), 5 before it: a probe that
 #   stopped at the cap goes on from its recorded rounds.
 set -euo pipefail
 variants="retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest|censored_steps|censored_steps_retest"

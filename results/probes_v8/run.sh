@@ -11,7 +11,7 @@
 #      together, and the retest at the first that identifies B_crit.
 #   4. From the note of 2026-12-06 (00:55 UTC): at the 1.95M stages, n_steps varied at the trunk's 8 envs (rollouts to 16,384,
 #      32,768 held back), with its retest at the first that identifies B_crit; run before Alien's probe of 3.
-#   5. From the note of 2026-12-06 (04:45 UTC): every censored probe under a cap of 10x, those stopped at 5x going on, in
+#   5. From the note of 2026-12-06 (04:23 UTC): every censored probe under a cap of 10x, those stopped at 5x going on, in
 #      the order below: env counts (3) at Pong and Qbert first, then n_steps (4), then 2's Pong at 1.95M and 3's Alien.
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).

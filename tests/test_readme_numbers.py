@@ -203,7 +203,7 @@ def test_the_cost_caps_simulated_identification_and_coverage():
         f"a cap of 5× identifies `B_crit` in {coverage_span(at_5, 'identified')} % of probes, and where `B_crit` is 256 "
         f"its interval covers the truth in only {coverage_span(small, 'covered')} %; at 10× the rule's own end (3 seeds "
         f"per size) comes first, and the probe identifies it in {coverage_span(at_10, 'identified')} % at a median "
-        f"{min(costs):.1f}–{max(costs):.1f}× the run"
+        f"{min(costs):.1f}–{max(costs):.1f}× the run, its interval covering the truth in {coverage_span(at_10, 'covered')} %"
     ) in text["probe.md"]
     assert (
         f"({coverage_span(at_5, 'identified')} % against {coverage_span(at_10, 'identified')} %), and at `B_crit` 256 its "

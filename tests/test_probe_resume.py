@@ -225,6 +225,21 @@ def test_a_probe_kept_without_its_copy_of_the_agent_goes_on_in_another_clone(sou
     assert results == {key: value for key, value in numbers(reference).items() if key != "source"}
 
 
+def test_a_probe_that_went_on_in_another_checkout_reports_where_it_is_kept(source, uninterrupted, tmp_path):
+    """A probe whose anchor played in one checkout and whose branches went on in a second (its probe.json records the
+    second, its anchor the first), then copied into a third (the repository that keeps it), reports there as the
+    uninterrupted probe does: every recorded path is read where the probe lies now."""
+    reference, _ = uninterrupted
+    second, kept = tmp_path / "second" / "probe", tmp_path / "kept" / "probe"
+    shutil.copytree(reference, second)
+    shutil.rmtree(sorted((second / "runs").iterdir())[0])  # a branch that goes on in the second checkout
+    finish(command(source, second, "--at", "3000"))
+    shutil.copytree(second, kept)
+    result = subprocess.run([*CLI, "probe-report", str(kept)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert numbers(kept) == numbers(reference)
+
+
 def test_a_population_probe_killed_in_its_branches_goes_on_to_the_same_report(source, tmp_path):
     """With --engine population the branches of one size draw their actions from one generator: an unfinished
     population starts again whole, its finished members too, and ends as an uninterrupted one does."""

@@ -30,7 +30,7 @@ from rl_gns.core.maths.targets import StepsMeasure
 from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff, fit_with_censored
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import ANCHOR, CONFIG, PILOT, PROBE, SWEEP, RunDir, noise_columns, read_record, write_json
-from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, RecordError, require, same_setting
+from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, RecordError, relocated, require, same_setting
 from rl_gns.reports.figures import Axes, fmt, interval_span, legend, number, plain_log_ticks, plt, save_figure
 from rl_gns.reports.sweep_analysis import (
     KeptRates,
@@ -726,7 +726,9 @@ def read_probe(probe_dir: Path) -> dict:
     probe = read_record(probe_dir / PROBE, PROBE_FIELDS)
     if probe.get("start_score") is None:
         raise ValueError(f"{probe_dir}: its anchor has not finished; rerun rl-gns probe to go on")
-    model = probe.get("model")
+    model, recorded_out = probe.get("model"), probe.get("out")
+    if isinstance(model, str) and isinstance(recorded_out, str):  # the probe's copy, where the probe lies now
+        model = relocated(model, recorded_out, str(probe_dir))
     for record in (probe_dir / ANCHOR / CONFIG, probe_dir / SWEEP):  # the anchor and the branches start from the agent
         settings = read_record(record, {}) if record.exists() else {"init_from": model}
         held, out = settings.get("init_from"), settings.get("out")

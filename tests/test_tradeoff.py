@@ -11,6 +11,7 @@ from scipy.stats import t as student_t
 from rl_gns.core.maths.tradeoff import (
     TradeoffFit,
     censored_profile,
+    experience_falls,
     fit_censored_tradeoff,
     fit_local_tradeoff,
     fit_tradeoff,
@@ -241,3 +242,17 @@ def test_seed_scatter_pools_the_spread_within_each_size_whatever_the_curve():
     sizes = np.repeat([128, 512, 2048], 2000)
     ss, df = seed_scatter(sizes, 1e5 / sizes * np.exp(0.7 * rng.normal(size=sizes.size)))
     assert df == 5997 and math.sqrt(ss / df) == pytest.approx(0.7, rel=0.03)
+
+
+def test_experience_falls_names_the_small_sizes_that_learn_slower_per_agent_step_than_the_scatter_allows():
+    """E = B S at 64, 256, 1,024 with seeds at e^±0.5 about each size's level (σ̂ = 0.5 · sqrt(2) = 0.707 from the
+    pairs): 64 at 8x the experience of 1,024 lies (ln 8 = 2.08) / (0.707 · 1) = 2.9 standard errors above it, 256 at
+    1.5x only 0.57; on S(B) itself, whose E only grows with B, nothing is named."""
+    batch = np.repeat([64.0, 256.0, 1024.0], 2)
+    level_E = np.repeat([8 * 30_000.0, 1.5 * 30_000.0, 30_000.0], 2)
+    E = level_E * np.exp(np.tile([0.5, -0.5], 3))
+    assert experience_falls(batch, E / batch) == ([64.0], 1024.0)
+    assert experience_falls(batch, E / batch, z=3.0) is None  # 2.9 standard errors: not past 3
+    on_the_curve = 100.0 * (1 + 512 / batch) * np.exp(np.tile([0.5, -0.5], 3))
+    assert experience_falls(batch, on_the_curve) is None
+    assert experience_falls(np.array([64.0, 256.0, 1024.0]), np.array([5_000.0, 100.0, 20.0])) is None  # no scatter

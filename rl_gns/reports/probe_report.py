@@ -27,7 +27,7 @@ from rl_gns.core.maths.advice import DEFAULT_CANDIDATE, DEFAULT_PREDICTOR
 from rl_gns.core.maths.names import LOSSES, tracker_key
 from rl_gns.core.maths.noise_scale import RatioInterval, b_simple_interval
 from rl_gns.core.maths.targets import StepsMeasure
-from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff, fit_with_censored
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, experience_falls, fit_local_tradeoff, fit_with_censored
 from rl_gns.records.logs import check_outputs, write_atomically
 from rl_gns.records.rundir import ANCHOR, CONFIG, PILOT, PROBE, SWEEP, RunDir, noise_columns, read_record, write_json
 from rl_gns.records.schema import PROBE_FIELDS, PROBE_PLAYED_FIELDS, RecordError, relocated, require, same_setting
@@ -174,6 +174,30 @@ def censored_note(chosen: Rung) -> str:
     return (
         f"Censored fit: {len(chosen.censored)} seeds and sizes that did not reach the target are in the fit as taking "
         f"more steps than they trained (rollout sizes {sizes}); the interval is the profile likelihood's."
+    )
+
+
+def experience_note(chosen: Rung) -> str | None:
+    """One line naming the rollout sizes below the one that reached the target with the least experience whose
+    branches took more agent steps than the seeds' scatter allows (:func:`experience_falls`; a seed that did not reach
+    it counts at the iterations it trained, where the fit is censored), or ``None``: ``S(B)`` cannot fit steps that
+    fall faster than ``1 / B``, so those sizes hide the bend from the fit."""
+    batch_N = np.array([*chosen.batch_N, *(size for size, _ in chosen.censored)], dtype=float)
+    steps_N = np.array([*chosen.steps_N, *(bound for _, bound in chosen.censored)], dtype=float)
+    found = experience_falls(batch_N, steps_N)
+    if found is None:
+        return None
+    falls, best = found
+
+    def median_experience(size: float) -> str:
+        return f"{float(np.median(size * steps_N[batch_N == size])):,.0f}"
+
+    sizes = ", ".join(f"{size:,.0f} ({median_experience(size)})" for size in falls)
+    return (
+        f"the branches took more agent steps to the target at rollout sizes {sizes} than at {best:,.0f} "
+        f"({median_experience(best)}; medians over seeds, a seed that did not reach it at what it trained), by more "
+        "than their seeds scatter: steps fall faster than 1 / B there, which S(B) does not allow, so the fit cannot "
+        f"place the bend by them (a grid from {best:,.0f} up leaves them out)"
     )
 
 
@@ -547,6 +571,7 @@ def analyse(probe_dir: Path) -> ProbeResult:
             resolution_note(chosen.fit, earliest, window),
             first_games_note(RunDir(probe_dir / ANCHOR), not settings.get("n_steps_grid")),
             censored_note(chosen) if censored else None,
+            experience_note(chosen),
         ],
         interrupted=interruption_notes(probe_dir, probe),
         varied=varied(settings),

@@ -217,6 +217,16 @@ def test_the_cost_caps_simulated_identification_and_coverage():
     assert f"real branches show ({pooled.group(1)} in `ln S`, pooled over v8's probes)" in results_md
 
 
+def test_the_count_of_v8_reports_that_note_sizes_slower_than_s_of_b_allows():
+    """docs/probe.md counts the committed v8 reports (``rl-gns probe-report``) that carry the note on sizes that took
+    more agent steps to the target than the size of least experience, among those that reported."""
+    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+    reports = [path.parent / "report.md" for path in (RESULTS / "probes_v8").glob("*/*/probe_results.json")]
+    noted = sum("Note: the branches took more agent steps to the target" in path.read_text() for path in reports)
+    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    assert f"({words[noted]} of v8's {words[len(reports)]} reported probes)" in probe_md
+
+
 def test_a_probes_cost_is_the_committed_v7_median():
     """The README's cost of a probe: the median multiple of the v7 rows of results/probes_reread/costs.md
     (``python benchmarks/probe_costs.py results/probes_v6 results/probes_v7``)."""

@@ -210,6 +210,12 @@ def test_the_cost_caps_simulated_identification_and_coverage():
         f"interval covers the truth in only {coverage_span(small, 'covered')} % of probes; a cap of 10× never binds "
         f"before the rule's end there, at a median {min(costs):.1f}–{max(costs):.1f}× the run"
     ) in text["prediction-criterion.md"]
+    scattered = [row for row in rows if row["seed_sd"] == 1.2 and row["b_crit"] in (1024, 4096)]
+    at_scatter = [row["capped"]["10"] for row in scattered]
+    assert (
+        f"(σ_seed 1.2: an observed scatter of {coverage_span(at_scatter, 'observed_sd')}) and `B_crit` is 1,024 or 4,096 "
+        f"on a grid of 128–4,096, the probe bounds it from both sides in {coverage_span(at_scatter, 'identified')} %"
+    ) in text["probe.md"]
     outcomes = (RESULTS / "probes_v8" / "outcomes" / "outcomes.md").read_text()
     pooled = re.search(r"pooled over \d+ reported probes: σ of ln S ([\d.]+) ", outcomes)
     assert pooled is not None

@@ -277,9 +277,11 @@ KILL_POINTS = 8
 
 
 def test_a_probe_interrupted_at_random_moments_reports_what_an_uninterrupted_one_does(source, uninterrupted, tmp_path):
-    """At :data:`KILL_POINTS` seeded moments across a probe's wall time, a fresh probe is interrupted in one of the
-    :data:`INTERRUPTIONS` ways, then the same command is run to its end: every number of its report is the
-    uninterrupted probe's."""
+    """At :data:`KILL_POINTS` seeded moments, a fresh probe is interrupted in one of the :data:`INTERRUPTIONS` ways,
+    then the same command is run to its end: every number of its report is the uninterrupted probe's. Every other
+    moment is drawn after the anchor has finished, so that the branches are interrupted too however slowly the
+    machine runs (a moment drawn across the uninterrupted probe's wall time alone fell in the anchor every time on
+    a loaded machine)."""
     reference, wall_s = uninterrupted
     rng = random.Random(0)
     outcomes: list[tuple[str, float, str, bool]] = []
@@ -289,6 +291,10 @@ def test_a_probe_interrupted_at_random_moments_reports_what_an_uninterrupted_one
         out = tmp_path / f"probe{k}"
         args, how, after_s = command(source, out, "--at", "3000"), INTERRUPTIONS[k % 3], rng.uniform(0.02, 0.9) * wall_s
         probe = start(args, tmp_path / f"log{k}.txt")
+        if k % 2:  # this moment is drawn from when the anchor finished, within the shorter time the branches take
+            while RunDir(out / "anchor").status() != "done" and probe.poll() is None:
+                time.sleep(0.1)
+            after_s *= 0.3
         try:
             probe.wait(timeout=after_s)
             continue  # it finished first: not an interruption

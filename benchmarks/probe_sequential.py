@@ -47,6 +47,7 @@ from probe_coverage import Args as Simulated
 
 from rl_gns.core.maths.sequential import next_round
 from rl_gns.core.maths.tradeoff import fit_local_tradeoff, fit_with_censored, seed_scatter
+from rl_gns.experiments.probe import ProbeConfig
 
 
 @dataclass
@@ -103,7 +104,7 @@ def draw_probe(sim: Simulated, b_crit: float, rng: np.random.Generator) -> Probe
 
 
 #: Agent steps of a probe's anchor (``rl-gns probe --anchor-steps``'s default).
-ANCHOR_STEPS = 100_000
+ANCHOR_STEPS: int = ProbeConfig.anchor_steps
 
 
 def budget(args: Args) -> int:

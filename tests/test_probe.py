@@ -52,6 +52,7 @@ from rl_gns.reports.probe_report import (
     ProbeReportConfig,
     edge_note,
     first_window_note,
+    from_least_experience,
     report,
     resolution_note,
     rung,
@@ -453,6 +454,38 @@ def test_a_censored_rung_takes_each_size_and_seed_that_no_rate_got_there_as_a_lo
     assert censored.censored == [(512, 80.0)] and censored.fit is not None and censored.fit.n_points == 8
     plain = rung(runs, target, "passage")
     assert plain.censored == [] and plain.fit is not None and plain.fit.n_points == 7
+
+
+def test_the_fit_from_the_size_of_least_experience_up_finds_the_bend_that_slower_small_sizes_hide():
+    """Steps exactly on S(B) = 20 (1 + 2,048 / B) at 1,024-16,384 agent steps (two seeds each), and at 64 and 256 seeds
+    at e^(±0.3) about 40x and 8x the experience of 1,024, which S(B) does not allow: the fit over every size misses
+    the bend, the second fit starts at 1,024 (the size of least experience) and returns B_crit 2,048 exactly; a censored
+    seed below that size is left out with them. On the curve alone the second fit is the rung itself."""
+    target = 10.0
+
+    def run(size: int, seed: int, steps: float | None, trained: int = 0) -> RunRecord:
+        reached = {} if steps is None else {target: Reach(steps, steps * size, 1.0)}
+        status = "done"
+        return RunRecord(f"n{size}_s{seed}", size // 8, size, size, 1, 1e-3, seed, status, trained, reached)
+
+    def curve(size: int) -> float:
+        return 20.0 * (1 + 2048 / size)
+
+    upper = [run(size, seed, curve(size)) for size in (1024, 4096, 16384) for seed in (0, 1)]
+    slow = [run(size, seed, factor * curve(1024) * 1024 / size * math.exp(sign * 0.3))
+            for size, factor in ((64, 40), (256, 8)) for seed, sign in ((0, 1), (1, -1))]  # fmt: skip
+    slow.append(run(64, 2, None, trained=64 * 4000))
+    whole = rung([*slow, *upper], target, "passage", censored=False)
+    assert whole.fit is not None and not whole.fit.identified
+    second = from_least_experience(whole, censored=False)
+    assert second.smallest_size == 1024 and set(second.batch_N) == {1024, 4096, 16384}
+    assert second.fit is not None and second.fit.b_crit == pytest.approx(2048, rel=1e-6)
+    censored = rung([*slow, *upper], target, "passage", censored=True)
+    assert censored.censored == [(64, 4000.0)]
+    assert from_least_experience(censored, censored=True).censored == []
+    on_curve = rung([run(size, seed, curve(size) * math.exp(0.1 * (-1) ** seed)) for size in (256, 1024, 4096)
+                     for seed in (0, 1)], target, "passage")  # fmt: skip
+    assert from_least_experience(on_curve, censored=False) is on_curve
 
 
 def test_the_probe_and_its_report_take_the_same_branches_as_censored():

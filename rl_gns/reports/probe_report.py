@@ -177,13 +177,20 @@ def censored_note(chosen: Rung) -> str:
     )
 
 
+def with_censored(chosen: Rung) -> tuple[np.ndarray, np.ndarray]:
+    """``(batch_N, steps_N)`` of a rung's kept branches and, after them, of its censored seeds at the iterations they
+    trained (a lower bound, which only makes their size look faster)."""
+    batch_N = np.array([*chosen.batch_N, *(size for size, _ in chosen.censored)], dtype=float)
+    steps_N = np.array([*chosen.steps_N, *(bound for _, bound in chosen.censored)], dtype=float)
+    return batch_N, steps_N
+
+
 def experience_note(chosen: Rung) -> str | None:
     """One line naming the rollout sizes below the one that reached the target with the least experience whose
     branches took more agent steps than the seeds' scatter allows (:func:`experience_falls`; a seed that did not reach
     it counts at the iterations it trained, where the fit is censored), or ``None``: ``S(B)`` cannot fit steps that
     fall faster than ``1 / B``, so those sizes hide the bend from the fit."""
-    batch_N = np.array([*chosen.batch_N, *(size for size, _ in chosen.censored)], dtype=float)
-    steps_N = np.array([*chosen.steps_N, *(bound for _, bound in chosen.censored)], dtype=float)
+    batch_N, steps_N = with_censored(chosen)
     found = experience_falls(batch_N, steps_N)
     if found is None:
         return None
@@ -197,8 +204,29 @@ def experience_note(chosen: Rung) -> str | None:
         f"the branches took more agent steps to the target at rollout sizes {sizes} than at {best:,.0f} "
         f"({median_experience(best)}; medians over seeds, a seed that did not reach it at what it trained), by more "
         "than their seeds scatter: steps fall faster than 1 / B there, which S(B) does not allow, so the fit cannot "
-        f"place the bend by them (a grid from {best:,.0f} up leaves them out)"
+        f"place the bend by them (the fit from {best:,.0f} up leaves them out)"
     )
+
+
+def from_least_experience(chosen: Rung, censored: bool) -> Rung:
+    """The rung cut to the rollout sizes at or above the size of least experience (``B_k*`` of
+    :func:`experience_falls`, on the branches :func:`experience_note` reads) and fitted again as :func:`rung` fits;
+    where no smaller size took more experience than the seeds' scatter allows, the rung itself.
+
+    ``S(B) = S_min (1 + B_crit / B)`` describes the sizes whose experience ``E = B S`` does not fall as ``B`` grows;
+    below ``B_k*`` it does, by more than chance, so those sizes are left out of this second fit. ``B_k*`` is chosen by
+    the data (its experience is the least by selection), which the fit's interval does not allow for.
+
+    :param censored: whether the rung's fit takes the branches that did not reach the target as censored.
+    """
+    found = experience_falls(*with_censored(chosen))
+    if found is None:
+        return chosen
+    keep_N = chosen.batch_N >= found[1]
+    bounds = [(size, bound) for size, bound in chosen.censored if size >= found[1]]
+    batch_N, steps_N = chosen.batch_N[keep_N], chosen.steps_N[keep_N]
+    rates = [r for r in chosen.rates if r.rollout_size >= found[1]]
+    return Rung(chosen.target, batch_N, steps_N, fit_branches(batch_N, steps_N, bounds, censored), rates, bounds)
 
 
 def measure_floor(runs: list[RunRecord]) -> float:
@@ -220,13 +248,21 @@ def resolution_note(fit: LocalTradeoffFit | None, floor: float, window: int) -> 
     )
 
 
-def probe_x_limits(batch_N: np.ndarray, fit: LocalTradeoffFit | None, b_simple: RatioInterval | None) -> tuple[float, ...]:
+def probe_x_limits(
+    batch_N: np.ndarray,
+    fit: LocalTradeoffFit | None,
+    b_simple: RatioInterval | None,
+    second: LocalTradeoffFit | None = None,
+) -> tuple[float, ...]:
     """The x limits of :func:`plot_probe`, agent steps: a factor 1.5 beyond the branches' rollout sizes and every
-    value a line or the start of an open span marks (``B_crit``, its lower end where not identified, ``B_simple`` or
-    its lower end), so that what the legend names is drawn; empty where there is none."""
+    value a line or the start of an open span marks (``B_crit``, its lower end where not identified, a ``second``
+    fit's identified ``B_crit``, ``B_simple`` or its lower end), so that what the legend names is drawn; empty where
+    there is none."""
     values = [float(b) for b in batch_N]
     if fit is not None:
         values.append(fit.b_crit if fit.identified else fit.b_crit_low)
+    if second is not None and second.identified:
+        values.append(second.b_crit)
     if b_simple is not None:
         values.append(b_simple.point if math.isfinite(b_simple.point) and b_simple.point > 0 else b_simple.low)
     positive = [v for v in values if math.isfinite(v) and v > 0]
@@ -240,11 +276,15 @@ def plot_probe(
     b_simple: RatioInterval | None,
     ax: Axes,
     censored: list[tuple[int, float]] | None = None,
+    upper: tuple[int, LocalTradeoffFit | None] | None = None,
 ) -> Axes:
     """PPO iterations to the target against rollout size (log-log), one point per branch (a triangle at its bound for a
     ``censored`` one, ``(rollout_size, bound)``), the fitted ``S(B)`` over the rollout sizes branched at, and ``B_crit``
     and the default predictor's ``B_simple`` with their intervals (spans, clipped to the panel), the x axis wide enough
-    for each (:func:`probe_x_limits`). Without a branch that reached the target the y axis is blank and says so."""
+    for each (:func:`probe_x_limits`). Without a branch that reached the target the y axis is blank and says so.
+
+    :param upper: ``(smallest size, fit)`` of a second fit over the sizes from there up
+        (:func:`from_least_experience`), drawn dashed over them, with its ``B_crit`` where it identifies one."""
     sizes_N = np.concatenate([batch_N, [size for size, _ in censored or []]])
     if len(batch_N):
         ax.scatter(batch_N, steps_N, color="black", s=18, label="branches (fastest learning rate per seed)", zorder=3)
@@ -260,7 +300,8 @@ def plot_probe(
     if fit is not None and fit.s_min > 0 and len(batch_N):
         grid = np.geomspace(sizes_N.min(), sizes_N.max(), 100)
         ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:blue", label="fit S = S_min + E_min / B")
-    x_limits = probe_x_limits(sizes_N, fit, b_simple)
+    second = upper[1] if upper is not None else None
+    x_limits = probe_x_limits(sizes_N, fit, b_simple, second)
     if x_limits:  # a log axis needs limits; set them before the spans that run to its right edge
         ax.set_xscale("log")
         ax.set_xlim(*x_limits)
@@ -270,6 +311,8 @@ def plot_probe(
         interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:blue", label="its 95 % interval")
     elif fit is not None and fit.b_crit_low > 0:
         interval_span(ax, fit.b_crit_low, math.inf, "tab:blue", label=f"B_crit not identified: ≥ {number(fit.b_crit_low)}")
+    if upper is not None and len(batch_N):
+        second_fit(ax, upper[0], upper[1], float(sizes_N.max()))
     if b_simple is not None and b_simple.low > 0:
         name = f"B_simple ({DEFAULT_PREDICTOR}) at fixed parameters"
         if math.isfinite(b_simple.point) and b_simple.point > 0:
@@ -280,6 +323,19 @@ def plot_probe(
     ax.set(xlabel="rollout size B (agent steps per PPO iteration)", ylabel="PPO iterations to the target")
     legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     return ax
+
+
+def second_fit(ax: Axes, smallest: int, fit: LocalTradeoffFit | None, largest: float) -> None:
+    """A second fit of :func:`plot_probe`, over the sizes from ``smallest`` to ``largest`` (agent steps): its ``S(B)``
+    dashed, and its ``B_crit`` with its interval where it identifies one."""
+    if fit is None:
+        return
+    if fit.s_min > 0:
+        grid = np.geomspace(smallest, largest, 100)
+        ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:green", ls="--", label=f"fit from B = {number(smallest)} up")
+    if fit.identified:
+        ax.axvline(fit.b_crit, color="tab:green", ls="-.", label=f"its B_crit {number(fit.b_crit)} agent steps")
+        interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:green")
 
 
 @dataclass
@@ -308,6 +364,12 @@ class Rung:
         """Rollout sizes with a kept branch."""
         return len(np.unique(self.batch_N))
 
+    @property
+    def smallest_size(self) -> int | None:
+        """The smallest rollout size with a kept or censored branch, agent steps; ``None`` without one."""
+        sizes = [int(size) for size in (*self.batch_N, *(size for size, _ in self.censored))]
+        return min(sizes) if sizes else None
+
     def resolved(self, floor: float) -> bool:
         """``B_crit`` identified, and ``E_min`` at least :data:`RESOLVED` times the measure's floor."""
         return self.fit is not None and self.fit.identified and self.fit.e_min >= RESOLVED * floor
@@ -334,11 +396,18 @@ def rung(runs: list[RunRecord], target: float, measure: StepsMeasure, censored: 
     (:func:`~rl_gns.core.maths.tradeoff.fit_local_tradeoff`)."""
     batch_N, steps_N = branch_steps(runs, target, measure)
     bounds = censored_branches(runs, target, measure) if censored else []
-    fit = None
-    if len(np.unique(batch_N)) >= 2 and len(batch_N) >= 3:
-        fit = fit_with_censored(batch_N, steps_N, bounds) if censored else fit_local_tradeoff(batch_N, steps_N)
     rates = [kept_rates(runs, target, size, measure) for size in sorted({run.rollout_size for run in runs})]
-    return Rung(target, batch_N, steps_N, fit, rates, bounds)
+    return Rung(target, batch_N, steps_N, fit_branches(batch_N, steps_N, bounds, censored), rates, bounds)
+
+
+def fit_branches(
+    batch_N: np.ndarray, steps_N: np.ndarray, bounds: list[tuple[int, float]], censored: bool
+) -> LocalTradeoffFit | None:
+    """``S(B)`` fitted to the kept branches (and with ``censored`` to the ``(rollout_size, bound)`` of those that did
+    not reach the target); ``None`` with fewer than 3 kept branches or 2 sizes."""
+    if len(np.unique(batch_N)) < 2 or len(batch_N) < 3:
+        return None
+    return fit_with_censored(batch_N, steps_N, bounds) if censored else fit_local_tradeoff(batch_N, steps_N)
 
 
 def headline(rungs: list[Rung], floor: float) -> Rung:
@@ -479,6 +548,23 @@ class ProbeResult:
     """How the rollout size was varied (:func:`varied`)."""
     spent: Spent
     """The agent steps the probe trained and played (:func:`spent`)."""
+    upper: Rung
+    """The reported target's rung cut to the sizes at or above its size of least experience and fitted again
+    (:func:`from_least_experience`); ``chosen`` itself where no smaller size took more experience."""
+    upper_verdict: str
+    """That fit in words (:func:`verdict` over the branches at those sizes)."""
+
+    def upper_line(self) -> str:
+        """The second fit in one line (the report's, and the verdict's note)."""
+        if self.upper is self.chosen:
+            return (
+                "Fit from the size of least experience up: the fit itself (no smaller size took more experience than "
+                "the seeds' scatter allows)."
+            )
+        return (
+            f"Fit from the size of least experience up (rollout sizes {self.upper.smallest_size:,} and larger; that size is "
+            f"chosen by the data, which its interval does not allow for): {self.upper_verdict}."
+        )
 
     @property
     def predictor(self) -> RatioInterval | None:
@@ -556,6 +642,8 @@ def analyse(probe_dir: Path) -> ProbeResult:
     chosen = headline(rungs, earliest)
     window = int(probe["window"])
     n_reached = sum(chosen.target in run.reached for run in runs)
+    upper = from_least_experience(chosen, censored)
+    above = [run for run in runs if run.rollout_size >= (upper.smallest_size or 0)]
     return ProbeResult(
         probe=probe,
         runs=runs,
@@ -576,6 +664,8 @@ def analyse(probe_dir: Path) -> ProbeResult:
         interrupted=interruption_notes(probe_dir, probe),
         varied=varied(settings),
         spent=spent(probe_dir, [run.env_steps for run in runs], int(probe["env_steps"])),
+        upper=upper,
+        upper_verdict=verdict(upper.fit, upper.batch_N, sum(chosen.target in run.reached for run in above), len(above)),
     )
 
 
@@ -594,6 +684,7 @@ def print_verdict(result: ProbeResult) -> None:
         print(f"  B_simple ({DEFAULT_PREDICTOR}) there: {fmt(result.predictor.point)} {interval}", flush=True)
     for line in design_lines(result.probe)[:1]:
         print(f"  {line}", flush=True)
+    print(f"  {result.upper_line()}", flush=True)
     for note in result.all_notes:
         print(f"  note: {note}", flush=True)
 
@@ -616,7 +707,9 @@ STEPS_LABELS: dict[str, str] = {
 def plot(result: ProbeResult, ax: Axes) -> Axes:
     """The reported target's steps against rollout size with its fit (:func:`plot_probe`), titled with the probe."""
     chosen = result.chosen
-    plot_probe(chosen.batch_N, chosen.steps_N, chosen.fit, result.predictor, ax, chosen.censored)
+    upper = result.upper
+    second = None if upper is chosen or upper.smallest_size is None else (upper.smallest_size, upper.fit)
+    plot_probe(chosen.batch_N, chosen.steps_N, chosen.fit, result.predictor, ax, chosen.censored, second)
     if result.measure in STEPS_LABELS:
         ax.set_ylabel(STEPS_LABELS[result.measure])
     ax.set_title(f"{result.probe['source']} {result.at.split(' of ')[0]}", fontsize=10)
@@ -645,6 +738,12 @@ def results_record(result: ProbeResult) -> dict:
         ),
         "fit": fit_record(chosen.fit),
         "verdict": result.verdict,
+        "fit_from_least_experience": {
+            "from_rollout_size": result.upper.smallest_size,
+            "same_as_fit": result.upper is chosen,
+            "fit": fit_record(result.upper.fit),
+            "verdict": result.upper_verdict,
+        },
         "learning_rates": [{**r.__dict__, "at_edge": r.at_edge} for r in chosen.rates],
         "first_window": sum(r.first_window for r in chosen.rates),
         "first_window_midpoint": result.earliest,
@@ -685,6 +784,8 @@ def markdown(result: ProbeResult) -> str:
         f"Critical rollout size: {result.verdict}.",
         "",
         f"Rollout sizes varied by {result.varied}.",
+        "",
+        result.upper_line(),
         "",
         *(line for note in result.all_notes for line in (f"Note: {note}.", "")),
         "![steps against rollout size](steps_vs_rollout_size.png)",

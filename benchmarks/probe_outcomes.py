@@ -10,7 +10,9 @@ rule of its day; where its record says ``any``, the re-read is what the rule of 
 Each reported probe also gives the scatter of ``ln S`` between seeds at one rollout size
 (:func:`rl_gns.core.maths.tradeoff.seed_scatter`, over the kept branches at its reported target; branches that did not
 reach it are left out, so a slow seed's steps are not in it), and the last line pools it over every reported probe:
-the scatter a probe's design must resolve the bend through.
+the scatter a probe's design must resolve the bend through. Where its report has one (``rl-gns probe-report`` since
+2026-12-06), the row gives the second fit, from the size of least experience up
+(:func:`rl_gns.reports.probe_report.from_least_experience`), and each design's line how often it identified `B_crit`.
 
     python benchmarks/probe_outcomes.py results/probes_v8 --out results/probes_v8/outcomes
 
@@ -110,6 +112,13 @@ def outcome(probe_dir: Path) -> dict[str, Any]:
             "seed_ss": ss,
             "seed_df": df,
         }
+        second = record.get("fit_from_least_experience")  # reports written before the second fit have none
+        if second is not None:
+            upper = second["fit"] or {}
+            row["upper"] = {"from_rollout_size": second["from_rollout_size"], "same_as_fit": second["same_as_fit"],
+                            "b_crit": upper.get("b_crit"), "b_crit_low": upper.get("b_crit_low"),
+                            "b_crit_high": upper.get("b_crit_high"), "identified": bool(upper.get("identified")),
+                            "fitted": bool(upper)}  # fmt: skip
         return row
     floor, best = probe.get("null_floor"), probe.get("pilot_best")
     if floor is not None and best is not None and best <= floor:
@@ -133,6 +142,28 @@ def found(row: dict[str, Any]) -> str:
     return f"{steps(row['b_crit'])} {interval}" + ("" if row["identified"] else ", not identified")
 
 
+def identified(fits: list[dict[str, Any]]) -> str:
+    """``k of n``: how many of ``fits`` identify `B_crit` (an upper end, as ``LocalTradeoffFit.identified``), and of
+    those how many bound it from below too (a lower end above 0) where that differs."""
+    upper = [fit for fit in fits if fit["identified"]]
+    both = sum(fit["b_crit_low"] > 0 for fit in upper)
+    return f"{len(upper)} of {len(fits)}" + ("" if both == len(upper) else f" ({both} with a lower end above 0)")
+
+
+def found_upper(row: dict[str, Any]) -> str:
+    """The second fit's cell: from which size, and its `B_crit`; "–" where the report has none."""
+    upper = row.get("upper")
+    if upper is None:
+        return "–"
+    if upper["same_as_fit"]:
+        return "the fit itself"
+    start = f"from {upper['from_rollout_size']:,}: "
+    if not upper["fitted"]:
+        return start + "not fitted (fewer than 3 branches at 2 sizes)"
+    interval = f"[{steps(upper['b_crit_low'])}, {steps(upper['b_crit_high'])}]"
+    return start + f"{steps(upper['b_crit'])} {interval}" + ("" if upper["identified"] else ", not identified")
+
+
 def retests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each reported probe with a reported retest (``X`` and ``X_retest``): both `B_crit`, their ratio, and whether
     their intervals overlap."""
@@ -154,8 +185,8 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
     lines = [
         "| probe | design | branch point (agent steps) | targets (false-crossing probability) | branches "
         "| false crossing, envs reset together (floor, at n_envs) | cost (multiple of the run) "
-        "| `B_crit`, agent steps [95 %] | seeds' σ of ln S (df) |",
-        "|---|---|---:|---|---:|---|---:|---|---:|",
+        "| `B_crit`, agent steps [95 %] | fit from the size of least experience up | seeds' σ of ln S (df) |",
+        "|---|---|---:|---|---:|---|---:|---|---|---:|",
     ]
     for row in rows:
         targets = ", ".join(f"{t:g} ({p:.2g})" for t, p in zip(row.get("targets", []), row.get("false_crossing", []),
@@ -166,7 +197,8 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
                                          + f" ({again['null_floor_envs']:g}, at {again['null_n_envs']})")  # fmt: skip
         scatter = f"{math.sqrt(row['seed_ss'] / row['seed_df']):.2f} ({row['seed_df']})" if row.get("seed_df") else "–"
         lines.append(f"| {row['probe']} | {row['design']} | {row['branch_point']:,} | {targets} "
-                     f"| {row.get('branches', '–')} | {envs} | {multiple} | {found(row)} | {scatter} |")  # fmt: skip
+                     f"| {row.get('branches', '–')} | {envs} | {multiple} | {found(row)} | {found_upper(row)} "
+                     f"| {scatter} |")  # fmt: skip
     lines.append("")
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -176,7 +208,11 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
         multiples = [row["multiple"] for row in members]
         lines.append(f"- {name}: {len(members)} reported, cost a median {np.median(multiples):.1f}× "
                      f"({min(multiples):.1f}–{max(multiples):.1f}×), `B_crit` identified in "
-                     f"{sum(row['identified'] for row in members)} of {len(members)}")  # fmt: skip
+                     f"{identified(members)}")  # fmt: skip
+        second = [row["upper"] for row in members if "upper" in row]
+        if second:
+            lines[-1] += (f"; the fit from the size of least experience up identifies it in "
+                          f"{identified(second)}")  # fmt: skip
     df = sum(row.get("seed_df", 0) for row in rows)
     if df:
         ss = sum(row.get("seed_ss", 0.0) for row in rows)

@@ -233,6 +233,26 @@ def test_the_count_of_v8_reports_that_note_sizes_slower_than_s_of_b_allows():
     assert f"({words[noted]} of v8's {words[len(reports)]} reported probes)" in probe_md
 
 
+def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
+    """docs/probe.md and results.md quote the fit from the size of least experience up of the n_steps probes at 1.95M
+    (``rl-gns probe-report``'s ``fit_from_least_experience``) and Qbert's ``B_simple`` (env_value) at its branch point."""
+    docs = {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "results.md")}
+
+    def record(game: str) -> dict:
+        return json.loads((RESULTS / "probes_v8" / game / "at1950k_censored_steps" / "probe_results.json").read_text())
+
+    quoted = []
+    for game in ("Qbert", "Pong"):
+        fit = record(game)["fit_from_least_experience"]["fit"]
+        quoted.append(f"{fit['b_crit']:,.0f} [{fit['b_crit_low']:,.0f}, {fit['b_crit_high']:,.0f}]")
+    point, low, _ = record("Qbert")["noise_at_branch_point"]["envs/value"]
+    assert f"Qbert at 1.95M with n_steps varied gives `B_crit` {quoted[0]} from 1,024 up" in docs["probe.md"]
+    assert f"its `B_simple` at the branch point is {point:,.0f} (at least {low:,.0f})" in docs["probe.md"]
+    assert f"Pong's n_steps probe there gives {quoted[1]} from 256 up" in docs["probe.md"]
+    assert (f"Qbert's at {quoted[0]} (its `B_simple` at the branch point {point:,.0f}, at least {low:,.0f}) and "
+            f"Pong's at {quoted[1]}") in docs["results.md"]  # fmt: skip
+
+
 def test_a_probes_cost_is_the_committed_v7_median():
     """The README's cost of a probe: the median multiple of the v7 rows of results/probes_reread/costs.md
     (``python benchmarks/probe_costs.py results/probes_v6 results/probes_v7``)."""

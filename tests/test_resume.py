@@ -24,6 +24,7 @@ from rl_gns.core.agents.ppo import NoiseScalePPO
 from rl_gns.core.envs.atari import make_atari_vec_env
 from rl_gns.core.maths.targets import first_reached
 from rl_gns.experiments.config import TrainConfig
+from rl_gns.experiments.runner import resumable
 from rl_gns.experiments.train import plan_run, resumed_model
 from rl_gns.records.checkpoint import CHECKPOINTS, MANIFEST, latest_checkpoint, sha256
 from rl_gns.records.lock import RunLockedError, check_unlocked
@@ -299,6 +300,22 @@ def test_resume_refuses_logs_out_of_order_another_out_and_overwrite(tmp_path):
     tangled = run_cli("train", "--resume", str(run))
     assert tangled.returncode == 2 and "not in the order of their agent steps" in tangled.stderr
     assert progress.read_text() == "".join([header, *rows, *rows])
+
+
+def test_a_paused_run_moved_with_the_agent_it_starts_from_resumes_from_its_checkpoint(tmp_path):
+    """A study moved whole, as a probe is from one checkout to another: a paused run that starts from an agent inside it
+    (``--init-from``), given where that agent lies now, resumes from its checkpoint rather than start over."""
+    study = tmp_path / "study"
+    agent, branch = study / "agent", study / "branch"
+    assert run_cli("train", *TINY, "--total-steps", "64", "--out", str(agent)).returncode == 0
+    started = run_cli("train", *TINY, "--total-steps", "512", "--init-from", str(agent / "model.zip"),
+                      "--max-wall-minutes", "1e-9", "--out", str(branch))  # fmt: skip
+    assert started.returncode == 0 and latest_checkpoint(branch) is not None, started.stderr[-1000:]
+    moved = study.rename(tmp_path / "moved")
+    spec = replace(plan_run(TrainConfig(resume=moved / "branch"), set()).config, max_wall_minutes=None, resume=None)
+    assert spec.init_from == moved / "agent" / "model.zip" and spec.out == moved / "branch"  # where they lie now
+    assert resumable(spec)
+    assert not resumable(replace(spec, init_from=moved / "elsewhere.zip"))  # another agent: not the same run
 
 
 @pytest.mark.slow

@@ -46,7 +46,7 @@ from rl_gns.records.rundir import (
     longest_run_path,
     row_values,
 )
-from rl_gns.records.schema import changed_settings, same_setting
+from rl_gns.records.schema import changed_settings, relocated, same_setting
 from rl_gns.records.study import check_kind, check_no_strangers, check_not_inside
 
 #: Bytes a rollout buffer holds per sample of a pixel observation (SB3 stores 4 stacked 84x84 frames as float32).
@@ -322,7 +322,17 @@ def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
     now = {name: getattr(config, name) for name in RUN_CONTROL if name in given}
     # a deadline is this invocation's; the run stays where it is
     this_time = {"max_wall_minutes": config.max_wall_minutes, "out": run.path, "overwrite": False, "resume": run.path}
-    return replace(stored, **{**now, **this_time})
+    return replace(stored, **{**now, **this_time, **moved_paths(stored, run)})
+
+
+def moved_paths(stored: TrainConfig, run: RunDir) -> dict[str, Path]:
+    """The files a run's settings name (``init_from``, ``race_file``) where they lie now, had the run moved with them
+    (:func:`~rl_gns.records.schema.relocated`: the same place relative to the run's directory as recorded)."""
+    recorded_out = run.config().settings.get("out")
+    if not isinstance(recorded_out, str):
+        return {}
+    named = {name: getattr(stored, name) for name in ("init_from", "race_file") if getattr(stored, name) is not None}
+    return {name: Path(relocated(str(path), recorded_out, str(run.path))) for name, path in named.items()}
 
 
 def resumable_checkpoint(config: TrainConfig) -> Checkpoint:
@@ -342,10 +352,13 @@ def resumable_checkpoint(config: TrainConfig) -> Checkpoint:
     if made_by != version("rl-gns"):
         raise CheckpointError(f"checkpoint {checkpoint.path} was made by rl-gns {made_by}, this is {version('rl-gns')}")
     settings, now = checkpoint.state.get("settings", {}), training_settings(config)
+    # a run moved with what its paths name (a probe's branches and the agent they start from) is compared where it lies
+    recorded_out = RunDir(config.resume).config().settings.get("out")
+    moved = (recorded_out, str(config.resume)) if isinstance(recorded_out, str) else None
     changed = sorted(
         key
         for key in now.keys() | settings.keys()
-        if key not in now or key not in settings or not same_setting(key, settings[key], now[key])
+        if key not in now or key not in settings or not same_setting(key, settings[key], now[key], moved)
     )
     if changed:
         raise CheckpointError(f"checkpoint {checkpoint.path} was made with other settings ({', '.join(changed)})")

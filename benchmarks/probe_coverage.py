@@ -19,6 +19,13 @@ probe here has a known ``B_crit`` and adds them one at a time:
    where the least-squares line through the scores of every game up to the reaching window's last meets the target
    (:func:`rl_gns.core.maths.targets.trend_crossing`).
 
+``--slow-below B0 --slow-power p`` slows the sizes below ``B0`` beyond what ``S(B)`` allows, as the real probes' small
+sizes are: there ``S_true(B)`` is multiplied by ``(B0 / B)^p``, so the experience to the target grows as ``B`` shrinks.
+Each probe is then also fitted from the size of least experience up (``rl-gns probe-report``'s second fit,
+:func:`rl_gns.reports.probe_report.from_least_experience`: where :func:`rl_gns.core.maths.tradeoff.experience_falls`
+names smaller sizes, every branch at ``B_k*`` or above), and its identification and coverage are given beside the
+first fit's; the truth is the same ``B_crit``, which the sizes from ``B0`` up follow.
+
 ``--curve`` bends the mean score's rise (``linear``; ``concave``, fast then slow; ``convex``, slow then fast), each
 passing the target at the branch's true steps, to see what a line through a curve does.
 
@@ -51,7 +58,7 @@ from rl_gns.core.maths.targets import (
     resolvable_improvement,
     trend_crossing,
 )
-from rl_gns.core.maths.tradeoff import fit_local_tradeoff, fit_with_censored
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, experience_falls, fit_local_tradeoff, fit_with_censored
 
 SCENARIOS = ("scatter", "+ rates", "+ games, 3 SE", "+ games, null floor", "+ games, null floor, trend")
 #: How a bent mean score rises to the target at ``x = t / S_true = 1``, as a fraction of the target (``k = 2``).
@@ -93,6 +100,10 @@ class Args:
     """Simulated probes per B_crit and scenario."""
     censored: bool = False
     """Fit with the sizes and seeds that did not reach the target as censored (else without them)."""
+    slow_below: float | None = None
+    """Rollout size (agent steps) below which the branches are slower than S(B) allows (see the docstring)."""
+    slow_power: float = 1.0
+    """How much slower: S_true times (slow_below / B)^slow_power below it."""
     seed: int = 0
     """Seed of the simulation."""
     out: Path = Path("probe_coverage")
@@ -171,6 +182,8 @@ def simulate(args: Args, b_crit: float, seed_sd: float, scenario: str, target: f
     for n_steps in args.n_steps_grid:
         rollout = args.n_envs * n_steps
         s_true = s_min * (1 + b_crit / rollout)
+        if args.slow_below is not None and rollout < args.slow_below:
+            s_true *= (args.slow_below / rollout) ** args.slow_power
         best_over_grid = GRID / math.exp(offset + rng.normal(0, args.lr_offset_sd / 2))  # r / r*
         slower = np.exp(LR_CURVATURE * np.log(best_over_grid) ** 2)
         budget = censored_by("passage", args.budget_steps // rollout, math.nan)  # without games: the iterations trained
@@ -190,10 +203,34 @@ def simulate(args: Args, b_crit: float, seed_sd: float, scenario: str, target: f
                 steps.append(min(reached))
             elif min(b.bound for b in branches) > 0:
                 censored.append((rollout, min(b.bound for b in branches)))
-    if len(batch) < 3 or len(set(batch)) < 2:
+    batch_N, steps_N = np.array(batch, dtype=float), np.array(steps, dtype=float)
+    first = judge(fit_branches(args, batch_N, steps_N, censored), b_crit)
+    if not args.censored:
+        censored = []  # the probe's report leaves them out of the fit, and out of the sizes' experience
+    found = experience_falls(np.array([*batch_N, *(size for size, _ in censored)]),
+                             np.array([*steps_N, *(bound for _, bound in censored)]))  # fmt: skip
+    if found is None:
+        return first | {f"{key}_second": value for key, value in first.items()}
+    keep_N = batch_N >= found[1]
+    above = [(size, bound) for size, bound in censored if size >= found[1]]
+    second = judge(fit_branches(args, batch_N[keep_N], steps_N[keep_N], above), b_crit)
+    return first | {f"{key}_second": value for key, value in second.items()}
+
+
+def fit_branches(
+    args: Args, batch_N: np.ndarray, steps_N: np.ndarray, censored: list[tuple[int, float]]
+) -> LocalTradeoffFit | None:
+    """The probe's fit of its kept branches (with ``--censored``, and of its censored ones); ``None`` with fewer than 3
+    kept branches or 2 sizes."""
+    if len(batch_N) < 3 or len(np.unique(batch_N)) < 2:
+        return None
+    return fit_with_censored(batch_N, steps_N, censored) if args.censored else fit_local_tradeoff(batch_N, steps_N)
+
+
+def judge(fit: LocalTradeoffFit | None, b_crit: float) -> dict:
+    """Whether ``fit`` identifies ``B_crit``, whether its interval covers the true ``b_crit``, and its ratio to it."""
+    if fit is None:
         return {"identified": False, "covered": False, "ratio": math.nan}
-    batch_N, steps_N = np.array(batch, dtype=float), np.array(steps)
-    fit = fit_with_censored(batch_N, steps_N, censored) if args.censored else fit_local_tradeoff(batch_N, steps_N)
     covered = bool(fit.b_crit_low <= b_crit <= fit.b_crit_high)  # NaN ends compare False: not covered
     return {"identified": fit.identified, "covered": covered, "ratio": fit.b_crit / b_crit if fit.identified else math.nan}
 
@@ -220,20 +257,19 @@ def main(args: Args) -> None:
             for scenario in args.scenarios:
                 target = floor if "null floor" in scenario else three_se
                 results = [simulate(args, b_crit, seed_sd, scenario, target, rng) for _ in range(args.draws)]
-                ratios = [r["ratio"] for r in results if r["identified"]]
-                row = {
-                    "seed_sd": seed_sd,
-                    "b_crit": b_crit,
-                    "scenario": scenario,
-                    "target_sd": target,
-                    "identified": float(np.mean([r["identified"] for r in results])),
-                    "covered": float(np.mean([r["covered"] for r in results])),
-                    "median_ratio": float(np.median(ratios)) if ratios else math.nan,
-                }
+                row = {"seed_sd": seed_sd, "b_crit": b_crit, "scenario": scenario, "target_sd": target}
+                for suffix in ("", "_second"):
+                    ratios = [r[f"ratio{suffix}"] for r in results if r[f"identified{suffix}"]]
+                    row |= {
+                        f"identified{suffix}": float(np.mean([r[f"identified{suffix}"] for r in results])),
+                        f"covered{suffix}": float(np.mean([r[f"covered{suffix}"] for r in results])),
+                        f"median_ratio{suffix}": float(np.median(ratios)) if ratios else math.nan,
+                    }
                 rows.append(row)
                 print(
                     f"σ_seed {seed_sd:.2f}  B_crit {b_crit:6,.0f}  {scenario:<20}  identified {row['identified']:.2f}"
-                    f"  covered {row['covered']:.2f}  median fitted/true {row['median_ratio']:.2f}",
+                    f"  covered {row['covered']:.2f}  median fitted/true {row['median_ratio']:.2f}  second fit: "
+                    f"{row['identified_second']:.2f}, {row['covered_second']:.2f}, {row['median_ratio_second']:.2f}",
                     flush=True,
                 )
     record = {
@@ -285,7 +321,12 @@ def table(record: dict) -> str:
         f"3 learning rates, budget {a['budget_steps']:,} agent steps, E_min {a['e_min']:,.0f}, games of "
         f"{a['game_length']:.0f} agent steps, a {a['window']}-game running score, "
         f"σ of the rate optimum's offset {a['lr_offset_sd']}, the mean score rising along a {a['curve']} curve. "
-        "Scenarios: see the script's docstring. The fit: "
+        + (
+            f"Sizes below {a['slow_below']:,.0f} slowed by (that size / B)^{a['slow_power']:g}. "
+            if a.get("slow_below")
+            else ""
+        )
+        + "Scenarios: see the script's docstring. The second fit: from the size of least experience up. The fit: "
         + (
             "with the sizes and seeds that did not reach the target censored."
             if a.get("censored")
@@ -296,13 +337,15 @@ def table(record: dict) -> str:
         f"{record['null_floor_target']:.2f}. A branch that learns nothing at the largest size reached the 3-SE target "
         f"within its budget in {record['null_branch_crossing_3se']:.0%} of 200 tries.",
         "",
-        "| σ_seed | true B_crit | scenario | identified | 95 % interval covers the truth | median fitted/true (identified) |",
-        "|---:|---:|---|---:|---:|---:|",
+        "| σ_seed | true B_crit | scenario | identified | 95 % interval covers the truth | median fitted/true (identified) "
+        "| second fit: identified | covers | median fitted/true |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in record["rows"]:
         lines.append(
             f"| {row['seed_sd']:.2f} | {row['b_crit']:,.0f} | {row['scenario']} | {row['identified']:.2f} | "
-            f"{row['covered']:.2f} | {row['median_ratio']:.2f} |"
+            f"{row['covered']:.2f} | {row['median_ratio']:.2f} | {row.get('identified_second', math.nan):.2f} | "
+            f"{row.get('covered_second', math.nan):.2f} | {row.get('median_ratio_second', math.nan):.2f} |"
         )
     return "\n".join(lines) + "\n"
 

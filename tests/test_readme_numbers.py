@@ -130,7 +130,7 @@ def test_the_validated_predictors_are_the_committed_criterion_winners():
 def coverage_span(rows: list[dict], key: str) -> str:
     """``low–high`` of a column of simulated-probe rows, as percentages (``89–98``) or ratios (``0.74–1.26``)."""
     values = [row[key] for row in rows]
-    if key in ("covered", "identified"):
+    if key.startswith(("covered", "identified")):
         return f"{min(values):.0%}–{max(values):.0%}".replace("%", "")
     return f"{min(values):.2f}–{max(values):.2f}"
 
@@ -251,6 +251,24 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
     assert f"Pong's n_steps probe there gives {quoted[1]} from 256 up" in docs["probe.md"]
     assert (f"Qbert's at {quoted[0]} (its `B_simple` at the branch point {point:,.0f}, at least {low:,.0f}) and "
             f"Pong's at {quoted[1]}") in docs["results.md"]  # fmt: skip
+
+
+def test_the_second_fits_simulated_coverage_is_the_committed_simulation():
+    """docs/probe.md's coverage of the fit over every size and of the second fit, with the small sizes slowed and
+    without (``python benchmarks/probe_coverage.py ... --slow-below 1024 --slow-power 1.5``, and the same without)."""
+    validation = RESULTS / "validation"
+    slow, plain = (json.loads((validation / name / "coverage.json").read_text())["rows"]
+                   for name in ("probe_coverage_slow", "probe_coverage_second"))  # fmt: skip
+    inside = [row for row in slow if row["b_crit"] == 256]
+    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    assert (
+        f"the fit over every size covers the true `B_crit` in only {coverage_span(slow, 'covered')} % of probes and "
+        f"the second fit in {coverage_span(slow, 'covered_second')} %, identifying it in "
+        f"{coverage_span(slow, 'identified_second')} % (at `B_crit` 256, inside the slowed sizes, its median is "
+        f"{min(row['median_ratio_second'] for row in inside):.1f}–{max(row['median_ratio_second'] for row in inside):.1f}"
+        f"× the truth); where nothing is slowed, the two agree (the first covers it in {coverage_span(plain, 'covered')} "
+        f"%, the second in {coverage_span(plain, 'covered_second')} %)"
+    ) in probe_md
 
 
 def test_a_probes_cost_is_the_committed_v7_median():

@@ -61,7 +61,9 @@ series censored_envs "Alien 1950000"
 reported=()
 for probe_dir in results/probes_v8/*/at*/; do  # v8's design: at<k>k and its retest at<k>k_retest, no trial design
   if [[ "$(basename "$probe_dir")" =~ ^at[0-9]+k(_retest)?$ && -f "$probe_dir/probe_results.json" ]]; then
-    reported+=("$probe_dir")
+    if [[ -d "$probe_dir/runs" ]]; then reported+=("$probe_dir"); else
+      echo "$probe_dir: left out of v8's table, its branches are kept in the history (results/README.md restores them)" >&2
+    fi
   fi
 done
 if [[ ${#reported[@]} -gt 0 ]]; then rl-gns table "${reported[@]}" --out results/probes_v8/table.md; fi

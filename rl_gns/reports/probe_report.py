@@ -317,7 +317,7 @@ def plot_probe(
         name = f"B_simple ({DEFAULT_PREDICTOR}) at fixed parameters"
         if math.isfinite(b_simple.point) and b_simple.point > 0:
             ax.axvline(b_simple.point, color="tab:orange", ls=":", label=f"{name} {number(b_simple.point)}")
-            interval_span(ax, b_simple.low, b_simple.high, "tab:orange")
+            interval_span(ax, b_simple.low, b_simple.high, "tab:orange", label="B_simple's 95 % interval")
         else:
             interval_span(ax, b_simple.low, b_simple.high, "tab:orange", label=f"{name}: ≥ {number(b_simple.low)}")
     ax.set(xlabel="rollout size B (agent steps per PPO iteration)", ylabel="PPO iterations to the target")
@@ -335,7 +335,7 @@ def second_fit(ax: Axes, smallest: int, fit: LocalTradeoffFit | None, largest: f
         ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:green", ls="--", label=f"fit from B = {number(smallest)} up")
     if fit.identified:
         ax.axvline(fit.b_crit, color="tab:green", ls="-.", label=f"its B_crit {number(fit.b_crit)} agent steps")
-        interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:green")
+        interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:green", label="the second fit's 95 % interval")
 
 
 @dataclass

@@ -173,12 +173,21 @@ def retests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         second = by_path.get(path + RETEST)
         if second is None:
             continue
-        ratio = second["b_crit"] / first["b_crit"] if first["b_crit"] and math.isfinite(first["b_crit"]) else None
-        overlap = max(first["b_crit_low"], second["b_crit_low"]) <= min(first["b_crit_high"], second["b_crit_high"])
-        pairs.append({"probe": path, "retest": path + RETEST, "b_crit": first["b_crit"],
-                      "b_crit_retest": second["b_crit"], "ratio": ratio, "intervals_overlap": overlap,
-                      "both_identified": first["identified"] and second["identified"]})  # fmt: skip
+        pair = {"probe": path, "retest": path + RETEST, **compare(first, second)}
+        if first.get("upper", {}).get("fitted") and second.get("upper", {}).get("fitted"):
+            pair["upper"] = compare(first["upper"], second["upper"])
+        pairs.append(pair)
     return pairs
+
+
+def compare(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two fits of a test-retest pair: both `B_crit`, the retest's over the first's, whether their intervals overlap
+    and whether both identify it."""
+    ratio = second["b_crit"] / first["b_crit"] if first["b_crit"] and math.isfinite(first["b_crit"]) else None
+    return {"b_crit": first["b_crit"], "b_crit_retest": second["b_crit"], "ratio": ratio,
+            "intervals_overlap": max(first["b_crit_low"], second["b_crit_low"])
+            <= min(first["b_crit_high"], second["b_crit_high"]),
+            "both_identified": first["identified"] and second["identified"]}  # fmt: skip
 
 
 def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
@@ -220,11 +229,18 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
         lines.append(f"- seeds at one size, pooled over {probes} reported probes: σ of ln S {math.sqrt(ss / df):.2f} "
                      f"({df} df; kept branches only)")  # fmt: skip
     for pair in pairs:
-        ratio = "–" if pair["ratio"] is None else f"{pair['ratio']:.2f}"
-        lines.append(f"- retest of {pair['probe']}: `B_crit` {steps(pair['b_crit'])} then {steps(pair['b_crit_retest'])}"
-                     f" (ratio {ratio}), intervals {'overlap' if pair['intervals_overlap'] else 'disjoint'}, "
-                     f"{'both' if pair['both_identified'] else 'not both'} identified")  # fmt: skip
+        lines.append(f"- retest of {pair['probe']}: {agreement(pair)}"
+                     + (f"; the fits from the size of least experience up: {agreement(pair['upper'])}"
+                        if "upper" in pair else ""))  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def agreement(pair: dict[str, Any]) -> str:
+    """A test-retest comparison (:func:`compare`) in words."""
+    ratio = "–" if pair["ratio"] is None else f"{pair['ratio']:.2f}"
+    return (f"`B_crit` {steps(pair['b_crit'])} then {steps(pair['b_crit_retest'])} (ratio {ratio}), intervals "
+            f"{'overlap' if pair['intervals_overlap'] else 'disjoint'}, "
+            f"{'both' if pair['both_identified'] else 'not both'} identified")  # fmt: skip
 
 
 def main(args: Args) -> None:

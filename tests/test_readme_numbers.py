@@ -251,6 +251,20 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
     assert f"Pong's n_steps probe there gives {quoted[1]} from 256 up" in docs["probe.md"]
     assert (f"Qbert's at {quoted[0]} (its `B_simple` at the branch point {point:,.0f}, at least {low:,.0f}) and "
             f"Pong's at {quoted[1]}") in docs["results.md"]  # fmt: skip
+    # the retest of Qbert's, its second fit judged: both fits, its cost, and its ratio to the first probe's second fit
+    retest = json.loads((RESULTS / "probes_v8" / "Qbert" / "at1950k_censored_steps_retest" / "probe_results.json").read_text())
+    second, first_fit = retest["fit_from_least_experience"], record("Qbert")["fit_from_least_experience"]["fit"]
+    fit = second["fit"]
+    interval = f"{fit['b_crit']:,.0f} [{fit['b_crit_low']:,.0f}, {fit['b_crit_high']:,.0f}]"
+    ratio = fit["b_crit"] / first_fit["b_crit"]
+    assert second["from_rollout_size"] == 4096 and fit["identified"] and fit["b_crit_low"] > 0
+    assert (
+        f"18 branches at {retest['cost_multiple']:.1f}× its run. Its fit over every size again bounds `B_crit` from "
+        f"below only (at least {retest['fit']['b_crit_low']:,.0f}); its second fit, from 4,096 up"
+    ) in docs["probe.md"]
+    assert f"gives **{interval}**: {ratio:.1f}× the first probe's {first_fit['b_crit']:,.0f}" in docs["probe.md"]
+    assert (f"its second fit from 4,096 up gives {interval}, {ratio:.1f}× the first probe's {first_fit['b_crit']:,.0f}, "
+            "the intervals overlapping") in docs["results.md"]  # fmt: skip
 
 
 def test_the_second_fits_simulated_coverage_is_the_committed_simulation():

@@ -58,7 +58,8 @@ from rl_gns.core.maths.targets import (
     resolvable_improvement,
     trend_crossing,
 )
-from rl_gns.core.maths.tradeoff import LocalTradeoffFit, experience_falls, fit_local_tradeoff, fit_with_censored
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit
+from rl_gns.reports.probe_report import Rung, fit_branches, from_least_experience
 
 SCENARIOS = ("scatter", "+ rates", "+ games, 3 SE", "+ games, null floor", "+ games, null floor, trend")
 #: How a bent mean score rises to the target at ``x = t / S_true = 1``, as a fraction of the target (``k = 2``).
@@ -204,27 +205,10 @@ def simulate(args: Args, b_crit: float, seed_sd: float, scenario: str, target: f
             elif min(b.bound for b in branches) > 0:
                 censored.append((rollout, min(b.bound for b in branches)))
     batch_N, steps_N = np.array(batch, dtype=float), np.array(steps, dtype=float)
-    first = judge(fit_branches(args, batch_N, steps_N, censored), b_crit)
-    if not args.censored:
-        censored = []  # the probe's report leaves them out of the fit, and out of the sizes' experience
-    found = experience_falls(np.array([*batch_N, *(size for size, _ in censored)]),
-                             np.array([*steps_N, *(bound for _, bound in censored)]))  # fmt: skip
-    if found is None:
-        return first | {f"{key}_second": value for key, value in first.items()}
-    keep_N = batch_N >= found[1]
-    above = [(size, bound) for size, bound in censored if size >= found[1]]
-    second = judge(fit_branches(args, batch_N[keep_N], steps_N[keep_N], above), b_crit)
+    bounds = censored if args.censored else []  # the probe's report leaves them out of the fit and of the experience
+    kept = Rung(target, batch_N, steps_N, fit_branches(batch_N, steps_N, bounds, args.censored), [], bounds)
+    first, second = (judge(r.fit, b_crit) for r in (kept, from_least_experience(kept, args.censored)))
     return first | {f"{key}_second": value for key, value in second.items()}
-
-
-def fit_branches(
-    args: Args, batch_N: np.ndarray, steps_N: np.ndarray, censored: list[tuple[int, float]]
-) -> LocalTradeoffFit | None:
-    """The probe's fit of its kept branches (with ``--censored``, and of its censored ones); ``None`` with fewer than 3
-    kept branches or 2 sizes."""
-    if len(batch_N) < 3 or len(np.unique(batch_N)) < 2:
-        return None
-    return fit_with_censored(batch_N, steps_N, censored) if args.censored else fit_local_tradeoff(batch_N, steps_N)
 
 
 def judge(fit: LocalTradeoffFit | None, b_crit: float) -> dict:

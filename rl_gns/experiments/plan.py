@@ -325,14 +325,21 @@ def resume_config(config: TrainConfig, given: Collection[str]) -> TrainConfig:
     return replace(stored, **{**now, **this_time, **moved_paths(stored, run)})
 
 
+def moved(run: RunDir) -> tuple[str, str] | None:
+    """``(the run's directory as its config.json recorded it, where it lies now)``, as
+    :func:`~rl_gns.records.schema.relocated` takes them; ``None`` where the record names none."""
+    recorded_out = run.config().settings.get("out")
+    return (recorded_out, str(run.path)) if isinstance(recorded_out, str) else None
+
+
 def moved_paths(stored: TrainConfig, run: RunDir) -> dict[str, Path]:
     """The files a run's settings name (``init_from``, ``race_file``) where they lie now, had the run moved with them
     (:func:`~rl_gns.records.schema.relocated`: the same place relative to the run's directory as recorded)."""
-    recorded_out = run.config().settings.get("out")
-    if not isinstance(recorded_out, str):
+    where = moved(run)
+    if where is None:
         return {}
     named = {name: getattr(stored, name) for name in ("init_from", "race_file") if getattr(stored, name) is not None}
-    return {name: Path(relocated(str(path), recorded_out, str(run.path))) for name, path in named.items()}
+    return {name: Path(relocated(str(path), *where)) for name, path in named.items()}
 
 
 def resumable_checkpoint(config: TrainConfig) -> Checkpoint:
@@ -353,12 +360,11 @@ def resumable_checkpoint(config: TrainConfig) -> Checkpoint:
         raise CheckpointError(f"checkpoint {checkpoint.path} was made by rl-gns {made_by}, this is {version('rl-gns')}")
     settings, now = checkpoint.state.get("settings", {}), training_settings(config)
     # a run moved with what its paths name (a probe's branches and the agent they start from) is compared where it lies
-    recorded_out = RunDir(config.resume).config().settings.get("out")
-    moved = (recorded_out, str(config.resume)) if isinstance(recorded_out, str) else None
+    where = moved(RunDir(config.resume))
     changed = sorted(
         key
         for key in now.keys() | settings.keys()
-        if key not in now or key not in settings or not same_setting(key, settings[key], now[key], moved)
+        if key not in now or key not in settings or not same_setting(key, settings[key], now[key], where)
     )
     if changed:
         raise CheckpointError(f"checkpoint {checkpoint.path} was made with other settings ({', '.join(changed)})")

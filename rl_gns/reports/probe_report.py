@@ -173,7 +173,7 @@ def censored_note(chosen: Rung) -> str:
     sizes = ", ".join(f"{size:,}" for size in sorted({size for size, _ in chosen.censored})) or "none"
     return (
         f"Censored fit: {len(chosen.censored)} seeds and sizes that did not reach the target are in the fit as taking "
-        f"more steps than they trained (rollout sizes {sizes}); the interval is the profile likelihood's."
+        f"more steps than they trained (rollout sizes {sizes}); the interval is the profile likelihood's"
     )
 
 

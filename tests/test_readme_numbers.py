@@ -226,7 +226,7 @@ def test_the_cost_caps_simulated_identification_and_coverage():
 def test_the_count_of_v8_reports_that_note_sizes_slower_than_s_of_b_allows():
     """docs/probe.md counts the committed v8 reports (``rl-gns probe-report``) that carry the note on sizes that took
     more agent steps to the target than the size of least experience, among those that reported."""
-    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}
     reports = [path.parent / "report.md" for path in (RESULTS / "probes_v8").glob("*/*/probe_results.json")]
     noted = sum("Note: the branches took more agent steps to the target" in path.read_text() for path in reports)
     probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
@@ -265,6 +265,20 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
     assert f"gives **{interval}**: {ratio:.1f}× the first probe's {first_fit['b_crit']:,.0f}" in docs["probe.md"]
     assert (f"its second fit from 4,096 up gives {interval}, {ratio:.1f}× the first probe's {first_fit['b_crit']:,.0f}, "
             "the intervals overlapping") in docs["results.md"]  # fmt: skip
+    # Alien's, the first whose branches all followed the second fit's note: its cost and both fits, neither bounded
+    alien = json.loads((RESULTS / "probes_v8" / "Alien" / "at1950k_censored_steps" / "probe_results.json").read_text())
+    second = alien["fit_from_least_experience"]
+    assert not alien["fit"]["identified"] and not second["fit"]["identified"]
+    assert second["fit"]["b_crit_low"] == 0 and second["fit"]["b_crit_high"] == float("inf")
+    assert (
+        f"18 branches in 4 rounds at {alien['cost_multiple']:.1f}× its run. Its fit over every size bounds `B_crit` from "
+        f"below only (at least {alien['fit']['b_crit_low']:,.0f}), and its second fit, from "
+        f"{second['from_rollout_size']:,} up, **on neither side**"
+    ) in docs["probe.md"]
+    assert (
+        f"(at least {alien['fit']['b_crit_low']:,.0f}) and on neither side by its second fit, from "
+        f"{second['from_rollout_size']:,} up, after 18 branches at {alien['cost_multiple']:.1f}× its run"
+    ) in docs["results.md"]
 
 
 def test_the_second_fits_simulated_coverage_is_the_committed_simulation():

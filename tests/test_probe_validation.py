@@ -113,6 +113,15 @@ def test_a_probe_verdict_states_only_what_its_fit_bounds():
     assert probe_report.verdict(None, sizes[:2], 2, 18) == (
         "B_crit not identified: 2 of 18 branches reached the target, 2 kept at 2 sizes"
     )
+    # steps flat in the rollout size: E_min at 0 (NumPy scalars, as the censored fit returns them), bounded above only
+    flat = LocalTradeoffFit(
+        s_min=np.float64(961.7), e_min=np.float64(0.0), b_crit_low=0.0, b_crit_high=1_407.3, level=0.95, n_points=5
+    )
+    assert flat.identified is False and json.loads(json.dumps({"identified": flat.identified})) == {"identified": False}
+    assert probe_report.verdict(flat, sizes, 9, 18) == (
+        "B_crit not identified: at most 1.41e+03 agent steps (95 % upper end; the fit puts E_min at 0: the steps do not "
+        "fall as the rollout size grows) (9 of 18 branches reached the target, 5 kept at 3 sizes)"
+    )
 
 
 def test_the_table_lists_each_game_by_stage(tmp_path):

@@ -96,6 +96,11 @@ def verdict(fit: LocalTradeoffFit | None, batch_N: np.ndarray, n_reached: int, n
             f"B_crit not identified: the data reject every B_crit >= 0, as the steps fall faster than 1 / rollout size "
             f"(S_min {fmt(fit.s_min)} < 0) ({reached})"
         )
+    if not fit.identified and math.isfinite(fit.b_crit_high):  # [0, high]: E_min at 0, the steps flat in B
+        return (
+            f"B_crit not identified: at most {fmt(fit.b_crit_high)} agent steps (95 % upper end; the fit puts E_min at "
+            f"{fmt(fit.e_min)}: the steps do not fall as the rollout size grows) ({reached})"
+        )
     if not fit.identified and not fit.b_crit_low > 0:  # [0, inf]: the data bound it on neither side
         return f"B_crit not identified: the data bound it on neither side ({reached})"
     if not fit.identified:

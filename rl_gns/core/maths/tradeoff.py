@@ -123,8 +123,9 @@ class LocalTradeoffFit:
 
     @property
     def identified(self) -> bool:
-        """Whether the data bound ``B_crit`` on both sides."""
-        return math.isfinite(self.b_crit_high) and self.s_min > 0 and self.e_min > 0
+        """Whether the data bound ``B_crit`` on both sides: a finite upper end and a positive estimate (a plain
+        ``bool``, also where the fields are NumPy scalars, so that the records hold ``true`` or ``false``)."""
+        return bool(math.isfinite(self.b_crit_high) and self.s_min > 0 and self.e_min > 0)
 
 
 def fit_local_tradeoff(batch_N: np.ndarray, steps_N: np.ndarray, level: float = 0.95) -> LocalTradeoffFit:

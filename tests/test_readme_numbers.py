@@ -279,6 +279,15 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
         f"(at least {alien['fit']['b_crit_low']:,.0f}) and on neither side by its second fit, from "
         f"{second['from_rollout_size']:,} up, after 18 branches at {alien['cost_multiple']:.1f}× its run"
     ) in docs["results.md"]
+    # Breakout's at 1M, the game never probed before: its fit bounded below, its second fit above only (E_min at 0)
+    breakout = json.loads((RESULTS / "probes_v8" / "Breakout" / "at1000k_censored_steps" / "probe_results.json").read_text())
+    second = breakout["fit_from_least_experience"]
+    assert second["fit"]["e_min"] == 0 and not second["fit"]["identified"]
+    assert (
+        f"15 branches in 3 rounds at {breakout['cost_multiple']:.1f}× its run. Its fit bounds `B_crit` from below only "
+        f"(at least {breakout['fit']['b_crit_low']:,.0f}); its second fit, from {second['from_rollout_size']:,} up, puts "
+        f"`E_min` at 0 and `B_crit` at most {second['fit']['b_crit_high']:,.0f}"
+    ) in docs["probe.md"]
 
 
 def test_the_second_fits_simulated_coverage_is_the_committed_simulation():

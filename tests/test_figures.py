@@ -17,7 +17,7 @@ from matplotlib.container import BarContainer
 from PIL import Image
 
 from rl_gns.core.maths.noise_scale import RatioInterval
-from rl_gns.core.maths.tradeoff import TradeoffFit, fit_local_tradeoff
+from rl_gns.core.maths.tradeoff import LocalTradeoffFit, TradeoffFit, fit_local_tradeoff
 from rl_gns.records.rundir import RunDir, runs_under
 from rl_gns.records.scaling_log import MEASUREMENTS, SETTINGS
 from rl_gns.reports import sweep_report
@@ -224,6 +224,19 @@ def test_a_censored_probe_draws_its_branches_that_did_not_reach_within_range():
     curve = np.asarray(next(line for line in ax.get_lines() if line.get_label().startswith("fit")).get_xdata())
     assert curve.min() == pytest.approx(128) and curve.max() == pytest.approx(4096)
     assert "did not reach: more steps than this" in legend_texts(ax)
+
+
+def test_a_second_fit_bounded_above_only_draws_its_upper_end_within_range():
+    """A second fit whose steps are flat in the rollout size (``E_min`` 0): its interval has an upper end only, drawn
+    and named, inside the panel, and no ``B_crit`` line."""
+    batch_N, steps_N = small_probe()
+    flat = LocalTradeoffFit(s_min=20.0, e_min=0.0, b_crit_low=0.0, b_crit_high=3_000.0, level=0.95, n_points=6)
+    _, ax = plt.subplots()
+    plot_probe(batch_N, steps_N, fit_local_tradeoff(batch_N, steps_N), None, ax, upper=(256, flat))
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert lines["its B_crit ≤ 3,000 (95 %)"].get_xdata()[0] == 3_000.0
+    assert ax.get_xlim()[1] > 3_000.0 and not any(label.startswith("its B_crit ") and "≤" not in label for label in lines)
+    assert "fit from B = 256 up" in legend_texts(ax)
 
 
 def test_bench_figure_names_quantities():

@@ -261,13 +261,13 @@ def probe_x_limits(
 ) -> tuple[float, ...]:
     """The x limits of :func:`plot_probe`, agent steps: a factor 1.5 beyond the branches' rollout sizes and every
     value a line or the start of an open span marks (``B_crit``, its lower end where not identified, a ``second``
-    fit's identified ``B_crit``, ``B_simple`` or its lower end), so that what the legend names is drawn; empty where
-    there is none."""
+    fit's identified ``B_crit`` or else its finite upper end, ``B_simple`` or its lower end), so that what the legend
+    names is drawn; empty where there is none."""
     values = [float(b) for b in batch_N]
     if fit is not None:
         values.append(fit.b_crit if fit.identified else fit.b_crit_low)
-    if second is not None and second.identified:
-        values.append(second.b_crit)
+    if second is not None:
+        values.append(second.b_crit if second.identified else second.b_crit_high)
     if b_simple is not None:
         values.append(b_simple.point if math.isfinite(b_simple.point) and b_simple.point > 0 else b_simple.low)
     positive = [v for v in values if math.isfinite(v) and v > 0]
@@ -332,7 +332,8 @@ def plot_probe(
 
 def second_fit(ax: Axes, smallest: int, fit: LocalTradeoffFit | None, largest: float) -> None:
     """A second fit of :func:`plot_probe`, over the sizes from ``smallest`` to ``largest`` (agent steps): its ``S(B)``
-    dashed, and its ``B_crit`` with its interval where it identifies one."""
+    dashed, and its ``B_crit`` with its interval where it identifies one, else the upper end of its interval where
+    that is finite."""
     if fit is None:
         return
     if fit.s_min > 0:
@@ -341,6 +342,8 @@ def second_fit(ax: Axes, smallest: int, fit: LocalTradeoffFit | None, largest: f
     if fit.identified:
         ax.axvline(fit.b_crit, color="tab:green", ls="-.", label=f"its B_crit {number(fit.b_crit)} agent steps")
         interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:green", label="the second fit's 95 % interval")
+    elif math.isfinite(fit.b_crit_high):
+        ax.axvline(fit.b_crit_high, color="tab:green", ls="-.", label=f"its B_crit ≤ {number(fit.b_crit_high)} (95 %)")
 
 
 @dataclass

@@ -695,6 +695,7 @@ def test_a_pilot_that_passes_no_null_floor_sets_no_target_and_says_so(source, tm
     line = result.stderr.strip().splitlines()[-1]  # after the runs' progress bars
     assert result.returncode == 2 and line.startswith("rl-gns probe: error: "), result.stderr[-2000:]
     assert f"the pilot's best running score, {best:.4g}, does not pass the null floor" in line
+    assert line.endswith("does not improve measurably within --budget-steps from here (docs/probe.md, targets from a pilot)")
     assert not (out / "runs").exists() or not any((out / "runs").iterdir())
     record = json.loads((out / "probe.json").read_text())
     assert record["pilot_best"] == pytest.approx(best) and record["null_floor"] > best and record["null_looks"] >= 2

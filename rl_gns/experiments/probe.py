@@ -612,7 +612,8 @@ def probe_targets(
         if not targets:
             raise NoTargetError(
                 f"{directory / PILOT}: the pilot's best running score, {best:.4g}, does not pass the null floor "
-                f"{floor.floor:.4g}: no target at this point of the run (criterion v8 replaces the game)",
+                f"{floor.floor:.4g}: no target at this point of the run, which does not improve measurably within "
+                f"--budget-steps from here (docs/probe.md, targets from a pilot)",
                 {**floor.record(), "pilot_best": best},
             )
         floor, pilot = null_floor_of(config, directory / ANCHOR, targets, n_envs_K, order), {"pilot_best": best}

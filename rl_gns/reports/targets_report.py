@@ -104,7 +104,7 @@ def targets(config: TargetsConfig) -> dict:
     )
     print(f"null floor (p_null <= {config.level:g}): {floor:.4g}; pilot's best running score: {best:.4g}")
     if not chosen:  # only where none was given
-        print("no target: the pilot did not pass the null floor (criterion v8 replaces the game)")
+        print("no target: the pilot did not pass the null floor (the run does not improve measurably within the budget)")
     for target, p in zip(chosen, false_crossing, strict=True):
         print(f"target {target:.4g}: p_null {p:.2g}")
     if config.out is not None:

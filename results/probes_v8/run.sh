@@ -16,7 +16,8 @@
 #   6. From the note of 2026-12-06 (07:26 UTC): Qbert's n_steps probe at 1.95M again with disjoint seeds, before the
 #      n_steps series goes on (its second fit, from the size of least experience up, identified B_crit).
 #   7. From the note of 2026-12-06 (10:32 UTC): Breakout, never probed before, at 1M and 1.95M in the n_steps series,
-#      after Alien (its trunk trained again by results/probes/trunks.sh, for its snapshots).
+#      after Alien (its trunk trained again by results/probes/trunks.sh, for its snapshots); its outcome note of 12:04
+#      UTC adds 1.25M (no target at 1.95M).
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
@@ -56,7 +57,8 @@ series() {
 
 series censored_envs "Pong 1950000" "Qbert 1950000"
 probe Qbert 1950000 censored_steps_retest  # the note of 2026-12-06 (07:26 UTC): its second fit identified B_crit
-series censored_steps "Pong 1950000" "Qbert 1950000" "Alien 1950000" "Breakout 1000000" "Breakout 1950000"
+series censored_steps "Pong 1950000" "Qbert 1950000" "Alien 1950000" "Breakout 1000000" "Breakout 1950000" \
+  "Breakout 1250000"
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
 series censored_envs "Alien 1950000"
 

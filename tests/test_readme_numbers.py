@@ -226,7 +226,7 @@ def test_the_cost_caps_simulated_identification_and_coverage():
 def test_the_count_of_v8_reports_that_note_sizes_slower_than_s_of_b_allows():
     """docs/probe.md counts the committed v8 reports (``rl-gns probe-report``) that carry the note on sizes that took
     more agent steps to the target than the size of least experience, among those that reported."""
-    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}
+    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen"}
     reports = [path.parent / "report.md" for path in (RESULTS / "probes_v8").glob("*/*/probe_results.json")]
     noted = sum("Note: the branches took more agent steps to the target" in path.read_text() for path in reports)
     probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
@@ -288,6 +288,14 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
         f"(at least {breakout['fit']['b_crit_low']:,.0f}); its second fit, from {second['from_rollout_size']:,} up, puts "
         f"`E_min` at 0 and `B_crit` at most {second['fit']['b_crit_high']:,.0f}"
     ) in docs["probe.md"]
+    # and at 1.25M, where the fit over every size bounds it above
+    fit = json.loads((RESULTS / "probes_v8" / "Breakout" / "at1250k_censored_steps" / "probe_results.json").read_text())
+    point, low, high = fit["noise_at_branch_point"]["envs/value"]
+    quoted = f"{fit['fit']['b_crit']:,.0f} [{fit['fit']['b_crit_low']:,.0f}, {fit['fit']['b_crit_high']:,.0f}]"
+    assert fit["fit"]["identified"] and fit["fit_from_least_experience"]["same_as_fit"]
+    assert f"at {fit['cost_multiple']:.1f}× its run: `B_crit` **{quoted}**, bounded above only" in docs["probe.md"]
+    assert f"**identifies `B_crit` at {quoted}** agent steps" in docs["results.md"]
+    assert f"its `B_simple` there {point:,.0f} [{low:,.0f}, {high:,.0f}]" in docs["results.md"]
 
 
 def test_the_second_fits_simulated_coverage_is_the_committed_simulation():

@@ -238,6 +238,11 @@ def test_a_second_fit_bounded_above_only_draws_its_upper_end_within_range():
     assert ax.get_xlim()[1] > 3_000.0 and not any(label.startswith("its B_crit ") and "≤" not in label for label in lines)
     assert "fit from B = 256 up" in legend_texts(ax)
 
+    _, ax = plt.subplots()  # the fit over every size alike
+    plot_probe(batch_N, steps_N, flat, None, ax)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert lines["B_crit ≤ 3,000 (95 %)"].get_xdata()[0] == 3_000.0 and ax.get_xlim()[1] > 3_000.0
+
 
 def test_bench_figure_names_quantities():
     def scale(value: float) -> NoiseScale:

@@ -260,14 +260,15 @@ def probe_x_limits(
     second: LocalTradeoffFit | None = None,
 ) -> tuple[float, ...]:
     """The x limits of :func:`plot_probe`, agent steps: a factor 1.5 beyond the branches' rollout sizes and every
-    value a line or the start of an open span marks (``B_crit``, its lower end where not identified, a ``second``
-    fit's identified ``B_crit`` or else its finite upper end, ``B_simple`` or its lower end), so that what the legend
-    names is drawn; empty where there is none."""
+    value a line or the start of an open span marks (``B_crit`` of the fit and of a ``second`` fit, where not
+    identified the lower end of the fit's interval and the finite upper end of either's, ``B_simple`` or its lower
+    end), so that what the legend names is drawn; empty where there is none."""
     values = [float(b) for b in batch_N]
-    if fit is not None:
-        values.append(fit.b_crit if fit.identified else fit.b_crit_low)
-    if second is not None:
-        values.append(second.b_crit if second.identified else second.b_crit_high)
+    for each in (fit, second):
+        if each is not None:
+            values.append(each.b_crit if each.identified else each.b_crit_high)
+    if fit is not None and not fit.identified:
+        values.append(fit.b_crit_low)
     if b_simple is not None:
         values.append(b_simple.point if math.isfinite(b_simple.point) and b_simple.point > 0 else b_simple.low)
     positive = [v for v in values if math.isfinite(v) and v > 0]
@@ -311,11 +312,8 @@ def plot_probe(
         ax.set_xscale("log")
         ax.set_xlim(*x_limits)
         plain_log_ticks(ax.xaxis)
-    if fit is not None and fit.identified:
-        ax.axvline(fit.b_crit, color="tab:blue", ls="--", label=f"B_crit {number(fit.b_crit)} agent steps")
-        interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:blue", label="its 95 % interval")
-    elif fit is not None and fit.b_crit_low > 0:
-        interval_span(ax, fit.b_crit_low, math.inf, "tab:blue", label=f"B_crit not identified: ≥ {number(fit.b_crit_low)}")
+    if fit is not None:
+        fit_bounds(ax, fit)
     if upper is not None and len(batch_N):
         second_fit(ax, upper[0], upper[1], float(sizes_N.max()))
     if b_simple is not None and b_simple.low > 0:
@@ -328,6 +326,18 @@ def plot_probe(
     ax.set(xlabel="rollout size B (agent steps per PPO iteration)", ylabel="PPO iterations to the target")
     legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     return ax
+
+
+def fit_bounds(ax: Axes, fit: LocalTradeoffFit) -> None:
+    """The fit's ``B_crit`` of :func:`plot_probe`: its line and interval where identified, else the open span from its
+    lower end where that is above 0, else the upper end of its interval where that is finite."""
+    if fit.identified:
+        ax.axvline(fit.b_crit, color="tab:blue", ls="--", label=f"B_crit {number(fit.b_crit)} agent steps")
+        interval_span(ax, fit.b_crit_low, fit.b_crit_high, "tab:blue", label="its 95 % interval")
+    elif fit.b_crit_low > 0:
+        interval_span(ax, fit.b_crit_low, math.inf, "tab:blue", label=f"B_crit not identified: ≥ {number(fit.b_crit_low)}")
+    elif math.isfinite(fit.b_crit_high):
+        ax.axvline(fit.b_crit_high, color="tab:blue", ls="-.", label=f"B_crit ≤ {number(fit.b_crit_high)} (95 %)")
 
 
 def second_fit(ax: Axes, smallest: int, fit: LocalTradeoffFit | None, largest: float) -> None:

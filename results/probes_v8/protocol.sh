@@ -19,6 +19,8 @@
 #   censored_steps: the censored design with n_steps varied at the trunk's 8 envs, rollouts of 64 to 16,384 agent steps
 #   (x4 apart) and 32,768 held back (the note of 2026-12-06, 00:55 UTC), seeds from 24; censored_steps_retest: again,
 #   from 27.
+#   TRUNK (optional): the trunk's directory, if not results/probes/trunks/<Game> (a trunk trained again that departs from
+#   the committed one is kept beside it; the criterion's note of 2026-12-06, 13:43 UTC).
 #   Every censored variant runs under --max-cost 10 since the note of 2026-12-06 (04:23 UTC), 5 before it: a probe that
 #   stopped at the cap goes on from its recorded rounds.
 set -euo pipefail
@@ -29,7 +31,7 @@ if [[ -n "${3:-}" && "|$variants|" != *"|$3|"* ]]; then echo "$usage" >&2; exit 
 game="$1"; at="$2"; variant="${3:-}"
 cd "$(dirname "$0")/../.."  # the repository root: probes record their source as given, relative to it
 here="${HERE:-results/probes_v8}"
-trunk="results/probes/trunks/$game"
+trunk="${TRUNK:-results/probes/trunks/$game}"
 if [[ ! -d "$trunk/snapshots" ]]; then  # committed without its snapshots: train it again to 1M, keeping one every 250k
   trunk="$here/trunks/$game"
   if [[ ! -f "$trunk/summary.json" ]]; then

@@ -226,7 +226,8 @@ def test_the_cost_caps_simulated_identification_and_coverage():
 def test_the_count_of_v8_reports_that_note_sizes_slower_than_s_of_b_allows():
     """docs/probe.md counts the committed v8 reports (``rl-gns probe-report``) that carry the note on sizes that took
     more agent steps to the target than the size of least experience, among those that reported."""
-    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen"}
+    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen",
+             14: "fourteen", 15: "fifteen", 16: "sixteen"}
     reports = [path.parent / "report.md" for path in (RESULTS / "probes_v8").glob("*/*/probe_results.json")]
     noted = sum("Note: the branches took more agent steps to the target" in path.read_text() for path in reports)
     probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
@@ -296,6 +297,47 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
     assert f"at {fit['cost_multiple']:.1f}× its run: `B_crit` **{quoted}**, bounded above only" in docs["probe.md"]
     assert f"**identifies `B_crit` at {quoted}** agent steps" in docs["results.md"]
     assert f"its `B_simple` there {point:,.0f} [{low:,.0f}, {high:,.0f}]" in docs["results.md"]
+    # Qbert at its second stage, 1.5M: bounded below by the fit over every size, on neither side by the second fit
+    qbert = json.loads((RESULTS / "probes_v8" / "Qbert" / "at1500k_censored_steps" / "probe_results.json").read_text())
+    second = qbert["fit_from_least_experience"]
+    assert not qbert["fit"]["identified"] and second["fit"]["b_crit_high"] == float("inf")
+    (p_null,) = qbert["false_crossing"]
+    assert (
+        f"target {qbert['targets'][0]:,.1f} (`p_null` {p_null:.2g}), 18 branches in 4 rounds at "
+        f"{qbert['cost_multiple']:.1f}× its run. Its fit bounds `B_crit` from below only (at least "
+        f"{qbert['fit']['b_crit_low']:,.0f}), and its second fit, from {second['from_rollout_size']:,} up, on neither side"
+    ) in docs["probe.md"]
+
+
+def test_the_n_steps_designs_outcomes_quoted_in_the_docs():
+    """docs/probe.md, results.md and the README quote the n_steps design's line of the committed outcomes
+    (``python benchmarks/probe_outcomes.py results/probes_v8 --out results/probes_v8/outcomes``): how many probes
+    reported, their median cost and range, and how many each fit identifies."""
+    outcomes = (RESULTS / "probes_v8" / "outcomes" / "outcomes.md").read_text()
+    line = re.search(
+        r"censored fit, 1 largest sizes held back: (\d+) reported, cost a median ([\d.]+)× \(([\d.]+)–([\d.]+)×\), "
+        r"`B_crit` identified in (\d+) of \d+ \(\d+ with a lower end above 0\); the fit from the size of least "
+        r"experience up identifies it in (\d+) of \d+ \((\d+) with a lower end above 0\)",
+        outcomes,
+    )
+    assert line is not None
+    n, median, low, high, fit, second, both = line.groups()
+    docs = {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "results.md")}
+    readme = re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
+    assert (
+        f"{n} probes cost a median {median}× the run ({low}–{high}×), every target's false-crossing rate at most "
+    ) in docs["probe.md"]
+    assert (
+        f"the fit over every size identifies `B_crit` in {fit} of {n}, the fit from the size of least experience up in "
+        f"{second} of {n}, bounded from both sides in {both}"
+    ) in docs["probe.md"]
+    assert (
+        f"Over the {n} n_steps probes (4 games, 1M–1.95M) the design costs a median {median}× the run ({low}–{high}×); "
+        f"the fit over every size identifies `B_crit` in {fit} of {n}, the second fit in {second} of {n} (both sides in "
+        f"{both}, Qbert's pair)"
+    ) in docs["results.md"]
+    assert f"On real probes varying n_steps ({n}, on 4 Atari games) it cost a median {median}× the run" in readme
+    assert f"bounded `B_crit` from above in {second} (from both sides in {both}, Qbert's)" in readme
 
 
 def test_the_second_fits_simulated_coverage_is_the_committed_simulation():

@@ -20,6 +20,7 @@
 #      UTC adds 1.25M (no target at 1.95M).
 #   8. From the note of 2026-12-06 (13:43 UTC): Qbert at 1.5M in the n_steps series, from its trunk trained again
 #      (results/probes/trunks.sh), which departs from the committed one and is kept beside it (results/probes_v8/trunks).
+#   9. From the note of 2026-12-06 (14:52 UTC): Pong at 500k in the n_steps series.
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
@@ -62,6 +63,7 @@ probe Qbert 1950000 censored_steps_retest  # the note of 2026-12-06 (07:26 UTC):
 series censored_steps "Pong 1950000" "Qbert 1950000" "Alien 1950000" "Breakout 1000000" "Breakout 1950000" \
   "Breakout 1250000"
 TRUNK=results/probes_v8/trunks/Qbert probe Qbert 1500000 censored_steps
+probe Pong 500000 censored_steps  # the note of 2026-12-06 (14:52 UTC): the n_steps design at 500k, no retest
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
 series censored_envs "Alien 1950000"
 

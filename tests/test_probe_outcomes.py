@@ -39,15 +39,24 @@ def test_outcomes_of_the_committed_v8_probes(tmp_path):
     assert wide["reset_together"]["false_crossing_envs"][0] > 0.1 and wide["reset_together"]["null_floor_envs"] > -18.37
     assert "reset_together" not in rows["Qbert/at500k"]  # no target: nothing to re-read
     # the second fit, from the size of least experience up, as the report gives it; "the fit itself" where no smaller
-    # size took more experience; Pong's n_steps probe's interval reaches 0, so it is counted apart
-    steps = json.loads((V8 / "Pong" / "at1950k_censored_steps" / "probe_results.json").read_text())
-    second, upper = steps["fit_from_least_experience"], rows["Pong/at1950k_censored_steps"]["upper"]
-    assert upper["from_rollout_size"] == second["from_rollout_size"] and upper["b_crit"] == second["fit"]["b_crit"]
-    assert upper["identified"] == second["fit"]["identified"] and not second["same_as_fit"]
+    # size took more experience; an interval that reaches 0 is counted apart
+    records = {at: V8 / "Pong" / f"at{at}_censored_steps" / "probe_results.json" for at in ("500k", "1950k")}
+    steps = {at: json.loads(path.read_text()) for at, path in records.items()}
+    for at, probe in steps.items():
+        second, upper = probe["fit_from_least_experience"], rows[f"Pong/at{at}_censored_steps"]["upper"]
+        assert upper["from_rollout_size"] == second["from_rollout_size"] and upper["b_crit"] == second["fit"]["b_crit"]
+        assert upper["identified"] == second["fit"]["identified"] and not second["same_as_fit"]
     assert rows["Pong/at500k"]["upper"]["same_as_fit"] and "upper" not in rows["Pong/at500k_cheap"]  # kept in history
     summary = (tmp_path / "outcomes.md").read_text()
-    held_back = "censored fit, 1 largest sizes held back: 1 reported"
-    lower = "" if upper["b_crit_low"] > 0 else " (0 with a lower end above 0)"
-    assert f"{held_back}, cost a median" in summary
-    assert f"the fit from the size of least experience up identifies it in {int(upper['identified'])} of 1{lower}" in summary
+    fits = [probe["fit"] for probe in steps.values()]
+    seconds = [probe["fit_from_least_experience"]["fit"] for probe in steps.values()]
+
+    def counted(fits: list[dict]) -> str:
+        upper = [fit for fit in fits if fit["identified"]]
+        both = sum(fit["b_crit_low"] > 0 for fit in upper)
+        return f"{len(upper)} of 2" + ("" if both == len(upper) else f" ({both} with a lower end above 0)")
+
+    assert "censored fit, 1 largest sizes held back: 2 reported, cost a median" in summary
+    second_fits = f"the fit from the size of least experience up identifies it in {counted(seconds)}"
+    assert f"`B_crit` identified in {counted(fits)}; {second_fits}" in summary
     assert "2 reported, cost a median 15.2× (14.6–15.7×), `B_crit` identified in 0 of 2" in summary

@@ -12,6 +12,9 @@ from rl_gns.core.maths.advice import VALIDATED
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
+WORDS = dict(enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen".split()
+))  # fmt: skip
 
 
 def readme() -> str:
@@ -226,12 +229,10 @@ def test_the_cost_caps_simulated_identification_and_coverage():
 def test_the_count_of_v8_reports_that_note_sizes_slower_than_s_of_b_allows():
     """docs/probe.md counts the committed v8 reports (``rl-gns probe-report``) that carry the note on sizes that took
     more agent steps to the target than the size of least experience, among those that reported."""
-    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen",
-             14: "fourteen", 15: "fifteen", 16: "sixteen"}
     reports = [path.parent / "report.md" for path in (RESULTS / "probes_v8").glob("*/*/probe_results.json")]
     noted = sum("Note: the branches took more agent steps to the target" in path.read_text() for path in reports)
     probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
-    assert f"({words[noted]} of v8's {words[len(reports)]} reported probes)" in probe_md
+    assert f"({WORDS[noted]} of v8's {WORDS[len(reports)]} reported probes)" in probe_md
 
 
 def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
@@ -307,37 +308,73 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
         f"{qbert['cost_multiple']:.1f}× its run. Its fit bounds `B_crit` from below only (at least "
         f"{qbert['fit']['b_crit_low']:,.0f}), and its second fit, from {second['from_rollout_size']:,} up, on neither side"
     ) in docs["probe.md"]
+    # Pong at 500k, the first n_steps probe whose fit over every size bounds B_crit from both sides
+    pong = json.loads((RESULTS / "probes_v8" / "Pong" / "at500k_censored_steps" / "probe_results.json").read_text())
+    fit, second = pong["fit"], pong["fit_from_least_experience"]
+    assert fit["identified"] and fit["b_crit_low"] > 0 and fit["b_crit_high"] < float("inf")
+    quoted = f"{fit['b_crit']:,.0f} [{fit['b_crit_low']:,.0f}, {fit['b_crit_high']:,.0f}]"
+    low_end = f"{second['fit']['b_crit']:,.0f} [{second['fit']['b_crit_low']:,.0f}, {second['fit']['b_crit_high']:,.0f}]"
+    policy, (_, value_low, value_high) = (
+        pong["noise_at_branch_point"]["envs/policy"],
+        pong["noise_at_branch_point"]["envs/value"],
+    )
+    simple = f"{policy[0]:,.0f} [{policy[1]:,.0f}, {policy[2]:,.0f}] by the policy loss"
+    assert value_high == float("inf")
+    target = f"{pong['targets'][0]:.1f}".replace("-", "−")  # the docs print a minus sign
+    assert (
+        f"target {target} (`p_null` {pong['false_crossing'][0]:.2g}), 15 branches in 3 rounds at "
+        f"{pong['cost_multiple']:.1f}× its run: `B_crit` **{quoted}**"
+    ) in docs["probe.md"]
+    assert f"its second fit, from {second['from_rollout_size']:,} up, gives {low_end}" in docs["probe.md"]
+    assert f"{simple} (env scheme) and has no upper end by the value loss (at least {value_low:,.0f})" in docs["probe.md"]
+    assert f"**bounds `B_crit` from both sides, {quoted}**" in docs["results.md"]
+    assert f"from {second['from_rollout_size']:,} up (no seed at 64 reached the target), gives {low_end}" in docs["results.md"]
+    assert (
+        f"(15 branches, {pong['cost_multiple']:.1f}× its run; its `B_simple` there {simple}, at least {value_low:,.0f}"
+        in docs["results.md"]
+    )
 
 
 def test_the_n_steps_designs_outcomes_quoted_in_the_docs():
     """docs/probe.md, results.md and the README quote the n_steps design's line of the committed outcomes
     (``python benchmarks/probe_outcomes.py results/probes_v8 --out results/probes_v8/outcomes``): how many probes
-    reported, their median cost and range, and how many each fit identifies."""
+    reported, at which stages, their median cost and range, and how many each fit identifies."""
+    design = "censored fit, 1 largest sizes held back"
     outcomes = (RESULTS / "probes_v8" / "outcomes" / "outcomes.md").read_text()
     line = re.search(
-        r"censored fit, 1 largest sizes held back: (\d+) reported, cost a median ([\d.]+)× \(([\d.]+)–([\d.]+)×\), "
-        r"`B_crit` identified in (\d+) of \d+ \(\d+ with a lower end above 0\); the fit from the size of least "
+        rf"{design}: (\d+) reported, cost a median ([\d.]+)× \(([\d.]+)–([\d.]+)×\), "
+        r"`B_crit` identified in (\d+) of \d+ \((\d+) with a lower end above 0\); the fit from the size of least "
         r"experience up identifies it in (\d+) of \d+ \((\d+) with a lower end above 0\)",
         outcomes,
     )
     assert line is not None
-    n, median, low, high, fit, second, both = line.groups()
+    n, median, low, high, fit, fit_both, second, both = line.groups()
+    record = json.loads((RESULTS / "probes_v8" / "outcomes" / "outcomes.json").read_text())
+    rows = [row for row in record["probes"] if row["status"] == "reported" and row["design"].endswith(design)]
+    assert len(rows) == int(n)
+    at = sorted(row["branch_point"] for row in rows)
+    stages = f"{at[0] / 1e6:.3g}M–{at[-1] / 1e6:.3g}M"
+    left_out = sum(row["upper"]["identified"] and not row["upper"]["same_as_fit"] for row in rows)
     docs = {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "results.md")}
     readme = re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
     assert (
-        f"{n} probes cost a median {median}× the run ({low}–{high}×), every target's false-crossing rate at most "
+        f"at {stages}, {n} probes cost a median {median}× the run ({low}–{high}×), every target's false-crossing rate at most "
     ) in docs["probe.md"]
     assert (
-        f"the fit over every size identifies `B_crit` in {fit} of {n}, the fit from the size of least experience up in "
-        f"{second} of {n}, bounded from both sides in {both}"
+        f"the fit over every size identifies `B_crit` in {fit} of {n} (bounded from both sides in {fit_both}, Pong's at "
+        f"500k), the fit from the size of least experience up in {second} of {n}, bounded from both sides in {both}"
     ) in docs["probe.md"]
     assert (
-        f"Over the {n} n_steps probes (4 games, 1M–1.95M) the design costs a median {median}× the run ({low}–{high}×); "
-        f"the fit over every size identifies `B_crit` in {fit} of {n}, the second fit in {second} of {n} (both sides in "
-        f"{both}, Qbert's pair)"
+        f"Over the {n} n_steps probes (4 games, {stages}) the design costs a median {median}× the run ({low}–{high}×); "
+        f"the fit over every size identifies `B_crit` in {fit} of {n} (both sides in {fit_both}, Pong's at 500k), the "
+        f"second fit in {second} of {n} (both sides in {both}, Qbert's pair)"
     ) in docs["results.md"]
     assert f"On real probes varying n_steps ({n}, on 4 Atari games) it cost a median {median}× the run" in readme
-    assert f"bounded `B_crit` from above in {second} (from both sides in {both}, Qbert's)" in readme
+    assert (
+        f"bounded `B_crit` from above in {second} (from both sides in {both}, Qbert's), {WORDS[left_out]} of them by a "
+        f"second fit that leaves out slow small rollouts; the fit over every size bounded it from both sides in "
+        f"{fit_both} (Pong's at 500k)"
+    ) in readme
 
 
 def test_the_second_fits_simulated_coverage_is_the_committed_simulation():

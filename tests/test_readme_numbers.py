@@ -235,40 +235,49 @@ def test_the_count_of_v8_reports_that_note_sizes_slower_than_s_of_b_allows():
     assert f"({WORDS[noted]} of v8's {WORDS[len(reports)]} reported probes)" in probe_md
 
 
-def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
+def v8_record(probe: str) -> dict:
+    """The report's record (``probe_results.json``) of one committed v8 probe, e.g. ``"Qbert/at1950k_censored_steps"``."""
+    return json.loads((RESULTS / "probes_v8" / probe / "probe_results.json").read_text())
+
+
+def interval(fit: dict) -> str:
+    """A fit's ``B_crit`` and its 95 % interval as the docs print them: ``"2,101 [573, 5,423]"``."""
+    return f"{fit['b_crit']:,.0f} [{fit['b_crit_low']:,.0f}, {fit['b_crit_high']:,.0f}]"
+
+
+def docs_text() -> dict[str, str]:
+    """docs/probe.md and docs/results.md, each as one line of text."""
+    return {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "results.md")}
+
+
+def test_the_second_fits_at_1950k_quoted_in_the_docs_are_the_committed_reports():
     """docs/probe.md and results.md quote the fit from the size of least experience up of the n_steps probes at 1.95M
     (``rl-gns probe-report``'s ``fit_from_least_experience``) and Qbert's ``B_simple`` (env_value) at its branch point."""
-    docs = {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "results.md")}
-
-    def record(game: str) -> dict:
-        return json.loads((RESULTS / "probes_v8" / game / "at1950k_censored_steps" / "probe_results.json").read_text())
-
-    quoted = []
-    for game in ("Qbert", "Pong"):
-        fit = record(game)["fit_from_least_experience"]["fit"]
-        quoted.append(f"{fit['b_crit']:,.0f} [{fit['b_crit_low']:,.0f}, {fit['b_crit_high']:,.0f}]")
-    point, low, _ = record("Qbert")["noise_at_branch_point"]["envs/value"]
+    docs = docs_text()
+    qbert, pong = (v8_record(f"{game}/at1950k_censored_steps") for game in ("Qbert", "Pong"))
+    first_fit = qbert["fit_from_least_experience"]["fit"]
+    quoted = [interval(first_fit), interval(pong["fit_from_least_experience"]["fit"])]
+    point, low, _ = qbert["noise_at_branch_point"]["envs/value"]
     assert f"Qbert at 1.95M with n_steps varied gives `B_crit` {quoted[0]} from 1,024 up" in docs["probe.md"]
     assert f"its `B_simple` at the branch point is {point:,.0f} (at least {low:,.0f})" in docs["probe.md"]
     assert f"Pong's n_steps probe there gives {quoted[1]} from 256 up" in docs["probe.md"]
     assert (f"Qbert's at {quoted[0]} (its `B_simple` at the branch point {point:,.0f}, at least {low:,.0f}) and "
             f"Pong's at {quoted[1]}") in docs["results.md"]  # fmt: skip
     # the retest of Qbert's, its second fit judged: both fits, its cost, and its ratio to the first probe's second fit
-    retest = json.loads((RESULTS / "probes_v8" / "Qbert" / "at1950k_censored_steps_retest" / "probe_results.json").read_text())
-    second, first_fit = retest["fit_from_least_experience"], record("Qbert")["fit_from_least_experience"]["fit"]
+    retest = v8_record("Qbert/at1950k_censored_steps_retest")
+    second = retest["fit_from_least_experience"]
     fit = second["fit"]
-    interval = f"{fit['b_crit']:,.0f} [{fit['b_crit_low']:,.0f}, {fit['b_crit_high']:,.0f}]"
     ratio = fit["b_crit"] / first_fit["b_crit"]
     assert second["from_rollout_size"] == 4096 and fit["identified"] and fit["b_crit_low"] > 0
     assert (
         f"18 branches at {retest['cost_multiple']:.1f}× its run. Its fit over every size again bounds `B_crit` from "
         f"below only (at least {retest['fit']['b_crit_low']:,.0f}); its second fit, from 4,096 up"
     ) in docs["probe.md"]
-    assert f"gives **{interval}**: {ratio:.1f}× the first probe's {first_fit['b_crit']:,.0f}" in docs["probe.md"]
-    assert (f"its second fit from 4,096 up gives {interval}, {ratio:.1f}× the first probe's {first_fit['b_crit']:,.0f}, "
-            "the intervals overlapping") in docs["results.md"]  # fmt: skip
+    assert f"gives **{interval(fit)}**: {ratio:.1f}× the first probe's {first_fit['b_crit']:,.0f}" in docs["probe.md"]
+    assert (f"its second fit from 4,096 up gives {interval(fit)}, {ratio:.1f}× the first probe's "
+            f"{first_fit['b_crit']:,.0f}, the intervals overlapping") in docs["results.md"]  # fmt: skip
     # Alien's, the first whose branches all followed the second fit's note: its cost and both fits, neither bounded
-    alien = json.loads((RESULTS / "probes_v8" / "Alien" / "at1950k_censored_steps" / "probe_results.json").read_text())
+    alien = v8_record("Alien/at1950k_censored_steps")
     second = alien["fit_from_least_experience"]
     assert not alien["fit"]["identified"] and not second["fit"]["identified"]
     assert second["fit"]["b_crit_low"] == 0 and second["fit"]["b_crit_high"] == float("inf")
@@ -281,8 +290,13 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
         f"(at least {alien['fit']['b_crit_low']:,.0f}) and on neither side by its second fit, from "
         f"{second['from_rollout_size']:,} up, after 18 branches at {alien['cost_multiple']:.1f}× its run"
     ) in docs["results.md"]
-    # Breakout's at 1M, the game never probed before: its fit bounded below, its second fit above only (E_min at 0)
-    breakout = json.loads((RESULTS / "probes_v8" / "Breakout" / "at1000k_censored_steps" / "probe_results.json").read_text())
+
+
+def test_breakouts_probes_quoted_in_the_docs_are_the_committed_reports():
+    """Breakout, the game never probed before: at 1M its fit bounded below and its second fit above only (``E_min`` at
+    0); at 1.25M the fit over every size bounded above, with its ``B_simple`` (env_value) at the branch point."""
+    docs = docs_text()
+    breakout = v8_record("Breakout/at1000k_censored_steps")
     second = breakout["fit_from_least_experience"]
     assert second["fit"]["e_min"] == 0 and not second["fit"]["identified"]
     assert (
@@ -290,16 +304,18 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
         f"(at least {breakout['fit']['b_crit_low']:,.0f}); its second fit, from {second['from_rollout_size']:,} up, puts "
         f"`E_min` at 0 and `B_crit` at most {second['fit']['b_crit_high']:,.0f}"
     ) in docs["probe.md"]
-    # and at 1.25M, where the fit over every size bounds it above
-    fit = json.loads((RESULTS / "probes_v8" / "Breakout" / "at1250k_censored_steps" / "probe_results.json").read_text())
-    point, low, high = fit["noise_at_branch_point"]["envs/value"]
-    quoted = f"{fit['fit']['b_crit']:,.0f} [{fit['fit']['b_crit_low']:,.0f}, {fit['fit']['b_crit_high']:,.0f}]"
-    assert fit["fit"]["identified"] and fit["fit_from_least_experience"]["same_as_fit"]
-    assert f"at {fit['cost_multiple']:.1f}× its run: `B_crit` **{quoted}**, bounded above only" in docs["probe.md"]
+    later = v8_record("Breakout/at1250k_censored_steps")
+    point, low, high = later["noise_at_branch_point"]["envs/value"]
+    assert later["fit"]["identified"] and later["fit_from_least_experience"]["same_as_fit"]
+    quoted = interval(later["fit"])
+    assert f"at {later['cost_multiple']:.1f}× its run: `B_crit` **{quoted}**, bounded above only" in docs["probe.md"]
     assert f"**identifies `B_crit` at {quoted}** agent steps" in docs["results.md"]
     assert f"its `B_simple` there {point:,.0f} [{low:,.0f}, {high:,.0f}]" in docs["results.md"]
-    # Qbert at its second stage, 1.5M: bounded below by the fit over every size, on neither side by the second fit
-    qbert = json.loads((RESULTS / "probes_v8" / "Qbert" / "at1500k_censored_steps" / "probe_results.json").read_text())
+
+
+def test_qberts_probe_at_1500k_quoted_in_the_docs_is_the_committed_report():
+    """Qbert at its second stage, 1.5M: bounded below by the fit over every size, on neither side by the second fit."""
+    qbert = v8_record("Qbert/at1500k_censored_steps")
     second = qbert["fit_from_least_experience"]
     assert not qbert["fit"]["identified"] and second["fit"]["b_crit_high"] == float("inf")
     (p_null,) = qbert["false_crossing"]
@@ -307,32 +323,33 @@ def test_the_second_fits_quoted_in_the_docs_are_the_committed_reports():
         f"target {qbert['targets'][0]:,.1f} (`p_null` {p_null:.2g}), 18 branches in 4 rounds at "
         f"{qbert['cost_multiple']:.1f}× its run. Its fit bounds `B_crit` from below only (at least "
         f"{qbert['fit']['b_crit_low']:,.0f}), and its second fit, from {second['from_rollout_size']:,} up, on neither side"
-    ) in docs["probe.md"]
-    # Pong at 500k, the first n_steps probe whose fit over every size bounds B_crit from both sides
-    pong = json.loads((RESULTS / "probes_v8" / "Pong" / "at500k_censored_steps" / "probe_results.json").read_text())
+    ) in docs_text()["probe.md"]
+
+
+def test_pongs_n_steps_probe_at_500k_quoted_in_the_docs_is_the_committed_report():
+    """Pong at 500k, the first n_steps probe whose fit over every size bounds ``B_crit`` from both sides: both fits, its
+    target and cost, and its ``B_simple`` at the branch point by the policy loss and the value loss (env scheme)."""
+    docs = docs_text()
+    pong = v8_record("Pong/at500k_censored_steps")
     fit, second = pong["fit"], pong["fit_from_least_experience"]
     assert fit["identified"] and fit["b_crit_low"] > 0 and fit["b_crit_high"] < float("inf")
-    quoted = f"{fit['b_crit']:,.0f} [{fit['b_crit_low']:,.0f}, {fit['b_crit_high']:,.0f}]"
-    low_end = f"{second['fit']['b_crit']:,.0f} [{second['fit']['b_crit_low']:,.0f}, {second['fit']['b_crit_high']:,.0f}]"
-    policy, (_, value_low, value_high) = (
-        pong["noise_at_branch_point"]["envs/policy"],
-        pong["noise_at_branch_point"]["envs/value"],
-    )
+    policy, (_, value_low, value_high) = (pong["noise_at_branch_point"][f"envs/{loss}"] for loss in ("policy", "value"))
     simple = f"{policy[0]:,.0f} [{policy[1]:,.0f}, {policy[2]:,.0f}] by the policy loss"
     assert value_high == float("inf")
     target = f"{pong['targets'][0]:.1f}".replace("-", "−")  # the docs print a minus sign
     assert (
         f"target {target} (`p_null` {pong['false_crossing'][0]:.2g}), 15 branches in 3 rounds at "
-        f"{pong['cost_multiple']:.1f}× its run: `B_crit` **{quoted}**"
+        f"{pong['cost_multiple']:.1f}× its run: `B_crit` **{interval(fit)}**"
     ) in docs["probe.md"]
-    assert f"its second fit, from {second['from_rollout_size']:,} up, gives {low_end}" in docs["probe.md"]
+    assert f"its second fit, from {second['from_rollout_size']:,} up, gives {interval(second['fit'])}" in docs["probe.md"]
     assert f"{simple} (env scheme) and has no upper end by the value loss (at least {value_low:,.0f})" in docs["probe.md"]
-    assert f"**bounds `B_crit` from both sides, {quoted}**" in docs["results.md"]
-    assert f"from {second['from_rollout_size']:,} up (no seed at 64 reached the target), gives {low_end}" in docs["results.md"]
+    assert f"**bounds `B_crit` from both sides, {interval(fit)}**" in docs["results.md"]
+    assert (
+        f"from {second['from_rollout_size']:,} up (no seed at 64 reached the target), gives {interval(second['fit'])}"
+    ) in docs["results.md"]
     assert (
         f"(15 branches, {pong['cost_multiple']:.1f}× its run; its `B_simple` there {simple}, at least {value_low:,.0f}"
-        in docs["results.md"]
-    )
+    ) in docs["results.md"]
 
 
 def test_the_n_steps_designs_outcomes_quoted_in_the_docs():

@@ -29,9 +29,10 @@ def test_outcomes_of_the_committed_v8_probes(tmp_path):
     qbert = json.loads((V8 / "Qbert" / "at500k" / "probe.json").read_text())
     assert rows["Qbert/at500k"]["status"] == "no target" and rows["Qbert/at500k"]["pilot_best"] == qbert["pilot_best"]
     assert 0 < rows["Qbert/at500k"]["multiple"] < 1  # the anchor's 100k and the pilot's, at 500k
-    (pair,) = record["retests"]
-    assert pair["probe"].endswith("Pong/at500k") and pair["retest"].endswith("Pong/at500k_retest")
-    assert pair["intervals_overlap"] and not pair["both_identified"]
+    pairs = {Path(pair["probe"]).name: pair for pair in record["retests"]}
+    assert sorted(pairs) == ["at500k", "at500k_censored_steps"]
+    assert pairs["at500k"]["retest"].endswith("Pong/at500k_retest")
+    assert pairs["at500k"]["intervals_overlap"] and not pairs["at500k"]["both_identified"]
     # re-read with envs that reset together: Pong's anchor scores grow with game length, so at 128 envs a branch that
     # learns nothing ends its short games first and crosses the wide probe's target often, not the any-order 0
     wide = rows["Pong/at500k_wide"]
@@ -40,13 +41,19 @@ def test_outcomes_of_the_committed_v8_probes(tmp_path):
     assert "reset_together" not in rows["Qbert/at500k"]  # no target: nothing to re-read
     # the second fit, from the size of least experience up, as the report gives it; "the fit itself" where no smaller
     # size took more experience; an interval that reaches 0 is counted apart
-    records = {at: V8 / "Pong" / f"at{at}_censored_steps" / "probe_results.json" for at in ("500k", "1950k")}
-    steps = {at: json.loads(path.read_text()) for at, path in records.items()}
-    for at, probe in steps.items():
-        second, upper = probe["fit_from_least_experience"], rows[f"Pong/at{at}_censored_steps"]["upper"]
+    names = ("at500k_censored_steps", "at500k_censored_steps_retest", "at1950k_censored_steps")
+    steps = {name: json.loads((V8 / "Pong" / name / "probe_results.json").read_text()) for name in names}
+    for name, probe in steps.items():
+        second, upper = probe["fit_from_least_experience"], rows[f"Pong/{name}"]["upper"]
         assert upper["from_rollout_size"] == second["from_rollout_size"] and upper["b_crit"] == second["fit"]["b_crit"]
-        assert upper["identified"] == second["fit"]["identified"] and not second["same_as_fit"]
+        assert upper["identified"] == second["fit"]["identified"] and upper["same_as_fit"] == second["same_as_fit"]
     assert rows["Pong/at500k"]["upper"]["same_as_fit"] and "upper" not in rows["Pong/at500k_cheap"]  # kept in history
+    # the n_steps pair at 500k: both fits of each, as their reports give them
+    pair, first, retest = pairs["at500k_censored_steps"], steps[names[0]], steps[names[1]]
+    assert pair["retest"].endswith(f"Pong/{names[1]}")
+    assert pair["ratio"] == retest["fit"]["b_crit"] / first["fit"]["b_crit"]
+    assert pair["both_identified"] == (first["fit"]["identified"] and retest["fit"]["identified"])
+    assert pair["upper"]["b_crit_retest"] == retest["fit_from_least_experience"]["fit"]["b_crit"]
     summary = (tmp_path / "outcomes.md").read_text()
     fits = [probe["fit"] for probe in steps.values()]
     seconds = [probe["fit_from_least_experience"]["fit"] for probe in steps.values()]
@@ -54,9 +61,9 @@ def test_outcomes_of_the_committed_v8_probes(tmp_path):
     def counted(fits: list[dict]) -> str:
         upper = [fit for fit in fits if fit["identified"]]
         both = sum(fit["b_crit_low"] > 0 for fit in upper)
-        return f"{len(upper)} of 2" + ("" if both == len(upper) else f" ({both} with a lower end above 0)")
+        return f"{len(upper)} of {len(fits)}" + ("" if both == len(upper) else f" ({both} with a lower end above 0)")
 
-    assert "censored fit, 1 largest sizes held back: 2 reported, cost a median" in summary
+    assert f"censored fit, 1 largest sizes held back: {len(steps)} reported, cost a median" in summary
     second_fits = f"the fit from the size of least experience up identifies it in {counted(seconds)}"
     assert f"`B_crit` identified in {counted(fits)}; {second_fits}" in summary
     assert "2 reported, cost a median 15.2× (14.6–15.7×), `B_crit` identified in 0 of 2" in summary

@@ -531,3 +531,17 @@ def test_the_readmes_ladder_ranges_are_the_committed_rungs_past_one_step():
         ]
         assert len(ratios) == 2 * rungs
         assert f"{min(ratios):.2f}–{max(ratios):.2f}× on {name}" in readme(), game
+
+
+def test_the_four_probes_of_pongs_snapshot_at_500k_share_the_quoted_range():
+    """results.md: v6's and v7's probes at their safe targets and v8's n_steps probe and its retest all branch from the
+    same agent of Pong's trunk (one ``model_sha256``), and their intervals for ``B_crit`` share the range it quotes."""
+    records = [
+        json.loads((RESULTS / version / "Pong" / "at500k" / "probe_results.json").read_text())
+        for version in ("probes_v6", "probes_v7")
+    ] + [v8_record(f"Pong/at500k_{name}") for name in ("censored_steps", "censored_steps_retest")]
+    assert len({record["model_sha256"] for record in records}) == 1
+    low, high = max(r["fit"]["b_crit_low"] for r in records), min(r["fit"]["b_crit_high"] for r in records)
+    quoted = " and ".join(f"{interval(r['fit'])} ({v})" for r, v in zip(records[:2], ("v6", "v7"), strict=True))
+    results_md = docs_text()["results.md"]
+    assert f"gave {quoted}: the four intervals share {low:,.0f}–{high:,.0f}." in results_md

@@ -17,9 +17,15 @@ WORDS = dict(enumerate(
 ))  # fmt: skip
 
 
+def one_line(name: str) -> str:
+    """A file of the repository (``"README.md"``, ``"docs/probe.md"``) as one line of text (its sentences wrap
+    anywhere)."""
+    return re.sub(r"\s+", " ", (ROOT / name).read_text())
+
+
 def readme() -> str:
-    """The README as one line of text (its sentences wrap anywhere)."""
-    return re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
+    """The README as one line of text."""
+    return one_line("README.md")
 
 
 def test_command_1s_time_and_speed():
@@ -41,7 +47,7 @@ def test_the_ratio_of_env_value_to_b_crit_on_sweeps_from_scratch(tmp_path, capsy
     within = [r for game in ratios.values() if all(0.1 <= r <= 10 for r in game) for r in game]
     n_within = sum(all(0.1 <= r <= 10 for r in game) for game in ratios.values())
     words = {3: "three", 4: "four"}
-    limits = re.sub(r"\s+", " ", (ROOT / "docs" / "limits.md").read_text())
+    limits = one_line("docs/limits.md")
     claim = f"criterion on {words[len(ratios)]} games and lies within {min(within):.2g}–{max(within):.2g}× of the fitted "
     assert claim + f"`B_crit` on {words[n_within]} of them" in limits
 
@@ -88,7 +94,7 @@ def test_the_ppo_regimes_verdict_is_the_committed_r4_table(tmp_path, capsys):
 
 def docs_results() -> str:
     """docs/results.md as one line of text."""
-    return re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    return one_line("docs/results.md")
 
 
 def test_table_1_and_the_docs_qbert_numbers(tmp_path, capsys):
@@ -147,7 +153,7 @@ def test_the_trend_measures_coverage_is_what_the_simulations_give():
     trend = {c: [r for r in t["rows"] if r["scenario"].endswith("trend")] for c, t in tables.items()}
     midpoint = [r for t in tables.values() for r in t["rows"] if r["scenario"] == "+ games, null floor"]
     every = [r for rows in trend.values() for r in rows]
-    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    probe_md = one_line("docs/probe.md")
     straight = coverage_span(trend["linear"] + trend["concave"], "covered")
     assert f"covers the truth in {straight} % where the score rises along a straight line or a concave curve" in probe_md
     assert f"and in {coverage_span(trend['convex'], 'covered')} % along a convex one" in probe_md
@@ -160,7 +166,7 @@ def test_the_trend_re_read_of_the_committed_probes():
     both identify it, from ``benchmarks/reread_trend.py``'s table."""
     rows = [row for row in json.loads((RESULTS / "probes_reread" / "trend.json").read_text())["rows"] if row["safe"]]
     counts = {m: sum(bool(row["fits"][m] and row["fits"][m]["identified"]) for row in rows) for m in ("midpoint", "trend")}
-    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    probe_md = one_line("docs/probe.md")
     claim = f"identifies fewer: {counts['trend']} of the {len(rows)} safe targets against {counts['midpoint']} with"
     assert counts["trend"] < counts["midpoint"] and claim in probe_md
     both = [row["fits"] for row in rows if all(row["fits"][m] and row["fits"][m]["identified"] for m in ("midpoint", "trend"))]
@@ -172,7 +178,7 @@ def test_the_sequential_designs_simulated_cost_and_coverage():
     """docs/probe.md's table of the sequential design, each row from ``benchmarks/probe_sequential.py``'s committed
     table (the rate tuned in the first round, and one rate), and results.md's summary of both."""
     probe_md = (ROOT / "docs" / "probe.md").read_text()
-    results_md = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    results_md = one_line("docs/results.md")
     for directory, label in (("probe_sequential", "3 rates, later seeds at the one kept (`--lr-points 3`)"),
                              ("probe_sequential_one_rate", "the rule's rate only (`--lr-points 1`)")):  # fmt: skip
         rows = json.loads((RESULTS / "validation" / directory / "sequential.json").read_text())["rows"]
@@ -201,7 +207,7 @@ def test_the_cost_caps_simulated_identification_and_coverage():
     run_steps = 1_950_000
     costs = [row["median_cost"] / run_steps for row in at_10]
     small = [row["capped"]["5"] for row in rows if row["b_crit"] == 256]
-    text = {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "prediction-criterion.md")}
+    text = {name: one_line(f"docs/{name}") for name in ("probe.md", "prediction-criterion.md")}
     assert (
         f"a cap of 5× identifies `B_crit` in {coverage_span(at_5, 'identified')} % of probes, and where `B_crit` is 256 "
         f"its interval covers the truth in only {coverage_span(small, 'covered')} %; at 10× the rule's own end (3 seeds "
@@ -222,7 +228,7 @@ def test_the_cost_caps_simulated_identification_and_coverage():
     outcomes = (RESULTS / "probes_v8" / "outcomes" / "outcomes.md").read_text()
     pooled = re.search(r"pooled over \d+ reported probes: σ of ln S ([\d.]+) ", outcomes)
     assert pooled is not None
-    results_md = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    results_md = one_line("docs/results.md")
     assert f"real branches show ({pooled.group(1)} in `ln S`, pooled over v8's probes)" in results_md
 
 
@@ -231,7 +237,7 @@ def test_the_count_of_v8_reports_that_note_sizes_slower_than_s_of_b_allows():
     more agent steps to the target than the size of least experience, among those that reported."""
     reports = [path.parent / "report.md" for path in (RESULTS / "probes_v8").glob("*/*/probe_results.json")]
     noted = sum("Note: the branches took more agent steps to the target" in path.read_text() for path in reports)
-    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    probe_md = one_line("docs/probe.md")
     assert f"({WORDS[noted]} of v8's {WORDS[len(reports)]} reported probes)" in probe_md
 
 
@@ -247,7 +253,7 @@ def interval(fit: dict) -> str:
 
 def docs_text() -> dict[str, str]:
     """docs/probe.md and docs/results.md, each as one line of text."""
-    return {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "results.md")}
+    return {name: one_line(f"docs/{name}") for name in ("probe.md", "results.md")}
 
 
 def test_the_second_fits_at_1950k_quoted_in_the_docs_are_the_committed_reports():
@@ -393,8 +399,8 @@ def test_the_n_steps_designs_outcomes_quoted_in_the_docs():
     stages = f"{at[0] / 1e6:.3g}M–{at[-1] / 1e6:.3g}M"
     both_sides = sorted(Path(row["probe"]).name for row in rows if row["identified"] and row["b_crit_low"] > 0)
     assert both_sides == ["at500k_censored_steps", "at500k_censored_steps_retest"]  # Pong at 500k and its retest
-    docs = {name: re.sub(r"\s+", " ", (ROOT / "docs" / name).read_text()) for name in ("probe.md", "results.md")}
-    readme = re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
+    docs = {name: one_line(f"docs/{name}") for name in ("probe.md", "results.md")}
+    readme = one_line("README.md")
     assert (
         f"at {stages}, {n} probes cost a median {median}× the run ({low}–{high}×), every target's false-crossing rate at most "
     ) in docs["probe.md"]
@@ -427,7 +433,7 @@ def test_the_second_fits_simulated_coverage_is_the_committed_simulation():
     slow, plain = (json.loads((validation / name / "coverage.json").read_text())["rows"]
                    for name in ("probe_coverage_slow", "probe_coverage_second"))  # fmt: skip
     inside = [row for row in slow if row["b_crit"] == 256]
-    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    probe_md = one_line("docs/probe.md")
     assert (
         f"the fit over every size covers the true `B_crit` in only {coverage_span(slow, 'covered')} % of probes and "
         f"the second fit in {coverage_span(slow, 'covered_second')} %, identifying it in "
@@ -452,8 +458,8 @@ def test_the_censored_fits_simulated_identification_and_coverage():
     ``--censored``; the sequential one also at ``--level 0.99``); the README's coverage of the probe's defaults (the
     sequential design at one rate, censored)."""
     validation = RESULTS / "validation"
-    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
-    results_md = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    probe_md = one_line("docs/probe.md")
+    results_md = one_line("docs/results.md")
     cover = {name: json.loads((validation / "probe_coverage_censored" / name / "coverage.json").read_text())["rows"]
              for name in ("reached", "censored")}  # fmt: skip
     assert (
@@ -485,7 +491,7 @@ def test_the_censored_fit_replayed_and_re_read_on_the_committed_probes():
     """docs/probe.md's cost and identification of one rate, the lowest target and the censored fit, replayed on the v6
     and v7 probes (``benchmarks/probe_replay.py``'s table), and its count of targets identified on every committed
     probe's branches (``benchmarks/reread_censored.py``'s)."""
-    probe_md = re.sub(r"\s+", " ", (ROOT / "docs" / "probe.md").read_text())
+    probe_md = one_line("docs/probe.md")
     replay = (RESULTS / "validation" / "probe_replay" / "replay.md").read_text()
     row = re.search(r"^\| one rate, low target, censored \| ([\d.]+)x \([^)]*\) \| \d+% \| (\d+)% \|", replay, re.M)
     assert row is not None
@@ -511,7 +517,7 @@ def test_the_ladders_ratios_in_docs_are_the_committed_ladder_tables(tmp_path, ca
     header = next(line for line in (table1 / "ladder.md").read_text().splitlines() if line.startswith("| candidate |"))
     rungs = [re.fullmatch(r"(R\d) \((\d+) pairs\)", cell.strip()).groups() for cell in header.split("|")[2:-1]]
     cells = [re.fullmatch(r"(\S+) \((\S+)–(\S+)\)", cell.strip()).groups() for cell in row.split("|")[2:-1]]
-    docs = re.sub(r"\s+", " ", (ROOT / "docs" / "results.md").read_text())
+    docs = one_line("docs/results.md")
     for (rung, pairs), (middle, low, high) in zip(rungs, cells, strict=True):
         said = f"{float(middle):.2f}× ({float(low):.2f}–{float(high):.2f}) at {rung} ({pairs} pairs"
         assert said in docs, said

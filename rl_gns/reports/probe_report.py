@@ -715,10 +715,10 @@ STEPS_TEXT: dict[str, str] = {
     "trend": "the PPO iteration at which the least-squares line through the scores of its games, up to the one that "
     "took its running score to the target, against their midpoints meets the target.",
 }
-#: The figure's axis where it is not the passage's.
+#: The figure's axis where it is not the passage's, on two lines: one is longer than the axes are high.
 STEPS_LABELS: dict[str, str] = {
-    "midpoint": "PPO iterations to the target (midpoint of the reaching games)",
-    "trend": "PPO iterations to the target (line through the games' scores)",
+    "midpoint": "PPO iterations to the target\n(midpoint of the reaching games)",
+    "trend": "PPO iterations to the target\n(line through the games' scores)",
 }
 
 

@@ -65,6 +65,7 @@ series censored_steps "Pong 1950000" "Qbert 1950000" "Alien 1950000" "Breakout 1
 TRUNK=results/probes_v8/trunks/Qbert probe Qbert 1500000 censored_steps
 probe Pong 500000 censored_steps  # the note of 2026-12-06 (14:52 UTC): the n_steps design at 500k, no retest
 probe Pong 500000 censored_steps_retest  # the note of 2026-12-07: a retest of its fit bounded on both sides
+probe Pong 1000000 censored_steps  # the note of 2026-12-07: the n_steps design at Pong 1M
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
 series censored_envs "Alien 1950000"
 

@@ -13,7 +13,8 @@ from rl_gns.core.maths.advice import VALIDATED
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 WORDS = dict(enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen".split()
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty".split()
 ))  # fmt: skip
 
 
@@ -551,3 +552,21 @@ def test_the_four_probes_of_pongs_snapshot_at_500k_share_the_quoted_range():
     quoted = " and ".join(f"{interval(r['fit'])} ({v})" for r, v in zip(records[:2], ("v6", "v7"), strict=True))
     results_md = docs_text()["results.md"]
     assert f"gave {quoted}: the four intervals share {low:,.0f}–{high:,.0f}." in results_md
+
+
+def test_pongs_n_steps_probe_at_1000k_quoted_in_the_docs_is_the_committed_report():
+    """Pong at 1M: bounded from below only by the fit over every size; its second fit not fitted (too few reached)."""
+    pong = v8_record("Pong/at1000k_censored_steps")
+    fit, second = pong["fit"], pong["fit_from_least_experience"]
+    assert not fit["identified"] and second["fit"] is None
+    target = f"{pong['targets'][0]:.2f}".replace("-", "−")
+    docs = docs_text()
+    assert (
+        f"target {target} (`p_null` {pong['false_crossing'][0]:.2g}), 18 branches in 5 rounds at "
+        f"{pong['cost_multiple']:.1f}× its run. Its fit bounds `B_crit` from below only (at least {fit['b_crit_low']:,.0f}), "
+        f"and its second fit, from {second['from_rollout_size']:,} up, is not fitted"
+    ) in docs["probe.md"]
+    assert (
+        f"bounds `B_crit` from below only (at least {fit['b_crit_low']:,.0f}; 18 branches, {pong['cost_multiple']:.1f}×"
+        in (docs["results.md"])
+    )

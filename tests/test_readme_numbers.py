@@ -47,10 +47,9 @@ def test_the_ratio_of_env_value_to_b_crit_on_sweeps_from_scratch(tmp_path, capsy
         ratios.setdefault(pair["game"], []).append(pair["candidates"]["env_value"][0] / pair["b_crit"])
     within = [r for game in ratios.values() if all(0.1 <= r <= 10 for r in game) for r in game]
     n_within = sum(all(0.1 <= r <= 10 for r in game) for game in ratios.values())
-    words = {3: "three", 4: "four"}
     limits = one_line("docs/limits.md")
-    claim = f"criterion on {words[len(ratios)]} games and lies within {min(within):.2g}–{max(within):.2g}× of the fitted "
-    assert claim + f"`B_crit` on {words[n_within]} of them" in limits
+    claim = f"criterion on {WORDS[len(ratios)]} games and lies within {min(within):.2g}–{max(within):.2g}× of the fitted "
+    assert claim + f"`B_crit` on {WORDS[n_within]} of them" in limits
 
 
 def test_the_v7_verdict_and_its_errors(tmp_path, capsys):
@@ -400,8 +399,7 @@ def test_the_n_steps_designs_outcomes_quoted_in_the_docs():
     stages = f"{at[0] / 1e6:.3g}M–{at[-1] / 1e6:.3g}M"
     both_sides = sorted(Path(row["probe"]).name for row in rows if row["identified"] and row["b_crit_low"] > 0)
     assert both_sides == ["at500k_censored_steps", "at500k_censored_steps_retest"]  # Pong at 500k and its retest
-    docs = {name: one_line(f"docs/{name}") for name in ("probe.md", "results.md")}
-    readme = one_line("README.md")
+    docs, text = docs_text(), readme()
     assert (
         f"at {stages}, {n} probes cost a median {median}× the run ({low}–{high}×), every target's false-crossing rate at most "
     ) in docs["probe.md"]
@@ -424,7 +422,7 @@ def test_the_n_steps_designs_outcomes_quoted_in_the_docs():
         f"({n}, on 4 Atari games) it cost a median {median}× the run and bounded it from both sides in {fit_both} (Pong "
         f"at 500k and its retest), and from above in {second} (both sides in {both}) by a second fit that leaves out "
         "small rollouts slower than `S(B)` allows."
-    ) in readme
+    ) in text
 
 
 def test_the_second_fits_simulated_coverage_is_the_committed_simulation():

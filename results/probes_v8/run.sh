@@ -21,6 +21,8 @@
 #   8. From the note of 2026-12-06 (13:43 UTC): Qbert at 1.5M in the n_steps series, from its trunk trained again
 #      (results/probes/trunks.sh), which departs from the committed one and is kept beside it (results/probes_v8/trunks).
 #   9. From the note of 2026-12-06 (14:52 UTC): Pong at 500k in the n_steps series.
+#  10. From the notes of 2026-12-07: Pong's retest at 500k and Pong at 1M (02:10, 02:49 UTC), then Qbert and Alien at
+#      1M and 500k (05:17 UTC), in the n_steps series.
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
@@ -66,6 +68,10 @@ TRUNK=results/probes_v8/trunks/Qbert probe Qbert 1500000 censored_steps
 probe Pong 500000 censored_steps  # the note of 2026-12-06 (14:52 UTC): the n_steps design at 500k, no retest
 probe Pong 500000 censored_steps_retest  # the note of 2026-12-07: a retest of its fit bounded on both sides
 probe Pong 1000000 censored_steps  # the note of 2026-12-07: the n_steps design at Pong 1M
+for point in "Qbert 1000000" "Alien 1000000" "Qbert 500000" "Alien 500000"; do  # the note of 2026-12-07 (05:17 UTC)
+  read -r -a args <<< "$point"
+  probe "${args[@]}" censored_steps
+done
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
 series censored_envs "Alien 1950000"
 

@@ -1,6 +1,7 @@
 """What each probe of a set found and what it cost: its design, targets and their false-crossing rates, the branches
 and agent steps it spent as a multiple of its run, and `B_crit` with its interval; then, per design, the median cost
-and how often `B_crit` was identified, and each test-retest pair (a probe ``X`` and ``X_retest``). No training.
+and how often `B_crit` was identified, what the probes that ended without a target cost, and each test-retest pair (a
+probe ``X`` and ``X_retest``). No training.
 
 Each target's false-crossing rate is given twice: as the probe recorded it, and re-read with null branches whose envs
 reset together (``rl-gns probe``'s rule since 2026-12-05, :func:`rl_gns.experiments.probe.null_maxima`): at each env
@@ -209,6 +210,24 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
                      f"| {row.get('branches', '–')} | {envs} | {multiple} | {found(row)} | {found_upper(row)} "
                      f"| {scatter} |")  # fmt: skip
     lines.append("")
+    lines += per_design(rows)
+    df = sum(row.get("seed_df", 0) for row in rows)
+    if df:
+        ss = sum(row.get("seed_ss", 0.0) for row in rows)
+        probes = sum(bool(row.get("seed_df")) for row in rows)
+        lines.append(f"- seeds at one size, pooled over {probes} reported probes: σ of ln S {math.sqrt(ss / df):.2f} "
+                     f"({df} df; kept branches only)")  # fmt: skip
+    for pair in pairs:
+        lines.append(f"- retest of {pair['probe']}: {agreement(pair)}"
+                     + (f"; the fits from the size of least experience up: {agreement(pair['upper'])}"
+                        if "upper" in pair else ""))  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def per_design(rows: list[dict[str, Any]]) -> list[str]:
+    """A line per design: its reported probes' median cost and identification (by both fits); then a line per design
+    whose probes ended without a target, with their cost."""
+    lines = []
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         if row["status"] == "reported":
@@ -222,17 +241,14 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
         if second:
             lines[-1] += (f"; the fit from the size of least experience up identifies it in "
                           f"{identified(second)}")  # fmt: skip
-    df = sum(row.get("seed_df", 0) for row in rows)
-    if df:
-        ss = sum(row.get("seed_ss", 0.0) for row in rows)
-        probes = sum(bool(row.get("seed_df")) for row in rows)
-        lines.append(f"- seeds at one size, pooled over {probes} reported probes: σ of ln S {math.sqrt(ss / df):.2f} "
-                     f"({df} df; kept branches only)")  # fmt: skip
-    for pair in pairs:
-        lines.append(f"- retest of {pair['probe']}: {agreement(pair)}"
-                     + (f"; the fits from the size of least experience up: {agreement(pair['upper'])}"
-                        if "upper" in pair else ""))  # fmt: skip
-    return "\n".join(lines) + "\n"
+    ended: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        if row["status"] == "no target":
+            ended[row["design"]].append(row["multiple"])
+    for name, multiples in ended.items():
+        lines.append(f"- {name}: {len(multiples)} ended without a target (the pilot passed no null floor), cost a "
+                     f"median {np.median(multiples):.1f}× ({min(multiples):.1f}–{max(multiples):.1f}×)")  # fmt: skip
+    return lines
 
 
 def agreement(pair: dict[str, Any]) -> str:

@@ -69,3 +69,8 @@ def test_outcomes_of_the_committed_v8_probes(tmp_path):
     second_fits = f"the fit from the size of least experience up identifies it in {counted(seconds)}"
     assert f"`B_crit` identified in {counted(fits)}; {second_fits}" in summary
     assert "2 reported, cost a median 15.2× (14.6–15.7×), `B_crit` identified in 0 of 2" in summary
+    none = rows["Qbert/at500k"]
+    assert (
+        f"{none['design']}: 1 ended without a target (the pilot passed no null floor), cost a median "
+        f"{none['multiple']:.1f}×" in summary
+    )

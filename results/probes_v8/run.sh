@@ -22,7 +22,8 @@
 #      (results/probes/trunks.sh), which departs from the committed one and is kept beside it (results/probes_v8/trunks).
 #   9. From the note of 2026-12-06 (14:52 UTC): Pong at 500k in the n_steps series.
 #  10. From the notes of 2026-12-07: Pong's retest at 500k and Pong at 1M (02:10, 02:49 UTC), then Qbert and Alien at
-#      1M and 500k (05:17 UTC), in the n_steps series.
+#      1M and 500k (05:17 UTC), then Breakout at 500k and Ms. Pac-Man at 1M and 500k (06:20 UTC), in the n_steps
+#      series (those two trunks' snapshots restored from the history first: results/README.md).
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
@@ -72,6 +73,9 @@ for point in "Qbert 1000000" "Alien 1000000" "Qbert 500000" "Alien 500000"; do  
   read -r -a args <<< "$point"
   probe "${args[@]}" censored_steps
 done
+TRUNK=results/probes_v8/trunks/Breakout probe Breakout 500000 censored_steps  # the note of 2026-12-07 (06:20 UTC)
+probe MsPacman 1000000 censored_steps
+probe MsPacman 500000 censored_steps
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
 series censored_envs "Alien 1950000"
 

@@ -256,3 +256,19 @@ def test_experience_falls_names_the_small_sizes_that_learn_slower_per_agent_step
     on_the_curve = 100.0 * (1 + 512 / batch) * np.exp(np.tile([0.5, -0.5], 3))
     assert experience_falls(batch, on_the_curve) is None
     assert experience_falls(np.array([64.0, 256.0, 1024.0]), np.array([5_000.0, 100.0, 20.0])) is None  # no scatter
+
+
+def test_experience_falls_takes_the_least_experience_among_sizes_where_a_branch_reached_the_target():
+    """Seeds that did not reach the target enter at the iterations they trained, a lower bound: at a size where none
+    reached it, the least experience is that of the budget, not of learning, so it is no ``k*``. Every branch
+    stopped by a budget of 250,000 agent steps (none reached): nothing is named, whatever the quantized budgets'
+    scatter; 1,024 reached by none below the others' experience: ``k*`` is 256, where both seeds reached it."""
+    batch = np.repeat([64.0, 256.0], 3)
+    budget = np.array([3_861.0, 3_860.0, 3_860.0, 954.0, 954.0, 953.0])  # iterations of 64 and 256 near 250k
+    assert experience_falls(batch, budget) == ([64.0], 256.0)  # taken as reaches, the budgets' tiny scatter names 64
+    assert experience_falls(batch, budget, reached_N=np.zeros(6, dtype=bool)) is None
+    batch = np.repeat([64.0, 256.0, 1024.0], 2)
+    E = np.repeat([8 * 30_000.0, 30_000.0, 20_000.0], 2) * np.exp(np.tile([0.5, -0.5], 3))
+    reached = np.array([True, True, True, True, False, False])
+    assert experience_falls(batch, E / batch) == ([64.0], 1024.0)
+    assert experience_falls(batch, E / batch, reached_N=reached) == ([64.0], 256.0)

@@ -182,12 +182,13 @@ def censored_note(chosen: Rung) -> str:
     )
 
 
-def with_censored(chosen: Rung) -> tuple[np.ndarray, np.ndarray]:
-    """``(batch_N, steps_N)`` of a rung's kept branches and, after them, of its censored seeds at the iterations they
-    trained (a lower bound, which only makes their size look faster)."""
+def with_censored(chosen: Rung) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(batch_N, steps_N, reached_N)`` of a rung's kept branches and, after them, of its censored seeds at the
+    iterations they trained (a lower bound, which only makes their size look faster; ``reached_N`` false)."""
     batch_N = np.array([*chosen.batch_N, *(size for size, _ in chosen.censored)], dtype=float)
     steps_N = np.array([*chosen.steps_N, *(bound for _, bound in chosen.censored)], dtype=float)
-    return batch_N, steps_N
+    reached_N = np.arange(batch_N.size) < len(chosen.batch_N)
+    return batch_N, steps_N, reached_N
 
 
 def experience_note(chosen: Rung) -> str | None:
@@ -195,8 +196,8 @@ def experience_note(chosen: Rung) -> str | None:
     branches took more agent steps than the seeds' scatter allows (:func:`experience_falls`; a seed that did not reach
     it counts at the iterations it trained, where the fit is censored), or ``None``: ``S(B)`` cannot fit steps that
     fall faster than ``1 / B``, so those sizes hide the bend from the fit."""
-    batch_N, steps_N = with_censored(chosen)
-    found = experience_falls(batch_N, steps_N)
+    batch_N, steps_N, reached_N = with_censored(chosen)
+    found = experience_falls(batch_N, steps_N, reached_N=reached_N)
     if found is None:
         return None
     falls, best = found
@@ -224,7 +225,8 @@ def from_least_experience(chosen: Rung, censored: bool) -> Rung:
 
     :param censored: whether the rung's fit takes the branches that did not reach the target as censored.
     """
-    found = experience_falls(*with_censored(chosen))
+    batch_N, steps_N, reached_N = with_censored(chosen)
+    found = experience_falls(batch_N, steps_N, reached_N=reached_N)
     if found is None:
         return chosen
     keep_N = chosen.batch_N >= found[1]

@@ -343,31 +343,37 @@ def seed_scatter(batch_N: np.ndarray, steps_N: np.ndarray) -> tuple[float, int]:
     return ss, df
 
 
-def experience_falls(batch_N: np.ndarray, steps_N: np.ndarray, z: float = 2.0) -> tuple[list[float], float] | None:
+def experience_falls(
+    batch_N: np.ndarray, steps_N: np.ndarray, z: float = 2.0, reached_N: np.ndarray | None = None
+) -> tuple[list[float], float] | None:
     """The rollout sizes below the one that reached the target with the least experience, whose experience exceeds it
     by more than the seeds' scatter allows: there ``S`` falls faster than ``1 / B``, which ``S(B) = S_min (1 + B_crit
     / B)`` does not allow (its ``E = B S`` never falls as ``B`` grows).
 
     With ``ℓ_k`` the mean of ``ln E_n = ln(B_n S_n)`` over the ``n_k`` branches of size ``k``, ``k*`` the size of the
-    least ``ℓ_k``, and ``σ̂² = ss / df`` the scatter between seeds (:func:`seed_scatter`), a size ``k`` with
-    ``B_k < B_k*`` is returned where ``(ℓ_k − ℓ_k*) / (σ̂ sqrt(1 / n_k + 1 / n_k*)) > z``.
+    least ``ℓ_k`` among those where a branch reached the target, and ``σ̂² = ss / df`` the scatter between seeds
+    (:func:`seed_scatter`), a size ``k`` with ``B_k < B_k*`` is returned where
+    ``(ℓ_k − ℓ_k*) / (σ̂ sqrt(1 / n_k + 1 / n_k*)) > z``.
 
     :param batch_N: ``(N,)`` rollout sizes of the branches, agent steps.
     :param steps_N: ``(N,)`` their PPO iterations to the target (> 0); a branch that did not reach it may be given
         at the iterations it trained, a lower bound that only makes its size look faster.
     :param z: standard errors of the difference (2: about 2.3 % one-sided for one size, by chance).
-    :return: ``(the sizes, ascending; B_k*)``, or ``None`` where no size is returned or there is no scatter to judge
-        by (no size with two branches).
+    :param reached_N: ``(N,)`` whether each branch reached the target (default: every one did); a size none of whose
+        branches reached it is no ``k*``, as its experience is a lower bound.
+    :return: ``(the sizes, ascending; B_k*)``, or ``None`` where no size is returned, no branch reached the target,
+        or there is no scatter to judge by (no size with two branches).
     """
     batch, log_E = np.asarray(batch_N, dtype=float), np.log(np.asarray(batch_N, dtype=float) * np.asarray(steps_N))
+    reached = np.ones(batch.shape, dtype=bool) if reached_N is None else np.asarray(reached_N, dtype=bool)
     ss, df = seed_scatter(batch, np.asarray(steps_N, dtype=float))
-    if df == 0 or ss == 0:
+    if df == 0 or ss == 0 or not reached.any():
         return None
     sigma = math.sqrt(ss / df)
     sizes = np.unique(batch)
     mean_K = np.array([log_E[batch == size].mean() for size in sizes])
     count_K = np.array([np.sum(batch == size) for size in sizes])
-    best = int(np.argmin(mean_K))
+    best = int(np.argmin(np.where([reached[batch == size].any() for size in sizes], mean_K, np.inf)))
     standard_K = sigma * np.sqrt(1 / count_K + 1 / count_K[best])
     falls = [float(sizes[k]) for k in range(best) if (mean_K[k] - mean_K[best]) / standard_K[k] > z]
     return (falls, float(sizes[best])) if falls else None

@@ -397,6 +397,7 @@ def test_the_n_steps_designs_outcomes_quoted_in_the_docs():
     assert len(rows) == int(n)
     at = sorted(row["branch_point"] for row in rows)
     stages = f"{at[0] / 1e6:.3g}M–{at[-1] / 1e6:.3g}M"
+    games = len({Path(row["probe"]).parent.name for row in rows})
     both_sides = sorted(Path(row["probe"]).name for row in rows if row["identified"] and row["b_crit_low"] > 0)
     assert both_sides == ["at500k_censored_steps", "at500k_censored_steps_retest"]  # Pong at 500k and its retest
     docs, text = docs_text(), readme()
@@ -408,7 +409,7 @@ def test_the_n_steps_designs_outcomes_quoted_in_the_docs():
         f"at 500k), the fit from the size of least experience up in {second} of {n}, bounded from both sides in {both}"
     ) in docs["probe.md"]
     assert (
-        f"Over the {n} n_steps probes (4 games, {stages}) the design costs a median {median}× the run ({low}–{high}×); "
+        f"Over the {n} n_steps probes ({games} games, {stages}) the design costs a median {median}× the run ({low}–{high}×); "
         f"the fit over every size identifies `B_crit` in {fit} of {n} (both sides in {fit_both}, Pong's pair at 500k), "
         f"the second fit in {second} of {n} (both sides in {both}, Qbert's pair and Pong's retest)"
     ) in docs["results.md"]
@@ -419,7 +420,7 @@ def test_the_n_steps_designs_outcomes_quoted_in_the_docs():
     )
     assert (
         f"its default, varying the env count, bounded `B_crit` from below only ({below} of {len(envs)}); varying n_steps "
-        f"({n}, on 4 Atari games) it cost a median {median}× the run and bounded it from both sides in {fit_both} (Pong "
+        f"({n}, on {games} Atari games) it cost a median {median}× the run and bounded it from both sides in {fit_both} (Pong "
         f"at 500k and its retest), and from above in {second} (both sides in {both}) by a second fit that leaves out "
         "small rollouts slower than `S(B)` allows."
     ) in text
@@ -568,3 +569,46 @@ def test_pongs_n_steps_probe_at_1000k_quoted_in_the_docs_is_the_committed_report
         f"bounds `B_crit` from below only (at least {fit['b_crit_low']:,.0f}; 18 branches, {pong['cost_multiple']:.1f}×"
         in (docs["results.md"])
     )
+
+
+def test_breakout_at_500k_where_no_branch_reached_its_pilots_target_as_the_docs_say():
+    """docs/probe.md, results.md and limits.md on Breakout at 500k with n_steps varied: its target, null floor and
+    pilot's best, its 15 branches and cost, and the best running scores of the seeds at the pilot's own rollout size
+    and learning rate, from the committed report, its record and the pilot's config."""
+    probe = RESULTS / "probes_v8" / "Breakout" / "at500k_censored_steps"
+    record = v8_record("Breakout/at500k_censored_steps")
+    assert record["reached"] == [] and record["fit"] is None
+    pilot = json.loads((probe / "pilot" / "config.json").read_text())
+    size, rate = pilot["n_envs"] * pilot["n_steps"], pilot["learning_rate"]
+    rows = re.findall(rf"^\| {size:,} \| {rate:g} \| \d+ \| ([\d.]+) \| no \|$", (probe / "report.md").read_text(), re.M)
+    best = sorted(float(score) for score in rows)
+    target, floor, multiple = record["targets"][0], record["null_floor"], record["cost_multiple"]
+    assert abs(target - (floor + (record["pilot_best"] - floor) / 3)) < 1e-9
+    assert (
+        f"the pilot's best was {record['pilot_best']:.1f} and the target {target:.1f}, a third of the way up from the null "
+        f"floor of {floor:.1f}; none of the {record['branches']} branches reached it, not even the {len(best)} at the "
+        f"pilot's own rollout size and learning rate (best {best[0]:.1f}–{best[-1]:.1f}), and the probe spent "
+        f"{multiple:.1f}× its run"
+    ) in docs_text()["probe.md"]
+    assert (
+        f"none of its {record['branches']} branches reached, not even the {len(best)} at the pilot's own settings "
+        f"({multiple:.1f}× its run" in docs_text()["results.md"]
+    )
+    assert f"(Breakout at 500k: {record['branches']} branches, {multiple:.1f}× the run, none)" in one_line("docs/limits.md")
+
+
+def test_the_probes_without_a_target_counted_in_the_docs():
+    """docs/probe.md counts the points where the n_steps design's pilot passed no null floor, and docs/limits.md those
+    of every v8 probe, with their costs, from the committed outcomes."""
+    record = json.loads((RESULTS / "probes_v8" / "outcomes" / "outcomes.json").read_text())
+    none = [row for row in record["probes"] if row["status"] == "no target"]
+    steps = [row["multiple"] for row in none if row["design"].endswith("censored fit, 1 largest sizes held back")]
+    assert (
+        f"At {len(steps)} more points (Qbert and Ms. Pac-Man at 500k and 1M, Alien at 500k, Breakout at 1.95M) the pilot "
+        f"passed no null floor: no target, for {min(steps):.1f}–{max(steps):.1f}× the run each."
+    ) in docs_text()["probe.md"]
+    multiples = [row["multiple"] for row in none]
+    assert (
+        f"{len(none)} of the {len(record['probes'])} probes v8 started had no target (the pilot never passed the floor), "
+        f"each for {min(multiples):.1f}–{max(multiples):.1f}× the run"
+    ) in one_line("docs/limits.md")

@@ -208,6 +208,11 @@ def test_probe_draws_every_line_it_names_within_range():
     assert "branches (fastest learning rate per seed)" not in legend_texts(ax)
     assert not ax.get_yticks().size and any(t.get_text() == "no branch reached the target" for t in ax.texts)
     assert ax.get_xscale() == "log" and ax.get_xlim()[0] < 1104 < ax.get_xlim()[1]
+    _, ax = plt.subplots()
+    plot_probe(np.empty(0), np.empty(0), None, None, ax, censored=[(64, 3_860.0), (4_096, 61.0)])  # none reached
+    assert "did not reach: more steps than this" in legend_texts(ax) and ax.get_yscale() == "log"
+    assert any(t.get_text() == "no branch reached the target" for t in ax.texts)
+    assert ax.get_xlim()[0] < 64 and 4_096 < ax.get_xlim()[1]
 
 
 def test_a_censored_probe_draws_its_branches_that_did_not_reach_within_range():

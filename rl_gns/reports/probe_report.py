@@ -289,22 +289,12 @@ def plot_probe(
     """PPO iterations to the target against rollout size (log-log), one point per branch (a triangle at its bound for a
     ``censored`` one, ``(rollout_size, bound)``), the fitted ``S(B)`` over the rollout sizes branched at, and ``B_crit``
     and the default predictor's ``B_simple`` with their intervals (spans, clipped to the panel), the x axis wide enough
-    for each (:func:`probe_x_limits`). Without a branch that reached the target the y axis is blank and says so.
+    for each (:func:`probe_x_limits`). Without a branch that reached the target the panel says so, its y axis blank
+    unless censored branches mark their bounds.
 
     :param upper: ``(smallest size, fit)`` of a second fit over the sizes from there up
         (:func:`from_least_experience`), drawn dashed over them, with its ``B_crit`` where it identifies one."""
-    sizes_N = np.concatenate([batch_N, [size for size, _ in censored or []]])
-    if len(batch_N):
-        ax.scatter(batch_N, steps_N, color="black", s=18, label="branches (fastest learning rate per seed)", zorder=3)
-        if censored:
-            bounds = [bound for _, bound in censored]
-            ax.scatter(sizes_N[len(batch_N) :], bounds, color="gray", marker="^", s=24, label="did not reach: more steps "
-                       "than this", zorder=3)  # fmt: skip
-        ax.set_yscale("log")
-        plain_log_ticks(ax.yaxis)
-    else:
-        ax.set_yticks([])
-        ax.text(0.5, 0.5, "no branch reached the target", transform=ax.transAxes, ha="center", va="center", color="gray")
+    sizes_N = draw_branches(ax, batch_N, steps_N, censored or [])
     if fit is not None and fit.s_min > 0 and len(batch_N):
         grid = np.geomspace(sizes_N.min(), sizes_N.max(), 100)
         ax.plot(grid, fit.s_min + fit.e_min / grid, color="tab:blue", label="fit S = S_min + E_min / B")
@@ -328,6 +318,28 @@ def plot_probe(
     ax.set(xlabel="rollout size B (agent steps per PPO iteration)", ylabel="PPO iterations to the target")
     legend(ax, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     return ax
+
+
+def draw_branches(ax: Axes, batch_N: np.ndarray, steps_N: np.ndarray, censored: list[tuple[int, float]]) -> np.ndarray:
+    """The branches of :func:`plot_probe`: a dot per branch that reached the target, a triangle at its bound per
+    ``censored`` one, on a log y axis; without a branch that reached the target, the panel says so (its y axis blank
+    where nothing is drawn). Returns the rollout sizes drawn, ``(N + C,)`` agent steps."""
+    sizes_N = np.concatenate([batch_N, [size for size, _ in censored]])
+    if len(batch_N):
+        ax.scatter(batch_N, steps_N, color="black", s=18, label="branches (fastest learning rate per seed)", zorder=3)
+    if censored:
+        bounds = [bound for _, bound in censored]
+        ax.scatter(sizes_N[len(batch_N) :], bounds, color="gray", marker="^", s=24, label="did not reach: more steps "
+                   "than this", zorder=3)  # fmt: skip
+    if len(sizes_N):
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
+    else:
+        ax.set_yticks([])
+    if not len(batch_N):  # at the top where bounds are drawn, as they fall from the left
+        y = 0.95 if len(sizes_N) else 0.5
+        ax.text(0.5, y, "no branch reached the target", transform=ax.transAxes, ha="center", va="center", color="gray")
+    return sizes_N
 
 
 def fit_bounds(ax: Axes, fit: LocalTradeoffFit) -> None:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from conftest import ONE_RATE
@@ -60,13 +61,27 @@ def finish(args: list[str]) -> subprocess.CompletedProcess:
     return result
 
 
+class Reference(NamedTuple):
+    """A probe run once without interruption."""
+
+    out: Path
+    """Its directory."""
+    anchor_s: float
+    """Seconds from its command's start until its anchor was done."""
+    branches_s: float
+    """Seconds from then until its command ended."""
+
+
 @pytest.fixture(scope="module")
-def uninterrupted(source, tmp_path_factory) -> tuple[Path, float]:
-    """The probe at 3,008 agent steps run once without interruption, and its wall time in seconds."""
+def uninterrupted(source, tmp_path_factory) -> Reference:
+    """The probe at 3,008 agent steps run once without interruption, and how long its anchor and branches took."""
     out = tmp_path_factory.mktemp("uninterrupted") / "probe"
-    began = time.perf_counter()
-    finish(command(source, out, "--at", "3000"))
-    return out, time.perf_counter() - began
+    args, began = command(source, out, "--at", "3000"), time.perf_counter()
+    probe = start(args, out.parent / "log.txt")
+    wait_for(lambda: RunDir(out / "anchor").status() == "done" or probe.poll() is not None, timeout=900)
+    anchor_s = time.perf_counter() - began
+    assert probe.wait(timeout=900) == 0, (out.parent / "log.txt").read_text()[-2000:]
+    return Reference(out, anchor_s, time.perf_counter() - began - anchor_s)
 
 
 def numbers(probe: Path) -> dict:
@@ -136,7 +151,7 @@ def checkpointed(run: Path, since: float) -> bool:
 def test_an_anchor_interrupted_again_and_again_is_replayed_to_the_same_games(source, uninterrupted, tmp_path):
     """Resumed from a checkpoint, a fixed-parameter anchor would drop its games in progress at every interruption (four
     kills could leave it none); replayed from its start, it plays the games an uninterrupted anchor plays."""
-    reference, _ = uninterrupted
+    reference = uninterrupted.out
     out, args = tmp_path / "probe", command(source, tmp_path / "probe", "--at", "3000")
     for how in ("SIGKILL all", "SIGKILL", "SIGKILL all", "SIGKILL", "SIGINT"):
         began, probe = time.time(), start(args, tmp_path / "log.txt")
@@ -153,7 +168,7 @@ def test_an_anchor_interrupted_again_and_again_is_replayed_to_the_same_games(sou
 def test_a_branch_killed_with_checkpoints_restarts_from_the_branch_point(source, uninterrupted, tmp_path):
     """A branch resumed from a checkpoint would drop its games in progress and take more iterations to its target;
     restarted from the branch point, it takes the iterations an uninterrupted branch takes."""
-    reference, _ = uninterrupted
+    reference = uninterrupted.out
     out, args = tmp_path / "probe", command(source, tmp_path / "probe", "--at", "3000")
     began, probe = time.time(), start(args, tmp_path / "log.txt")
     wait_for(lambda: any(checkpointed(run, began) for run in (out / "runs").glob("*")))
@@ -204,7 +219,7 @@ def test_a_probe_kept_without_its_copy_of_the_agent_goes_on_in_another_clone(sou
     """A repository keeps a probe's records but not its copy of the agent, and a clone lies elsewhere: the probe,
     moved whole with its source and missing a branch, goes on from a copy made again from the source (same SHA-256)
     to the report of the uninterrupted probe, its finished runs kept."""
-    reference, _ = uninterrupted
+    reference = uninterrupted.out
     common = Path(os.path.commonpath([source, reference]))
     moved_source, moved = tmp_path / source.relative_to(common), tmp_path / reference.relative_to(common)
     shutil.copytree(source, moved_source)
@@ -229,7 +244,7 @@ def test_a_probe_that_went_on_in_another_checkout_reports_where_it_is_kept(sourc
     """A probe whose anchor played in one checkout and whose branches went on in a second (its probe.json records the
     second, its anchor the first), then copied into a third (the repository that keeps it), reports there as the
     uninterrupted probe does: every recorded path is read where the probe lies now."""
-    reference, _ = uninterrupted
+    reference = uninterrupted.out
     second, kept = tmp_path / "second" / "probe", tmp_path / "kept" / "probe"
     shutil.copytree(reference, second)
     shutil.rmtree(sorted((second / "runs").iterdir())[0])  # a branch that goes on in the second checkout
@@ -258,7 +273,7 @@ def test_a_population_probe_killed_in_its_branches_goes_on_to_the_same_report(so
 def test_the_report_says_where_runs_resumed_from_checkpoints(uninterrupted, tmp_path):
     """An anchor or branch that resumed from a checkpoint (``rl-gns train --resume`` on a run of the probe) lost its
     games in progress: the report says what that changed."""
-    reference, _ = uninterrupted
+    reference = uninterrupted.out
     probe = Path(shutil.copytree(reference, tmp_path / "probe"))
     for run, resumes in ((probe / "anchor", 2), (sorted((probe / "runs").iterdir())[0], 1)):
         summary = json.loads((run / "summary.json").read_text())
@@ -279,22 +294,23 @@ KILL_POINTS = 8
 def test_a_probe_interrupted_at_random_moments_reports_what_an_uninterrupted_one_does(source, uninterrupted, tmp_path):
     """At :data:`KILL_POINTS` seeded moments, a fresh probe is interrupted in one of the :data:`INTERRUPTIONS` ways,
     then the same command is run to its end: every number of its report is the uninterrupted probe's. Every other
-    moment is drawn after the anchor has finished, so that the branches are interrupted too however slowly the
-    machine runs (a moment drawn across the uninterrupted probe's wall time alone fell in the anchor every time on
-    a loaded machine)."""
-    reference, wall_s = uninterrupted
+    moment is drawn within the time the uninterrupted probe took to finish its anchor, the others within the time its
+    branches took, counted from when the anchor finished, so that both phases are interrupted however the machine
+    divides its time between them (moments drawn across the probe's whole wall time fell in the anchor every time on
+    one loaded machine, and in the branches every time on another)."""
+    reference, anchor_s, branches_s = uninterrupted
     rng = random.Random(0)
     outcomes: list[tuple[str, float, str, bool]] = []
     for k in range(2 * KILL_POINTS):
         if len(outcomes) == KILL_POINTS:
             break
         out = tmp_path / f"probe{k}"
-        args, how, after_s = command(source, out, "--at", "3000"), INTERRUPTIONS[k % 3], rng.uniform(0.02, 0.9) * wall_s
+        args, how = command(source, out, "--at", "3000"), INTERRUPTIONS[k % 3]
+        after_s = rng.uniform(0.02, 0.9) * (branches_s if k % 2 else anchor_s)
         probe = start(args, tmp_path / f"log{k}.txt")
-        if k % 2:  # this moment is drawn from when the anchor finished, within the shorter time the branches take
+        if k % 2:  # this moment is counted from when the anchor finished
             while RunDir(out / "anchor").status() != "done" and probe.poll() is None:
                 time.sleep(0.1)
-            after_s *= 0.3
         try:
             probe.wait(timeout=after_s)
             continue  # it finished first: not an interruption
@@ -333,7 +349,7 @@ def test_population_members_resumed_from_different_boundaries_are_warned_of(tmp_
 def test_a_probe_of_a_source_under_a_name_that_is_not_utf8_reports_as_one_elsewhere(source, uninterrupted, tmp_path):
     """A source whose directory's name is not UTF-8 (--out elsewhere): the report names it as a message does
     (``\\udcff``), and every number is the probe's of the same agent in a directory whose name is text."""
-    reference, _ = uninterrupted
+    reference = uninterrupted.out
     moved = Path(shutil.copytree(source, tmp_path / os.fsdecode(b"bad\xffdir") / "source"))
     out = tmp_path / "probe"
     result = subprocess.run(command(moved, out, "--at", "3000"), capture_output=True, text=True, errors="surrogateescape")

@@ -57,12 +57,13 @@ class Args:
 def design(probe: dict[str, Any], lr_points: int | None) -> str:
     """A probe's design in words, from its record and its sweep's learning rates per size (``None``: no sweep was
     planned): the design, the rates per size, which targets, and whether the branches that missed the target enter
-    the fit (censored)."""
+    the fit (censored), and the sequential design's stops beyond its own."""
     rates = "no branch planned" if lr_points is None else f"{lr_points} rate{'s' * (lr_points != 1)} per size"
     targets = "lowest target" if probe.get("lowest_target_only") else "every target"
     fit = "censored fit" if probe.get("censored") else "reaching branches"
     held = f", {probe['held_back']} largest sizes held back" if probe.get("held_back") else ""
-    return f"{probe.get('design', 'fixed')}, {rates}, {targets}, {fit}{held}"
+    least = f", stops below {probe['least_sizes']} sizes at the target" if probe.get("least_sizes") else ""
+    return f"{probe.get('design', 'fixed')}, {rates}, {targets}, {fit}{held}{least}"
 
 
 def null_config(probe: dict[str, Any], plan: dict[str, Any]) -> ProbeConfig:

@@ -782,6 +782,31 @@ def test_a_size_held_back_opens_with_its_whole_grid_of_rates(source, tmp_path, m
     assert "Design: sequential" in report(ProbeReportConfig(out)).read_text()
 
 
+def test_least_sizes_needs_the_sequential_design_and_a_count(source, tmp_path):
+    with pytest.raises(ValueError, match="--least-sizes 2 has no effect with --design fixed"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), design="fixed", least_sizes=2, out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--least-sizes must be a count of rollout sizes >= 0, got -1"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), least_sizes=-1, out=tmp_path / "p"))
+
+
+@pytest.mark.slow  # a real probe of 2 branches
+def test_a_probe_whose_first_round_reached_the_target_at_too_few_sizes_stops_there(source, tmp_path):
+    """A target 1,000 points above the anchor, which no branch of a few hundred agent steps reaches: with
+    --least-sizes 2 the sequential design stops after its first round (one seed at each of 2 sizes) and says why,
+    where without it every size would take its second seed."""
+    out = tmp_path / "probe"
+    config = ProbeConfig(source=source, at=3000, anchor_steps=4096, window=2, n_envs=(2, 4), seeds=2, lr_points=1,
+                         steps="passage", budget_steps=512, workers=2, target_rule="noise", delta=1000.0,
+                         null_level=None, max_cost=None, least_sizes=2, out=out)  # fmt: skip
+    probe_module.probe(config)
+    record = json.loads((out / "probe.json").read_text())
+    assert record["rounds"] == [[[2, 32, 0], [4, 32, 0]]] and record["least_sizes"] == 2
+    assert record["stopped"] == (
+        "B_crit not identified; 0 of the 2 rollout sizes trained reached the target, fewer than --least-sizes 2"
+    )
+    assert len(list((out / "runs").iterdir())) == 2
+
+
 def test_a_probe_with_edge_rounds_passes_them_to_its_branches_and_counts_every_rate_they_may_add(source, tmp_path):
     """Each edge round may add one rate beyond each edge of a size's grid: the cost and the null floor's count of rates
     (L) take the most a size may try, 3 + 2 x 2 = 7 here."""

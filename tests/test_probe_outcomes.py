@@ -74,3 +74,13 @@ def test_outcomes_of_the_committed_v8_probes(tmp_path):
         f"{none['design']}: 1 ended without a target (the pilot passed no null floor), cost a median "
         f"{none['multiple']:.1f}×" in summary
     )
+
+
+def test_a_design_names_the_stops_it_runs_beyond_its_own():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from probe_outcomes import design
+
+    record = {"design": "sequential", "lowest_target_only": True, "censored": True, "held_back": 1}
+    assert design(record, 1) == "sequential, 1 rate per size, lowest target, censored fit, 1 largest sizes held back"
+    assert design({**record, "least_sizes": 2}, 1).endswith("held back, stops below 2 sizes at the target")
+    assert design({**record, "least_sizes": 0}, 1) == design(record, 1)

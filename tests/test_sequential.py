@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from rl_gns.core.maths.sequential import next_round, precise_enough, sizes_around
+from rl_gns.core.maths.sequential import next_round, precise_enough, sizes_around, too_few_reached
 from rl_gns.core.maths.tradeoff import LocalTradeoffFit, fit_local_tradeoff
 
 SIZES = [128, 256, 512, 1024, 2048, 4096]
@@ -41,6 +41,15 @@ def test_next_round_every_size_first_then_around_b_crit_then_stop():
     assert next_round(SIZES, ones, fit(700, 300, 2_000), 8.0, 3) == []  # bounded within 8x
     with pytest.raises(ValueError, match="ascending"):
         next_round(SIZES[::-1], ones, None, 8.0, 3)
+
+
+def test_too_few_sizes_at_the_target_stop_the_design_for_futility():
+    """The stop counts sizes, not branches: two seeds at one size are one size at the target."""
+    assert too_few_reached([False] * 5, 2) and too_few_reached([False, True, False, False, False], 2)
+    assert not too_few_reached([False, True, True, False, False], 2) and too_few_reached([True, True, False], 3)
+    assert not too_few_reached([False] * 5, 0) and not too_few_reached([], 0) and too_few_reached([], 1)
+    with pytest.raises(ValueError, match="least_sizes must be 0 or more"):
+        too_few_reached([True], -1)
 
 
 def test_steps_on_the_curve_stop_the_design_after_its_first_round():

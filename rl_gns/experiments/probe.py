@@ -53,7 +53,7 @@ from rl_gns.core.envs.atari import FRAME_SKIP
 from rl_gns.core.maths.batching import Batching
 from rl_gns.core.maths.criterion import fastest
 from rl_gns.core.maths.names import LOSSES
-from rl_gns.core.maths.sequential import next_round, precise_enough
+from rl_gns.core.maths.sequential import next_round, precise_enough, too_few_reached
 from rl_gns.core.maths.targets import (
     DEFAULT_WINDOW,
     StepsMeasure,
@@ -333,6 +333,8 @@ class ProbeConfig(ExecutionConfig):
     """Sequential design: stop once B_crit's 95 % interval is within this ratio (high / low)."""
     held_back: int = 0
     """Sequential design: the grid's largest sizes that train only once the fit puts B_crit past every size trained."""
+    least_sizes: int = 0
+    """Sequential design: stop after a round at whose end fewer rollout sizes than this reached the target (0: never)."""
     censored: bool = True
     """Fit B_crit with the branches that did not reach the target as censored, in the rules and report (docs/probe.md)."""
 
@@ -482,6 +484,7 @@ RECORDED = (
     "design",
     "stop_ratio",
     "held_back",
+    "least_sizes",
     "censored",
 )
 
@@ -776,8 +779,10 @@ def check_target_rule(config: ProbeConfig) -> None:
 
 def check_design(config: ProbeConfig) -> None:
     """The sequential design's settings (raises ``ValueError`` with the reason)."""
-    fixed = {"stop_ratio": "with --design fixed", "held_back": "with --design fixed"}
+    fixed = {"stop_ratio": "with --design fixed", "held_back": "with --design fixed", "least_sizes": "with --design fixed"}
     check_inert(config, fixed if config.design == "fixed" else {})
+    if config.least_sizes < 0:
+        raise ValueError(f"--least-sizes must be a count of rollout sizes >= 0, got {config.least_sizes}")
     if config.held_back < 0:
         raise ValueError(f"--held-back must be a count of sizes >= 0, got {config.held_back}")
     if not (math.isfinite(config.stop_ratio) and config.stop_ratio > 1):
@@ -1097,6 +1102,13 @@ def next_units(
     )
     if precise_enough(fit, config.stop_ratio):
         return f"{where}, within {config.stop_ratio:g}x"
+    at_target = {k.rollout_size for k in kept.values()}
+    reached_K = [size in at_target for size, seeds in zip(rollout_K, seeds_K, strict=True) if seeds]
+    if reached_K and too_few_reached(reached_K, config.least_sizes):
+        return (
+            f"{where}; {sum(reached_K)} of the {len(reached_K)} rollout sizes trained reached the target, fewer than "
+            f"--least-sizes {config.least_sizes}"
+        )
     if not picks:
         return f"{where}; the sizes it would add to hold --seeds {config.seeds} seeds"
     if config.max_cost is not None:

@@ -28,6 +28,22 @@ def precise_enough(fit: LocalTradeoffFit | None, stop_ratio: float) -> bool:
     return fit.b_crit_high / fit.b_crit_low <= stop_ratio
 
 
+def too_few_reached(reached_K: Sequence[bool], least_sizes: int) -> bool:
+    """Whether fewer than ``least_sizes`` rollout sizes have a branch that reached the target: a stop for futility.
+
+    ``S(B) = S_min (1 + B_crit / B)`` places its bend from steps at two sizes or more; a branch that did not reach the
+    target bounds its steps from below only. Where, after a round, fewer than two sizes reached the target, the
+    target lies at the edge of what the branches reach, and further seeds at those sizes chase the chance of
+    crossing it rather than the bend.
+
+    :param reached_K: ``(K,)`` for each rollout size trained so far, whether any of its branches reached the target.
+    :param least_sizes: the fewest sizes at the target with which the design goes on (0: it never stops for this).
+    """
+    if least_sizes < 0:
+        raise ValueError(f"least_sizes must be 0 or more, got {least_sizes}")
+    return sum(map(bool, reached_K)) < least_sizes
+
+
 def sizes_around(rollout_K: Sequence[int], b_crit: float) -> tuple[int, int]:
     """The indices of the two neighbouring sizes around ``b_crit``: the largest below it and the next one up; the two
     smallest where ``b_crit`` lies below the grid, the two largest where above.

@@ -19,12 +19,14 @@
 #   censored_steps: the censored design with n_steps varied at the trunk's 8 envs, rollouts of 64 to 16,384 agent steps
 #   (x4 apart) and 32,768 held back (the note of 2026-12-06, 00:55 UTC), seeds from 24; censored_steps_retest: again,
 #   from 27.
+#   censored_steps_least2: censored_steps that stops after a round at whose end fewer than 2 rollout sizes reached the
+#   target (--least-sizes 2, the note of 2026-12-07, 11:19 UTC), seeds from 24.
 #   TRUNK (optional): the trunk's directory, if not results/probes/trunks/<Game> (a trunk trained again that departs from
 #   the committed one is kept beside it; the criterion's note of 2026-12-06, 13:43 UTC).
 #   Every censored variant runs under --max-cost 10 since the note of 2026-12-06 (04:23 UTC), 5 before it: a probe that
 #   stopped at the cap goes on from its recorded rounds.
 set -euo pipefail
-variants="retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest|censored_steps|censored_steps_retest"
+variants="retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest|censored_steps|censored_steps_retest|censored_steps_least2"
 usage="usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [$variants]"
 if [[ $# -lt 2 || $# -gt 3 ]]; then echo "$usage" >&2; exit 2; fi
 if [[ -n "${3:-}" && "|$variants|" != *"|$3|"* ]]; then echo "$usage" >&2; exit 2; fi
@@ -62,9 +64,10 @@ case "$variant" in
   censored_retest) design=(--lr-points 1 --lowest-target-only --first-seed 15 --censored --max-cost 10) ;;
   censored_envs) design=(--lr-points 1 --lowest-target-only --first-seed 18 --censored --max-cost 10) ;;
   censored_envs_retest) design=(--lr-points 1 --lowest-target-only --first-seed 21 --censored --max-cost 10) ;;
-  censored_steps | censored_steps_retest)
-    design=(--lr-points 1 --lowest-target-only --first-seed "$([[ $variant == censored_steps ]] && echo 24 || echo 27)"
-      --censored --max-cost 10 --n-steps-grid 8 32 128 512 2048 4096 --held-back 1) ;;
+  censored_steps | censored_steps_retest | censored_steps_least2)
+    design=(--lr-points 1 --lowest-target-only --first-seed "$([[ $variant == censored_steps_retest ]] && echo 27 || echo 24)"
+      --censored --max-cost 10 --n-steps-grid 8 32 128 512 2048 4096 --held-back 1)
+    if [[ $variant == censored_steps_least2 ]]; then design+=(--least-sizes 2); fi ;;
 esac
 rl-gns probe "$trunk" --at "$at" --target-rule pilot --design sequential --seeds 3 "${design[@]}" --steps trend \
   --budget-steps "$((at / 2))" --engine population --workers "${WORKERS:-2}" --threads-per-run 1 \

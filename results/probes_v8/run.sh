@@ -76,6 +76,7 @@ done
 TRUNK=results/probes_v8/trunks/Breakout probe Breakout 500000 censored_steps  # the note of 2026-12-07 (06:20 UTC)
 probe MsPacman 1000000 censored_steps
 probe MsPacman 500000 censored_steps
+TRUNK=results/probes_v8/trunks/Breakout probe Breakout 250000 censored_steps_least2  # the note of 2026-12-07 (11:19 UTC)
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
 series censored_envs "Alien 1950000"
 

@@ -45,7 +45,7 @@ import tyro
 from probe_coverage import GRID, LR_CURVATURE, Branch, as_json, command, games_to_target, null_target, write_record
 from probe_coverage import Args as Simulated
 
-from rl_gns.core.maths.sequential import next_round
+from rl_gns.core.maths.sequential import next_round, too_few_reached
 from rl_gns.core.maths.tradeoff import fit_local_tradeoff, fit_with_censored, seed_scatter
 from rl_gns.experiments.probe import ProbeConfig
 
@@ -71,6 +71,9 @@ class Args:
     """Agent steps of the run a probe branches from: the unit of --max-costs, and of each design's cost."""
     max_costs: list[float] = field(default_factory=list)
     """Caps on the sequential design's agent steps, as multiples of --run-steps (``rl-gns probe --max-cost``)."""
+    least_sizes: list[int] = field(default_factory=list)
+    """Stops for futility: for each L, the sequential design runs again on the same draw, stopping after a round at
+    whose end fewer than L sizes have a branch at the target (``rl-gns probe --least-sizes``)."""
     censored: bool = False
     """Fit with the sizes and seeds that did not reach the target as censored (else without them)."""
     level: float = 0.95
@@ -177,14 +180,17 @@ def sequential(
     b_crit: float,
     rng: np.random.Generator,
     max_cost: float | None = None,
+    least_sizes: int = 0,
 ) -> dict:
     """The sequential design on one simulated probe (the module's docstring): its fit, cost and branches; with
-    ``max_cost`` (a multiple of ``--run-steps``) it stops before a round that could pass it."""
+    ``max_cost`` (a multiple of ``--run-steps``) it stops before a round that could pass it, with ``least_sizes`` after
+    a round at whose end fewer sizes than that have a branch at the target (:func:`too_few_reached`)."""
     batch, steps, cost, branches = [], [], before_branches(args), 0
     censored: list[tuple[float, float]] | None = [] if args.censored else None
     first = range(len(GRID)) if args.lr_points == 3 else [len(GRID) // 2]  # the grid, or the rule's own rate
     tuned: dict[int, int] = {}  # size -> the grid rate its first round kept
     seeds_K = [0] * len(probe.rollout_K)
+    reached_K = [False] * len(probe.rollout_K)
     fit = None
     while sizes := next_round(list(probe.rollout_K), seeds_K, fit, args.stop_ratio, args.seeds):
         first_round = not any(seeds_K)
@@ -198,6 +204,7 @@ def sequential(
             reached = {rate: r.steps for rate, r in runs.items() if r.steps is not None}
             if reached:
                 kept = min(reached, key=reached.__getitem__)
+                reached_K[k] = True
                 batch.append(probe.rollout_K[k])
                 steps.append(reached[kept])
                 if first_round:
@@ -205,6 +212,8 @@ def sequential(
             elif censored is not None and min(r.bound for r in runs.values()) > 0:
                 censored.append((probe.rollout_K[k], min(r.bound for r in runs.values())))
         fit = judged(batch, steps, b_crit, censored, args.level)["fit"]
+        if too_few_reached([reached_K[k] for k, seeds in enumerate(seeds_K) if seeds], least_sizes):
+            break
     ss, df = seed_scatter(np.array(batch), np.array(steps))
     return {**judged(batch, steps, b_crit, censored, args.level), "cost": cost, "branches": branches, "ss": ss, "df": df}
 
@@ -230,6 +239,7 @@ def check(args: Args) -> None:
     ]
     bad += [f"--max-costs must be finite multiples of the run > 0, got {cap}" for cap in args.max_costs
             if not (math.isfinite(cap) and cap > 0)]  # fmt: skip
+    bad += [f"--least-sizes must be integers >= 1, got {least}" for least in args.least_sizes if least < 1]
     bad += ["--max-costs needs --run-steps (a cap is a multiple of the run's agent steps)"] if (
         args.max_costs and args.run_steps is None) else []  # fmt: skip
     if bad:
@@ -253,14 +263,20 @@ def main(args: Args) -> None:
                 results = [first, sequential(sim, probe, args, seed_sd, target, b_crit, rng)]
                 for cap in args.max_costs:
                     results.append(sequential(sim, probe, args, seed_sd, target, b_crit, copy.deepcopy(before), cap))
+                for least in args.least_sizes:
+                    again = copy.deepcopy(before)
+                    results.append(sequential(sim, probe, args, seed_sd, target, b_crit, again, least_sizes=least))
                 draws.append(results)
             row: dict[str, Any] = {"seed_sd": seed_sd, "b_crit": b_crit, "e_min": sim.e_min}
             row["fixed"], row["sequential"] = (summary([d[index] for d in draws]) for index in (0, 1))
             row["capped"] = {f"{cap:g}": summary([d[2 + index] for d in draws]) for index, cap in enumerate(args.max_costs)}
+            after = 2 + len(args.max_costs)
+            row["futile"] = {str(least): summary([d[after + i] for d in draws]) for i, least in enumerate(args.least_sizes)}
             row["median_cost_ratio"] = float(np.median([d[1]["cost"] / d[0]["cost"] for d in draws]))
             rows.append(row)
             print(f"σ {seed_sd:.2f} B_crit {b_crit:6,.0f}  fixed {row['fixed']}  sequential {row['sequential']}  "
                   + "".join(f"at most {cap}x {capped}  " for cap, capped in row["capped"].items())
+                  + "".join(f"stop below {least} sizes {futile}  " for least, futile in row["futile"].items())
                   + f"cost ratio {row['median_cost_ratio']:.2f}", flush=True)  # fmt: skip
     record = {
         "command": command("probe_sequential.py", args),
@@ -307,6 +323,8 @@ def table(record: dict) -> str:
     for row in record["rows"]:
         designs = {"fixed": row["fixed"], "sequential": row["sequential"]}
         designs.update({f"sequential, at most {cap}x the run": capped for cap, capped in row.get("capped", {}).items()})
+        designs.update({f"sequential, stops below {least} sizes at the target": futile
+                        for least, futile in row.get("futile", {}).items()})  # fmt: skip
         for design, d in designs.items():
             ratio = f"{row['median_cost_ratio']:.2f}" if design == "sequential" else ""
             of_run = f"{d['median_cost'] / a['run_steps']:.1f}x | " if a.get("run_steps") is not None else ""

@@ -612,3 +612,100 @@ def test_the_probes_without_a_target_counted_in_the_docs():
         f"{len(none)} of the {len(record['probes'])} probes v8 started had no target (the pilot never passed the floor), "
         f"each for {min(multiples):.1f}–{max(multiples):.1f}× the run"
     ) in one_line("docs/limits.md")
+
+
+def test_the_stop_for_futility_replayed_on_the_n_steps_probes_as_the_docs_say():
+    """docs/probe.md's rule 6 and limits.md on ``--least-sizes``: the medians of the replayed rules, the two probes
+    that stop after their first round and their costs, and the retest's interval under a stop at a round with none,
+    from the committed replay (``benchmarks/replay_rounds.py``)."""
+    rows = json.loads((RESULTS / "validation" / "replay_rounds" / "rounds.json").read_text())["rows"]
+
+    def median(rule: str) -> float:
+        return statistics.median(row["cost"] for row in rows if row["rule"] == rule)
+
+    def row(probe: str, rule: str) -> dict:
+        return next(r for r in rows if r["probe"] == f"results/probes_v8/{probe}" and r["rule"] == rule)
+
+    stopped = [r for r in rows if r["rule"] == "fewer than 2 sizes" and len(set(r["rounds"].split(" of "))) == 2]
+    assert sorted(Path(r["probe"]).relative_to("results/probes_v8").as_posix() for r in stopped) == [
+        "Breakout/at500k_censored_steps", "Pong/at1000k_censored_steps"
+    ] and all(r["rounds"].startswith("1 of") for r in stopped)  # fmt: skip
+    breakout, pong = row("Breakout/at500k_censored_steps", "fewer than 2 sizes"), row("Pong/at1000k_censored_steps",
+                                                                                     "fewer than 2 sizes")  # fmt: skip
+    for rule in ("as run", "fewer than 2 sizes", "fewer than 3 sizes"):
+        mine = [r for r in rows if r["rule"] == rule]
+        assert len(mine) == 12 and sum(r["identified"] for r in mine) == 3 and sum(r["second_identified"] for r in mine) == 6
+    text = docs_text()["probe.md"]
+    assert (
+        f"`--least-sizes 2` stops those two after their first round ({breakout['cost']:.1f}× and {pong['cost']:.1f}×), "
+        f"moves the median cost from {median('as run'):.2f}× to {median('fewer than 2 sizes'):.2f}× the run, and changes "
+        "no fit that identified `B_crit` (3 of 12, and 6 of 12 by the second fit, either way); `L` 3 stops Breakout at 1M "
+        f"as well (median {median('fewer than 3 sizes'):.2f}×)"
+    ) in text
+    assert row("Breakout/at1000k_censored_steps", "fewer than 3 sizes")["rounds"].startswith("1 of")
+    retest = "Pong/at500k_censored_steps_retest"
+    assert (
+        f"widening its interval from {row(retest, 'as run')['b_crit'].split(' ', 1)[1]} to "
+        f"{row(retest, 'a round with none')['b_crit'].split(' ', 1)[1]}"
+    ) in text
+    assert f"would have stopped it after its first round, at {breakout['cost']:.1f}×" in one_line("docs/limits.md")
+
+
+def test_the_stop_for_futility_simulated_as_the_docs_say():
+    """docs/probe.md's rule 6 on the simulated probes: identification, coverage and median cost with and without
+    ``--least-sizes 2`` at both run lengths, ranges over the 9 cases of each committed table."""
+    text = docs_text()["probe.md"]
+
+    def ranges(name: str) -> dict[str, tuple[str, str]]:
+        record = json.loads((RESULTS / "validation" / name / "sequential.json").read_text())
+        run, rows = record["args"]["run_steps"], record["rows"]
+        designs = {"without": [row["sequential"] for row in rows], "with": [row["futile"]["2"] for row in rows]}
+
+        def span(values: list[float], unit: str = "") -> str:
+            return f"{min(values):.2f}–{max(values):.2f}" if not unit else f"{min(values):.1f}–{max(values):.1f}×"
+
+        found = {}
+        for design, summaries in designs.items():
+            found[f"identified {design}"] = span([s["identified"] for s in summaries])
+            found[f"covered {design}"] = span([s["covered"] for s in summaries])
+            found[f"cost {design}"] = span([s["median_cost"] / run for s in summaries], "x")
+        found["saved"] = (
+            f"{max(a['median_cost'] - b['median_cost'] for a, b in zip(*designs.values(), strict=True)) / run:.1f}×"
+        )
+        return found
+
+    long, short = ranges("probe_sequential_futile"), ranges("probe_sequential_futile_500k")
+    assert (
+        f"identification {long['identified with']} of probes against {long['identified without']} without, coverage "
+        f"{long['covered with']} against {long['covered without']}, the median cost at most {long['saved']} the run lower"
+    ) in text
+    assert (
+        f"it cuts the median cost from {short['cost without']} the run to {short['cost with']}, but identifies `B_crit` "
+        f"less often ({short['identified with']} of probes against {short['identified without']}) and its interval "
+        f"covers the truth far less often ({short['covered with']} against {short['covered without']})"
+    ) in text
+    covered = json.loads((RESULTS / "validation" / "probe_sequential_futile_500k" / "sequential.json").read_text())
+    assert f"in as few as {min(row['sequential']['covered'] for row in covered['rows']):.2f} of probes" in text
+
+
+def test_breakout_at_250k_stopped_for_futility_as_the_docs_say():
+    """results.md and limits.md on Breakout at 250k, probed with ``--least-sizes 2``: its target, floor and pilot's
+    best, its first round's best running scores, why it stopped and its cost, from the committed record and report."""
+    probe = RESULTS / "probes_v8" / "Breakout" / "at250k_censored_steps_least2"
+    record = v8_record("Breakout/at250k_censored_steps_least2")
+    assert record["least_sizes"] == 2 and record["reached"] == [] and len(record["rounds"]) == 1
+    assert record["stopped"].endswith("0 of the 5 rollout sizes trained reached the target, fewer than --least-sizes 2")
+    best = [
+        float(s)
+        for s in re.findall(r"^\| [\d,]+ \| [\d.e-]+ \| \d+ \| ([\d.]+) \| no \|$", (probe / "report.md").read_text(), re.M)
+    ]
+    assert len(best) == record["branches"] == 5
+    assert (
+        f"its target {record['targets'][0]:.2f} over a floor of {record['null_floor']:.2f} (pilot {record['pilot_best']:.2f}) "
+        f"was reached by none of its first round's {record['branches']} branches (best {min(best):.1f}–{max(best):.1f}), "
+        f"and it stopped there, at {record['cost_multiple']:.1f}× its run"
+    ) in docs_text()["results.md"]
+    assert (
+        "tried on Breakout at 250k, it stopped there after one round that reached its target at no size, at "
+        f"{record['cost_multiple']:.1f}×"
+    ) in one_line("docs/limits.md")

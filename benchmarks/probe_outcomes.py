@@ -36,7 +36,7 @@ import numpy as np
 import tyro
 
 from rl_gns.core.maths.tradeoff import seed_scatter
-from rl_gns.experiments.probe import ProbeConfig, highest_floor, null_maxima, worst_crossing
+from rl_gns.experiments.probe import ProbeConfig, highest_floor, no_target, null_maxima, worst_crossing
 from rl_gns.records.rundir import PROBE, SWEEP, read_json, write_json
 from rl_gns.reports.probe_report import RESULTS, spent
 
@@ -63,7 +63,8 @@ def design(probe: dict[str, Any], lr_points: int | None) -> str:
     fit = "censored fit" if probe.get("censored") else "reaching branches"
     held = f", {probe['held_back']} largest sizes held back" if probe.get("held_back") else ""
     least = f", stops below {probe['least_sizes']} sizes at the target" if probe.get("least_sizes") else ""
-    return f"{probe.get('design', 'fixed')}, {rates}, {targets}, {fit}{held}{least}"
+    gate = f", pilot gain at least {probe['least_pilot_gain']:g} SE" if probe.get("least_pilot_gain") else ""
+    return f"{probe.get('design', 'fixed')}, {rates}, {targets}, {fit}{held}{least}{gate}"
 
 
 def null_config(probe: dict[str, Any], plan: dict[str, Any]) -> ProbeConfig:
@@ -122,10 +123,10 @@ def outcome(probe_dir: Path) -> dict[str, Any]:
                             "b_crit_high": upper.get("b_crit_high"), "identified": bool(upper.get("identified")),
                             "fitted": bool(upper)}  # fmt: skip
         return row
-    floor, best = probe.get("null_floor"), probe.get("pilot_best")
-    if floor is not None and best is not None and best <= floor:
+    if no_target(probe) is not None:
         cost = spent(probe_dir, [], row["branch_point"])  # no branch ran: the anchor and the pilot
-        return row | {"status": "no target", "pilot_best": best, "null_floor": floor, "agent_steps": cost.agent_steps,
+        return row | {"status": "no target", "pilot_best": probe["pilot_best"], "null_floor": probe["null_floor"],
+                      "pilot_gain": probe.get("pilot_gain"), "agent_steps": cost.agent_steps,
                       "multiple": cost.agent_steps / row["branch_point"]}  # fmt: skip
     known = {key: probe[key] for key in ("targets", "false_crossing") if key in probe}  # set once the pilot passed
     return row | {"status": "unfinished"} | known
@@ -136,6 +137,10 @@ def steps(value: float | None) -> str:
 
 
 def found(row: dict[str, Any]) -> str:
+    if row["status"] == "no target" and row["pilot_best"] > row["null_floor"]:
+        return (
+            f"no target: pilot {row['pilot_best']:g} > null floor {row['null_floor']:g}, its gain {row['pilot_gain']:.2f} SE"
+        )
     if row["status"] == "no target":
         return f"no target: pilot {row['pilot_best']:g} ≤ null floor {row['null_floor']:g}"
     if row["status"] == "unfinished":
@@ -247,7 +252,8 @@ def per_design(rows: list[dict[str, Any]]) -> list[str]:
         if row["status"] == "no target":
             ended[row["design"]].append(row["multiple"])
     for name, multiples in ended.items():
-        lines.append(f"- {name}: {len(multiples)} ended without a target (the pilot passed no null floor), cost a "
+        why = "the pilot passed no null floor" + (" or gained too little" if "pilot gain" in name else "")
+        lines.append(f"- {name}: {len(multiples)} ended without a target ({why}), cost a "
                      f"median {np.median(multiples):.1f}× ({min(multiples):.1f}–{max(multiples):.1f}×)")  # fmt: skip
     return lines
 

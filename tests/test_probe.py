@@ -31,11 +31,13 @@ from rl_gns.experiments import probe as probe_module
 from rl_gns.experiments.config import TrainConfig, train_config_from_json
 from rl_gns.experiments.probe import (
     AnchorGamesError,
+    NoTargetError,
     ProbeConfig,
     branch_point,
     censored_runs,
     check,
     held_snapshots,
+    no_target,
     null_order,
     probe_cost,
     probe_targets,
@@ -728,6 +730,38 @@ def test_the_pilot_rule_keeps_only_its_lower_target_when_asked(source, tmp_path)
     assert null_lowest["false_crossing"] == null["false_crossing"][:1]
     with pytest.raises(ValueError, match="--lowest-target-only False has no effect with --target-rule noise"):
         check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="noise", lowest_target_only=False, out=tmp_path / "p"))
+
+
+def test_a_pilot_that_passes_the_floor_by_drift_alone_sets_no_target_under_least_pilot_gain(source, tmp_path):
+    """Anchor games alternating 0 and 1; a pilot whose games are 0 and 1 but for a run of 2s in its later half: its
+    running score of 2 games passes the null floor (1) with no gain in its mean that its blocks' spread allows, so under
+    --least-pilot-gain 3 it sets no target and says why, and probe.json's record names the reason
+    (:func:`no_target`); a pilot whose later games all score 3 sets one."""
+    header = "env_steps,score,length_frames,wall_s\n"
+    drift = [g % 2 for g in range(30)] + [2] * 4 + [g % 2 for g in range(6)]
+    for name, scores in (("anchor", [g % 2 for g in range(40)]), ("pilot", drift)):
+        (tmp_path / name).mkdir()
+        rows = "".join(f"{100 * (g + 1)},{s},400,{g}.0\n" for g, s in enumerate(scores))
+        (tmp_path / name / "episodes.csv").write_text(header + rows)
+    start = start_score(tmp_path / "anchor", window=2, spread_needed=True)
+    gated = ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", window=2, budget_steps=1_000,
+                        least_pilot_gain=3.0)  # fmt: skip
+    targets, _ = probe_targets(replace(gated, least_pilot_gain=None), tmp_path, start, (2, 4))
+    assert targets  # the null floor alone lets it through
+    with pytest.raises(NoTargetError, match="fewer than --least-pilot-gain 3") as raised:
+        probe_targets(gated, tmp_path, start, (2, 4))
+    record = raised.value.record
+    assert record["pilot_best"] == 2.0 and record["pilot_best"] > record["null_floor"] and record["pilot_gain"] < 3.0
+    assert "without a measurable gain" in no_target({**record, "least_pilot_gain": 3.0})
+    assert no_target({**record, "least_pilot_gain": 0.1}) is None and no_target({}) is None
+    rows = "".join(f"{100 * (g + 1)},{g % 2 if g < 20 else 3},400,{g}.0\n" for g in range(40))
+    (tmp_path / "pilot" / "episodes.csv").write_text(header + rows)
+    targets, null = probe_targets(gated, tmp_path, start, (2, 4))
+    assert targets and null["pilot_gain"] > 30  # every later game scores 3: 2.5 over the anchor, whose error is 0.08
+    with pytest.raises(ValueError, match=r"--least-pilot-gain 3\.0 has no effect with --target-rule noise"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="noise", least_pilot_gain=3.0, out=tmp_path / "p"))
+    with pytest.raises(ValueError, match="--least-pilot-gain must be a finite count of standard errors > 0, got -1"):
+        check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="pilot", least_pilot_gain=-1.0, out=tmp_path / "p"))
 
 
 def test_the_null_floor_counts_the_first_games_of_envs_that_reset_together(source, tmp_path):

@@ -18,6 +18,7 @@ from rl_gns.core.maths.targets import (
     null_floor,
     null_max_running_scores,
     null_max_running_scores_envs,
+    pilot_gain,
     reach_steps,
     resolvable_improvement,
     running_score,
@@ -307,3 +308,23 @@ def test_a_run_that_reaches_later_is_timed_past_its_censored_bound():
     last = window_midpoint(ends_N[cut - window : cut], lengths_N[cut - window : cut], 1) / rollout_size
     for measure in ("passage", "midpoint", "trend"):
         assert censored_by(measure, int(ends_N[cut - 1]) // rollout_size, last) <= full.steps(measure)
+
+
+def test_pilot_gain_counts_the_pilots_drift_between_blocks_of_its_later_games():
+    """Anchor games 0 and 2 (mean 1, s² 2); a pilot's later 10 games in 5 blocks of means 3, 5, 3, 5, 3 (mean 3.8, s² of
+    the block means 1.2): z = 2.8 / √(2/2 + 1.2/5). Its first half does not count. Against a steady anchor at 5, later
+    games alternating 0 and 10 are level with it in every block, and later games in runs of 0s then 10s (block means
+    0, 0, 10, 10, 10; s² 30) gain 1 with the spread of their blocks as its error."""
+    anchor = np.array([0.0, 2.0])
+    later = np.array([3, 3, 5, 5, 3, 3, 5, 5, 3, 3], dtype=float)
+    assert pilot_gain(anchor, np.concatenate([np.full(10, -50.0), later])) == pytest.approx(2.8 / math.sqrt(1.24))
+    blocks = np.concatenate([np.zeros(10), np.repeat([0.0, 0.0, 10.0, 10.0, 10.0], 2)])
+    alternating = np.concatenate([np.zeros(10), np.tile([0.0, 10.0], 5)])
+    steady = np.array([5.0, 5.0])
+    assert pilot_gain(steady, alternating) == 0.0  # every block's mean is 5
+    assert pilot_gain(steady, blocks) == pytest.approx(1.0 / math.sqrt(30.0 / 5))  # means 0, 0, 10, 10, 10: s² 30
+    assert pilot_gain(steady, np.full(20, 7.0)) == math.inf and pilot_gain(steady, np.full(20, 5.0)) == 0.0
+    with pytest.raises(ValueError, match="4 x blocks pilot games"):
+        pilot_gain(anchor, np.zeros(19))
+    with pytest.raises(ValueError, match="blocks >= 2"):
+        pilot_gain(anchor, np.zeros(20), blocks=1)

@@ -44,7 +44,7 @@ import time
 import warnings
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import tyro
@@ -64,6 +64,7 @@ from rl_gns.core.maths.targets import (
     null_floor,
     null_max_running_scores,
     null_max_running_scores_envs,
+    pilot_gain,
     reach_steps,
     resolvable_improvement,
     running_score,
@@ -325,6 +326,9 @@ class ProbeConfig(ExecutionConfig):
     """Probe directory; if unset, probes/<source name>_at<agent steps>."""
     null_level: float | None = 0.01
     """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
+    least_pilot_gain: float | None = None
+    """With --target-rule pilot: no target unless the pilot's later games beat the anchor's mean by this many standard
+    errors, its drift counted (docs/probe.md; None: the null floor alone decides)."""
     max_cost: float | None = 10.0
     """A cap on agent steps, as a multiple of the run's at the branch point (a sequential probe stops before it)."""
     design: Literal["fixed", "sequential"] = "sequential"
@@ -486,6 +490,7 @@ RECORDED = (
     "held_back",
     "least_sizes",
     "censored",
+    "least_pilot_gain",
 )
 
 
@@ -579,6 +584,26 @@ def worst_crossing(maxima: dict[int | None, np.ndarray], targets: tuple[float, .
     return tuple(max(null_crossing(drawn, t, rates) for drawn in maxima.values()) for t in targets)
 
 
+def no_target(record: dict[str, Any]) -> str | None:
+    """Why criterion v8's pilot set a probe no target, from what ``probe.json`` records (``record``), or ``None``
+    where it set one or has not yet run: its best running score did not pass the null floor, or, under
+    ``--least-pilot-gain``, its later games did not beat the anchor's by that many standard errors
+    (:func:`~rl_gns.core.maths.targets.pilot_gain`)."""
+    floor, best = record.get("null_floor"), record.get("pilot_best")
+    if floor is None or best is None:
+        return None
+    if best <= floor:
+        return f"the pilot's best running score, {best:.4g}, does not pass the null floor {floor:.4g}"
+    least, gain = record.get("least_pilot_gain"), record.get("pilot_gain")
+    if least is not None and gain is not None and gain < least:
+        return (
+            f"the pilot's later games beat the anchor's by {gain:.2f} standard errors (its drift counted), fewer than "
+            f"--least-pilot-gain {least:g}: its best running score, {best:.4g}, passed the null floor {floor:.4g} "
+            "without a measurable gain"
+        )
+    return None
+
+
 class NoTargetError(ValueError):
     """Criterion v8's pilot did not pass the null floor: the game has no target at this point of the run.
 
@@ -610,16 +635,20 @@ def probe_targets(
     pilot: dict[str, object] = {}
     how = "targets raised to it where below"
     if config.target_rule == "pilot":
-        best = float(np.nanmax(running_score(RunDir(directory / PILOT).episodes()["score"], config.window), initial=-math.inf))
+        scores = RunDir(directory / PILOT).episodes()["score"]
+        best = float(np.nanmax(running_score(scores, config.window), initial=-math.inf))
         targets = spaced_targets(floor.floor, best)[: 1 if config.lowest_target_only else None]
-        if not targets:
+        pilot = {"pilot_best": best}
+        if config.least_pilot_gain is not None:
+            pilot["pilot_gain"] = pilot_gain(RunDir(directory / ANCHOR).episodes()["score"], scores)
+        reason = no_target({**floor.record(), **pilot, "least_pilot_gain": config.least_pilot_gain})
+        if reason is not None:
             raise NoTargetError(
-                f"{directory / PILOT}: the pilot's best running score, {best:.4g}, does not pass the null floor "
-                f"{floor.floor:.4g}: no target at this point of the run, which does not improve measurably within "
-                f"--budget-steps from here (docs/probe.md, targets from a pilot)",
-                {**floor.record(), "pilot_best": best},
+                f"{directory / PILOT}: {reason}: no target at this point of the run, which does not improve measurably "
+                f"within --budget-steps from here (docs/probe.md, targets from a pilot)",
+                {**floor.record(), **pilot},
             )
-        floor, pilot = null_floor_of(config, directory / ANCHOR, targets, n_envs_K, order), {"pilot_best": best}
+        floor = null_floor_of(config, directory / ANCHOR, targets, n_envs_K, order)
         thirds = "its target a third" if config.lowest_target_only else "targets a third and two thirds"
         how = f"{thirds} of the way from it to the pilot's best running score, {best:.4g}"
     print(
@@ -770,8 +799,11 @@ def check_numbers(config: ProbeConfig) -> None:
 def check_target_rule(config: ProbeConfig) -> None:
     """The pilot target rule's settings (raises ``ValueError`` with the reason)."""
     if config.target_rule != "pilot":
-        check_inert(config, {"lowest_target_only": "with --target-rule noise (give one --delta-noise)"})
+        check_inert(config, {"lowest_target_only": "with --target-rule noise (give one --delta-noise)",
+                             "least_pilot_gain": "with --target-rule noise"})  # fmt: skip
         return
+    if config.least_pilot_gain is not None and not (math.isfinite(config.least_pilot_gain) and config.least_pilot_gain > 0):
+        raise ValueError(f"--least-pilot-gain must be a finite count of standard errors > 0, got {config.least_pilot_gain:g}")
     check_inert(config, {"delta": "with --target-rule pilot", "delta_noise": "with --target-rule pilot"})
     if config.null_level is None:
         raise ValueError("--target-rule pilot needs --null-level: its targets start from the null floor")

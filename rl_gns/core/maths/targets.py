@@ -376,6 +376,38 @@ def null_floor(max_scores_D: np.ndarray, n_runs: int, level: float = 0.01) -> fl
     return float(np.nextafter(descending[min(allowed, len(descending) - 1)], math.inf))
 
 
+def pilot_gain(anchor_G: np.ndarray, pilot_G: np.ndarray, blocks: int = 5) -> float:
+    """How far a pilot's later games score above the anchor's, in standard errors that carry the pilot's drift:
+
+    ``z = (mean(L) − mean(A)) / √(s²(A) / |A| + s²(m) / blocks)``,
+
+    where ``A`` are the anchor's games, ``L`` the second half of the pilot's games in the order they ended, and ``m``
+    the means of ``blocks`` consecutive, near-equal parts of ``L`` (``s²`` with one degree of freedom removed).
+
+    The anchor plays at fixed parameters, so its games are independent draws. The pilot trains: its policy moves from
+    game to game, so its running score wanders even where its mean does not rise, and can pass the null floor (drawn
+    from the anchor's games) without improving. The spread of its block means carries that wandering into the error,
+    which the spread of its single games would not.
+
+    :param anchor_G: ``(G_a,)`` raw scores of the anchor's games, ``G_a >= 2``.
+    :param pilot_G: ``(G_p,)`` raw scores of the pilot's games in the order they ended, ``G_p >= 4 · blocks``.
+    :param blocks: parts of the pilot's second half (``>= 2``).
+    :return: ``z``; ``inf`` (or ``-inf``) where every score in question is the same and the means differ.
+    """
+    anchor, pilot = np.asarray(anchor_G, dtype=float), np.asarray(pilot_G, dtype=float)
+    if blocks < 2 or anchor.size < 2 or pilot.size < 4 * blocks:
+        raise ValueError(
+            f"need blocks >= 2, 2 or more anchor games and 4 x blocks pilot games, got {blocks}, {anchor.size}, {pilot.size}"
+        )
+    later = pilot[pilot.size // 2 :]
+    means_B = np.array([part.mean() for part in np.array_split(later, blocks)])
+    gain = float(later.mean() - anchor.mean())
+    se = math.sqrt(np.var(anchor, ddof=1) / anchor.size + np.var(means_B, ddof=1) / blocks)
+    if se == 0:
+        return 0.0 if gain == 0 else math.copysign(math.inf, gain)
+    return gain / se
+
+
 def spaced_targets(floor: float, pilot_best: float, count: int = 2) -> tuple[float, ...]:
     """Criterion v8's targets: ``T_i = F + i (P − F) / (count + 1)``, ``i = 1 … count``, between the null floor ``F``
     and a pilot's best running score ``P``; none where the pilot did not pass the floor."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from conftest import rl_gns
 
 from rl_gns.core.maths.advice import VALIDATED
+from rl_gns.records.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -709,3 +710,42 @@ def test_breakout_at_250k_stopped_for_futility_as_the_docs_say():
         "tried on Breakout at 250k, it stopped there after one round that reached its target at no size, at "
         f"{record['cost_multiple']:.1f}×"
     ) in one_line("docs/limits.md")
+
+
+def test_the_gate_on_the_pilots_gain_re_read_as_the_docs_say():
+    """docs/probe.md on ``--least-pilot-gain``: Breakout at 500k's pilot gain and means, the n_steps probes a gate at 3
+    ends (their gains and costs) and the median cost it leaves, the gains of those that identified ``B_crit``, and Ms.
+    Pac-Man at 1M's, from the committed re-read (``benchmarks/pilot_gain.py``)."""
+    rows = {r["probe"].removeprefix("results/probes_v8/"): r
+            for r in json.loads((RESULTS / "validation" / "pilot_gain" / "gain.json").read_text())["rows"]}  # fmt: skip
+    steps = {
+        name: r
+        for name, r in rows.items()
+        if r["reported"] and r["design"].endswith("censored fit, 1 largest sizes held back")
+    }
+    assert len(steps) == 12
+    gated = {name: r for name, r in steps.items() if r["pilot_gain"] < 3}
+    assert sorted(gated) == [
+        "Alien/at1950k_censored_steps", "Breakout/at500k_censored_steps", "Pong/at1000k_censored_steps",
+        "Qbert/at1500k_censored_steps",
+    ] and not any(r["identified"] for r in gated.values())  # fmt: skip
+    gains, costs = [r["pilot_gain"] for r in gated.values()], [r["cost"] for r in gated.values()]
+    after = statistics.median(r["cost_before_branches"] if name in gated else r["cost"] for name, r in steps.items())
+    found = [r["pilot_gain"] for r in steps.values() if r["identified"]]
+    breakout = RESULTS / "probes_v8" / "Breakout" / "at500k_censored_steps"
+    anchor = statistics.mean(float(s) for s in RunDir(breakout / "anchor").episodes()["score"])
+    pilot = list(RunDir(breakout / "pilot").episodes()["score"])
+    text = docs_text()["probe.md"]
+    assert (
+        f"Breakout at 500k's pilot passed the floor with a gain of {rows['Breakout/at500k_censored_steps']['pilot_gain']:.1f} "
+        f"standard errors (its mean did not rise: anchor {anchor:.1f}, the pilot's later games "
+        f"{statistics.mean(pilot[len(pilot) // 2 :]):.1f})"
+    ) in text
+    assert (
+        f"gains {min(gains):.1f}–{max(gains):.1f}, none of which identified `B_crit`, at {min(costs):.1f}–{max(costs):.1f}× "
+        f"each), moving its median cost from {statistics.median(r['cost'] for r in steps.values()):.2f}× to {after:.2f}× "
+        f"the run; the {len(found)} that identified `B_crit` gained {min(found):.1f}–{max(found):.1f}"
+    ) in text
+    assert f"Breakout at 250k (gain {rows['Breakout/at250k_censored_steps_least2']['pilot_gain']:.1f})" in text
+    mspacman = rows["MsPacman/at1000k_censored_steps"]
+    assert not mspacman["passed_floor"] and f"Ms. Pac-Man at 1M's pilot gained {mspacman['pilot_gain']:.1f}" in text

@@ -21,12 +21,14 @@
 #   from 27.
 #   censored_steps_least2: censored_steps that stops after a round at whose end fewer than 2 rollout sizes reached the
 #   target (--least-sizes 2, the note of 2026-12-07, 11:19 UTC), seeds from 24.
+#   censored_steps_gated: censored_steps_least2 whose pilot sets a target only where its later games beat the anchor's
+#   by 3 standard errors, its drift counted (--least-pilot-gain 3, the note of 2026-12-07, 11:38 UTC), seeds from 30.
 #   TRUNK (optional): the trunk's directory, if not results/probes/trunks/<Game> (a trunk trained again that departs from
 #   the committed one is kept beside it; the criterion's note of 2026-12-06, 13:43 UTC).
 #   Every censored variant runs under --max-cost 10 since the note of 2026-12-06 (04:23 UTC), 5 before it: a probe that
 #   stopped at the cap goes on from its recorded rounds.
 set -euo pipefail
-variants="retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest|censored_steps|censored_steps_retest|censored_steps_least2"
+variants="retest|cheap|wide|censored|censored_retest|censored_envs|censored_envs_retest|censored_steps|censored_steps_retest|censored_steps_least2|censored_steps_gated"
 usage="usage: bash results/probes_v8/protocol.sh <Game> <stage in agent steps> [$variants]"
 if [[ $# -lt 2 || $# -gt 3 ]]; then echo "$usage" >&2; exit 2; fi
 if [[ -n "${3:-}" && "|$variants|" != *"|$3|"* ]]; then echo "$usage" >&2; exit 2; fi
@@ -46,10 +48,10 @@ if [[ ! -d "$trunk/snapshots" ]]; then  # committed without its snapshots: train
 fi
 out="$here/$game/at$((at / 1000))k${variant:+_$variant}"
 # An ended probe is not run again (a rerun would rewrite its records): one that stopped (probe.json's "stopped") other
-# than at the cost cap, or whose pilot passed no null floor (status 2, as when it ended).
+# than at the cost cap, or whose pilot set no target (status 2, as when it ended).
 if [[ -f "$out/probe.json" ]]; then
-  ended="$(python -c "import json, sys; p = json.load(open(sys.argv[1])); floor = p.get('null_floor')
-print('stopped' if p.get('stopped') and '--max-cost' not in p['stopped'] else 'no target' if floor is not None and p.get('pilot_best', floor + 1) <= floor else '')" \
+  ended="$(python -c "import json, sys; from rl_gns.experiments.probe import no_target; p = json.load(open(sys.argv[1]))
+print('stopped' if p.get('stopped') and '--max-cost' not in p['stopped'] else 'no target' if no_target(p) else '')" \
     "$out/probe.json")"
   if [[ "$ended" == stopped ]]; then echo "$out: ended (rl-gns probe-report $out writes its report again)"; exit 0; fi
   if [[ "$ended" == "no target" ]]; then echo "$out: ended without a target (the pilot passed no null floor)" >&2; exit 2; fi
@@ -64,10 +66,14 @@ case "$variant" in
   censored_retest) design=(--lr-points 1 --lowest-target-only --first-seed 15 --censored --max-cost 10) ;;
   censored_envs) design=(--lr-points 1 --lowest-target-only --first-seed 18 --censored --max-cost 10) ;;
   censored_envs_retest) design=(--lr-points 1 --lowest-target-only --first-seed 21 --censored --max-cost 10) ;;
-  censored_steps | censored_steps_retest | censored_steps_least2)
-    design=(--lr-points 1 --lowest-target-only --first-seed "$([[ $variant == censored_steps_retest ]] && echo 27 || echo 24)"
-      --censored --max-cost 10 --n-steps-grid 8 32 128 512 2048 4096 --held-back 1)
-    if [[ $variant == censored_steps_least2 ]]; then design+=(--least-sizes 2); fi ;;
+  censored_steps | censored_steps_retest | censored_steps_least2 | censored_steps_gated)
+    first=24; if [[ $variant == censored_steps_retest ]]; then first=27; elif [[ $variant == censored_steps_gated ]]; then first=30; fi
+    design=(--lr-points 1 --lowest-target-only --first-seed "$first" --censored --max-cost 10
+      --n-steps-grid 8 32 128 512 2048 4096 --held-back 1)
+    case "$variant" in
+      censored_steps_least2) design+=(--least-sizes 2) ;;
+      censored_steps_gated) design+=(--least-sizes 2 --least-pilot-gain 3) ;;
+    esac ;;
 esac
 rl-gns probe "$trunk" --at "$at" --target-rule pilot --design sequential --seeds 3 "${design[@]}" --steps trend \
   --budget-steps "$((at / 2))" --engine population --workers "${WORKERS:-2}" --threads-per-run 1 \

@@ -77,6 +77,15 @@ TRUNK=results/probes_v8/trunks/Breakout probe Breakout 500000 censored_steps  # 
 probe MsPacman 1000000 censored_steps
 probe MsPacman 500000 censored_steps
 TRUNK=results/probes_v8/trunks/Breakout probe Breakout 250000 censored_steps_least2  # the note of 2026-12-07 (11:19 UTC)
+fresh=results/probes_v8/trunks/Pong_s1  # the note of 2026-12-07 (11:40 UTC): a fresh Pong trunk, probed at 500k, gated
+if [[ ! -f "$fresh/summary.json" ]]; then
+  if [[ -f "$fresh/config.json" ]]; then rl-gns train --resume "$fresh" --torch-threads 1 --progress-bar False; else
+    rl-gns train --env Pong --backend ram --n-envs 8 --n-steps 32 --minibatch-size 64 --n-epochs 4 --learning-rate 5e-4 \
+      --no-anneal --total-steps 500000 --seed 1 --no-gns --snapshot-steps 250000 --checkpoint-minutes 5 --torch-threads 1 \
+      --progress-bar False --out "$fresh"
+  fi
+fi
+TRUNK="$fresh" probe Pong 500000 censored_steps_gated
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
 series censored_envs "Alien 1950000"
 

@@ -327,8 +327,7 @@ class ProbeConfig(ExecutionConfig):
     null_level: float | None = 0.01
     """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
     least_pilot_gain: float | None = None
-    """With --target-rule pilot: no target unless the pilot's later games beat the anchor's mean by this many standard
-    errors, its drift counted (docs/probe.md; None: the null floor alone decides)."""
+    """With --target-rule pilot: no target unless the pilot's later games beat the anchor's by this many SEs (None: off)."""
     max_cost: float | None = 10.0
     """A cap on agent steps, as a multiple of the run's at the branch point (a sequential probe stops before it)."""
     design: Literal["fixed", "sequential"] = "sequential"

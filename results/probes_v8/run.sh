@@ -81,7 +81,7 @@ fresh=results/probes_v8/trunks/Pong_s1  # the note of 2026-12-07 (11:40 UTC): a 
 if [[ ! -f "$fresh/summary.json" ]]; then
   if [[ -f "$fresh/config.json" ]]; then rl-gns train --resume "$fresh" --torch-threads 1 --progress-bar False; else
     rl-gns train --env Pong --backend ram --n-envs 8 --n-steps 32 --minibatch-size 64 --n-epochs 4 --learning-rate 5e-4 \
-      --no-anneal --total-steps 500000 --seed 1 --no-gns --snapshot-steps 250000 --checkpoint-minutes 5 --torch-threads 1 \
+      --no-anneal --total-steps 510000 --seed 1 --no-gns --snapshot-steps 250000 --checkpoint-minutes 5 --torch-threads 1 \
       --progress-bar False --out "$fresh"
   fi
 fi

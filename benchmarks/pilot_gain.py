@@ -16,12 +16,9 @@ the gate was written after these probes were seen.
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +31,7 @@ from rl_gns.reports.probe_report import spent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_outcomes import design
+from reread_censored import write_reread
 
 
 @dataclass
@@ -115,14 +113,7 @@ def main(args: Args) -> None:
         "",
         *(line for least in args.least_gains for line in gated(rows, least)),
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        command = " ".join(["python benchmarks/pilot_gain.py", *map(shlex.quote, sys.argv[1:])])
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        (args.out / "gain.md").write_text(f"Command: `{command}` ({stamp}, CPU; exploratory)\n\n{text}\n")
-        (args.out / "gain.json").write_text(json.dumps({"command": command, "date": stamp, "rows": rows}, indent=1))
+    write_reread(args.out, "gain", "\n".join(lines), rows)
 
 
 if __name__ == "__main__":

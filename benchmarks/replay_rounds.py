@@ -26,12 +26,9 @@ The branches of four of criterion v8's probes lie in the history (results/README
 
 from __future__ import annotations
 
-import json
 import math
-import shlex
 import sys
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
@@ -44,6 +41,9 @@ from rl_gns.core.maths.tradeoff import LocalTradeoffFit
 from rl_gns.records.rundir import PROBE, read_json
 from rl_gns.reports.probe_report import from_least_experience, rung, spent
 from rl_gns.reports.sweep_analysis import RunRecord, load_sweep
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reread_censored import write_reread
 
 
 @dataclass
@@ -158,14 +158,7 @@ def main(args: Args) -> None:
         "",
         *(summary(rows, rule) for rule in rules),
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        command = " ".join(["python benchmarks/replay_rounds.py", *map(shlex.quote, sys.argv[1:])])
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        (args.out / "rounds.md").write_text(f"Command: `{command}` ({stamp}, CPU; exploratory)\n\n{text}\n")
-        (args.out / "rounds.json").write_text(json.dumps({"command": command, "date": stamp, "rows": rows}, indent=1))
+    write_reread(args.out, "rounds", "\n".join(lines), rows)
 
 
 if __name__ == "__main__":

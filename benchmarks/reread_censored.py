@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import tyro
 
@@ -54,7 +54,7 @@ def shown(fit: LocalTradeoffFit | None) -> str:
 
 def main(args: Args) -> None:
     probes = sorted(p.parent for path in args.paths for p in path.rglob(PROBE) if (p.parent / "runs").is_dir())
-    rows = []
+    rows: list[dict[str, Any]] = []
     for probe_dir in probes:
         settings, runs = load_sweep(probe_dir)
         measure = cast(StepsMeasure, read_json(probe_dir / PROBE).get("steps") or "passage")
@@ -82,14 +82,21 @@ def main(args: Args) -> None:
         f"Identified: {sum(r['identified'][0] for r in rows)} of {len(rows)} targets with the reaching branches only, "
         f"{sum(r['identified'][1] for r in rows)} with the others censored.",
     ]
-    text = "\n".join(lines)
+    write_reread(args.out, "censored", "\n".join(lines), rows)
+
+
+def write_reread(out: Path | None, name: str, text: str, rows: list[dict]) -> None:
+    """Print a re-read's ``text``; with ``out``, write it as ``<name>.md`` under the command that ran (this process's
+    script and arguments) and the date, and its ``rows`` as ``<name>.json``: the output of every exploratory re-read
+    of committed probes."""
     print(text)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        command = " ".join(["python benchmarks/reread_censored.py", *map(shlex.quote, sys.argv[1:])])
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        (args.out / "censored.md").write_text(f"Command: `{command}` ({stamp}, CPU; exploratory)\n\n{text}\n")
-        (args.out / "censored.json").write_text(json.dumps({"command": command, "date": stamp, "rows": rows}, indent=1))
+    if out is None:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    command = " ".join([f"python benchmarks/{Path(sys.argv[0]).name}", *map(shlex.quote, sys.argv[1:])])
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    (out / f"{name}.md").write_text(f"Command: `{command}` ({stamp}, CPU; exploratory)\n\n{text}\n")
+    (out / f"{name}.json").write_text(json.dumps({"command": command, "date": stamp, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

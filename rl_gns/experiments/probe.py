@@ -650,6 +650,8 @@ def probe_targets(
         floor = null_floor_of(config, directory / ANCHOR, targets, n_envs_K, order)
         thirds = "its target a third" if config.lowest_target_only else "targets a third and two thirds"
         how = f"{thirds} of the way from it to the pilot's best running score, {best:.4g}"
+        if "pilot_gain" in pilot:
+            how += f" (its later games beat the anchor's by {pilot['pilot_gain']:.2f} standard errors)"
     print(
         f"probe {directory}: a branch that learns nothing reaches {floor.floor:.4g} with probability at most "
         f"{config.null_level:g} ({floor.looks:,} looks, the best of {config.most_rates()} rates"

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 WORDS = dict(enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
-    "eighteen nineteen twenty".split()
+    "eighteen nineteen twenty twenty-one twenty-two twenty-three twenty-four twenty-five".split()
 ))  # fmt: skip
 
 
@@ -749,3 +749,21 @@ def test_the_gate_on_the_pilots_gain_re_read_as_the_docs_say():
     assert f"Breakout at 250k (gain {rows['Breakout/at250k_censored_steps_least2']['pilot_gain']:.1f})" in text
     mspacman = rows["MsPacman/at1000k_censored_steps"]
     assert not mspacman["passed_floor"] and f"Ms. Pac-Man at 1M's pilot gained {mspacman['pilot_gain']:.1f}" in text
+
+
+def test_the_fresh_pong_trunks_gated_probe_as_the_docs_say():
+    """results.md on the fresh Pong trunk's probe at 500k: the pilot's best, the target and floor, the best running
+    score of the branch at the pilot's own settings, and its cost, from the committed record, report and pilot config;
+    the gate let it through and the stop for futility ended it."""
+    probe = RESULTS / "probes_v8" / "Pong" / "at500k_censored_steps_gated"
+    record = v8_record("Pong/at500k_censored_steps_gated")
+    assert record["least_pilot_gain"] == 3 and record["pilot_gain"] >= 3 and record["least_sizes"] == 2
+    assert record["reached"] == [] and record["stopped"].endswith("fewer than --least-sizes 2")
+    pilot = json.loads((probe / "pilot" / "config.json").read_text())
+    size, rate = pilot["n_envs"] * pilot["n_steps"], pilot["learning_rate"]
+    own = re.findall(rf"^\| {size:,} \| {rate:g} \| \d+ \| (-?[\d.]+) \| no \|$", (probe / "report.md").read_text(), re.M)
+    assert (
+        f"its pilot gained (best {record['pilot_best']:.2f}, target {record['targets'][0]:.2f} over a floor of "
+        f"{record['null_floor']:.1f}), but the first round's {record['branches']} branches reached the target at no size "
+        f"({float(own[0]):.1f} at the pilot's own settings), and the probe stopped at {record['cost_multiple']:.1f}× its run"
+    ) in docs_text()["results.md"].replace("−", "-")

@@ -30,7 +30,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 import tyro
@@ -72,9 +72,19 @@ def identified(fit: LocalTradeoffFit | None) -> bool:
     return fit is not None and fit.identified
 
 
-def rounds_kept(rounds: list[list[RunRecord]], target: float, stop: str) -> int:
-    """How many of a probe's rounds a rule keeps: all of them (``as run``), or up to the first at whose end it stops
-    (``fewer than L sizes``, ``a round with none``).
+class Rule(NamedTuple):
+    """A stopping rule replayed: ``as run`` (neither stop), ``fewer than L sizes`` or ``a round with none``."""
+
+    label: str
+    """Its name in the tables."""
+    least_sizes: int = 0
+    """Stop after a round at whose end fewer sizes than this reached the target (:func:`too_few_reached`; 0: never)."""
+    empty_round: bool = False
+    """Stop after a round in which no branch reached the target."""
+
+
+def rounds_kept(rounds: list[list[RunRecord]], target: float, rule: Rule) -> int:
+    """How many of a probe's rounds ``rule`` keeps: up to the first at whose end it stops, else all of them.
 
     :param rounds: each round's branches, in the order they trained.
     """
@@ -83,14 +93,14 @@ def rounds_kept(rounds: list[list[RunRecord]], target: float, stop: str) -> int:
         so_far += branches
         reached_K = [any(target in r.reached for r in so_far if r.rollout_size == size)
                      for size in sorted({r.rollout_size for r in so_far})]  # fmt: skip
-        if stop.startswith("fewer than") and too_few_reached(reached_K, int(stop.split()[2])):
+        if too_few_reached(reached_K, rule.least_sizes):
             return index
-        if stop == "a round with none" and not any(target in r.reached for r in branches):
+        if rule.empty_round and not any(target in r.reached for r in branches):
             return index
     return len(rounds)
 
 
-def replay(probe_dir: Path, rules: list[str]) -> list[dict]:
+def replay(probe_dir: Path, rules: list[Rule]) -> list[dict]:
     """One row per rule for one probe: the rounds it keeps, their cost and both fits."""
     probe = read_json(probe_dir / PROBE)
     settings, runs = load_sweep(probe_dir)
@@ -107,7 +117,7 @@ def replay(probe_dir: Path, rules: list[str]) -> list[dict]:
         second = from_least_experience(fit, censored)
         rows.append({
             "probe": str(probe_dir),
-            "rule": rule,
+            "rule": rule.label,
             "rounds": f"{kept} of {len(rounds)}",
             "branches": len(branches),
             "reached": sum(target in r.reached for r in branches),
@@ -145,7 +155,11 @@ def main(args: Args) -> None:
     if not probes:
         print(f"replay_rounds.py: error: no sequential probe with its branches under {args.paths}", file=sys.stderr)
         raise SystemExit(2)
-    rules = ["as run", *(f"fewer than {least} sizes" for least in args.least_sizes), "a round with none"]
+    rules = [
+        Rule("as run"),
+        *(Rule(f"fewer than {least} sizes", least_sizes=least) for least in args.least_sizes),
+        Rule("a round with none", empty_round=True),
+    ]
     rows = [row for probe_dir in probes for row in replay(probe_dir, rules)]
     lines = [
         "| probe | rule | rounds kept | branches | reached | cost | `B_crit` [95 %] | second fit |",
@@ -156,7 +170,7 @@ def main(args: Args) -> None:
             for r in rows
         ),
         "",
-        *(summary(rows, rule) for rule in rules),
+        *(summary(rows, rule.label) for rule in rules),
     ]
     write_reread(args.out, "rounds", "\n".join(lines), rows)
 

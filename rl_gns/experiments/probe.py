@@ -604,9 +604,10 @@ def no_target(record: dict[str, Any]) -> str | None:
 
 
 class NoTargetError(ValueError):
-    """Criterion v8's pilot did not pass the null floor: the game has no target at this point of the run.
+    """Criterion v8's pilot set no target (:func:`no_target` says why): the game has no target at this point of the run.
 
-    :param record: what ``probe.json`` records of it: the null floor, its looks and the pilot's best running score.
+    :param record: what ``probe.json`` records of it: the null floor, its looks, the pilot's best running score and,
+        under ``--least-pilot-gain``, its gain.
     """
 
     def __init__(self, message: str, record: dict[str, object]) -> None:
@@ -625,7 +626,7 @@ def probe_targets(
 
     :param n_envs_K: the env counts of the branches, at which null branches are drawn with ``order`` ``envs``.
     :param order: how the null branches order their games (:data:`NullOrder`).
-    :raises NoTargetError: if the pilot's best running score does not pass the null floor.
+    :raises NoTargetError: if the pilot sets no target (:func:`no_target`).
     """
     targets = config.targets(start)
     if config.null_level is None:

@@ -25,6 +25,8 @@
 #   by 3 standard errors, its drift counted (--least-pilot-gain 3, the note of 2026-12-07, 11:38 UTC), seeds from 30.
 #   TRUNK (optional): the trunk's directory, if not results/probes/trunks/<Game> (a trunk trained again that departs from
 #   the committed one is kept beside it; the criterion's note of 2026-12-06, 13:43 UTC).
+#   NAME (optional): the directory under results/probes_v8 that holds the probe, if not <Game> (a probe of a fresh
+#   trunk: <Game>_s<seed>, the criterion's note of 2026-12-07, 14:30 UTC).
 #   Every censored variant runs under --max-cost 10 since the note of 2026-12-06 (04:23 UTC), 5 before it: a probe that
 #   stopped at the cap goes on from its recorded rounds.
 set -euo pipefail
@@ -46,7 +48,7 @@ if [[ ! -d "$trunk/snapshots" ]]; then  # committed without its snapshots: train
     fi
   fi
 fi
-out="$here/$game/at$((at / 1000))k${variant:+_$variant}"
+out="$here/${NAME:-$game}/at$((at / 1000))k${variant:+_$variant}"
 # An ended probe is not run again (a rerun would rewrite its records): one that stopped (probe.json's "stopped") other
 # than at the cost cap, or whose pilot set no target (status 2, as when it ended).
 if [[ -f "$out/probe.json" ]]; then

@@ -24,6 +24,8 @@
 #  10. From the notes of 2026-12-07: Pong's retest at 500k and Pong at 1M (02:10, 02:49 UTC), then Qbert and Alien at
 #      1M and 500k (05:17 UTC), then Breakout at 500k and Ms. Pac-Man at 1M and 500k (06:20 UTC), in the n_steps
 #      series (those two trunks' snapshots restored from the history first: results/README.md).
+#  11. From the notes of 2026-12-07 (11:40 and 14:30 UTC): fresh trunks (results/probes_v8/trunks/<Game>_s<seed>), each
+#      probed at 500k with the gated design.
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
 set -euo pipefail
@@ -77,15 +79,21 @@ TRUNK=results/probes_v8/trunks/Breakout probe Breakout 500000 censored_steps  # 
 probe MsPacman 1000000 censored_steps
 probe MsPacman 500000 censored_steps
 TRUNK=results/probes_v8/trunks/Breakout probe Breakout 250000 censored_steps_least2  # the note of 2026-12-07 (11:19 UTC)
-fresh=results/probes_v8/trunks/Pong_s1  # the note of 2026-12-07 (11:40 UTC): a fresh Pong trunk, probed at 500k, gated
-if [[ ! -f "$fresh/summary.json" ]]; then
-  if [[ -f "$fresh/config.json" ]]; then rl-gns train --resume "$fresh" --torch-threads 1 --progress-bar False; else
-    rl-gns train --env Pong --backend ram --n-envs 8 --n-steps 32 --minibatch-size 64 --n-epochs 4 --learning-rate 5e-4 \
-      --no-anneal --total-steps 510000 --seed 1 --no-gns --snapshot-steps 250000 --checkpoint-minutes 5 --torch-threads 1 \
-      --progress-bar False --out "$fresh"
+fresh() {  # fresh GAME SEED: a new trunk with the committed trunks' settings, to 510,000 agent steps (snapshot at 500,224)
+  local out="results/probes_v8/trunks/$1_s$2"
+  if [[ -f "$out/summary.json" ]]; then return 0; fi
+  if [[ -f "$out/config.json" ]]; then rl-gns train --resume "$out" --torch-threads 1 --progress-bar False; else
+    rl-gns train --env "$1" --backend ram --n-envs 8 --n-steps 32 --minibatch-size 64 --n-epochs 4 --learning-rate 5e-4 \
+      --no-anneal --total-steps 510000 --seed "$2" --no-gns --snapshot-steps 250000 --checkpoint-minutes 5 --torch-threads 1 \
+      --progress-bar False --out "$out"
   fi
-fi
-TRUNK="$fresh" probe Pong 500000 censored_steps_gated
+}
+fresh Pong 1  # the note of 2026-12-07 (11:40 UTC): a fresh Pong trunk, probed at 500k, gated
+TRUNK=results/probes_v8/trunks/Pong_s1 probe Pong 500000 censored_steps_gated
+for trunk in Pong_s2 Breakout_s1 Pong_s3 Breakout_s2; do  # the note of 2026-12-07 (14:30 UTC): four more, gated
+  fresh "${trunk%_s*}" "${trunk#*_s}"
+  NAME="$trunk" TRUNK="results/probes_v8/trunks/$trunk" probe "${trunk%_s*}" 500000 censored_steps_gated
+done
 series censored "Pong 1000000" "Alien 500000" "Alien 1000000" "Qbert 1000000" "MsPacman 1000000" "Pong 1950000"
 series censored_envs "Alien 1950000"
 

@@ -758,6 +758,12 @@ def test_a_pilot_that_passes_the_floor_by_drift_alone_sets_no_target_under_least
     (tmp_path / "pilot" / "episodes.csv").write_text(header + rows)
     targets, null = probe_targets(gated, tmp_path, start, (2, 4))
     assert targets and null["pilot_gain"] > 30  # every later game scores 3: 2.5 over the anchor, whose error is 0.08
+    rows = "".join(f"{100 * (g + 1)},{3 * (g % 2)},400,{g}.0\n" for g in range(19))
+    (tmp_path / "pilot" / "episodes.csv").write_text(header + rows)  # passes the floor in 19 games, too few to judge
+    with pytest.raises(NoTargetError, match="the pilot finished 19 games, fewer than the 20") as raised:
+        probe_targets(gated, tmp_path, start, (2, 4))
+    assert raised.value.record["pilot_games"] == 19 and "pilot_gain" not in raised.value.record
+    assert probe_targets(replace(gated, least_pilot_gain=None), tmp_path, start, (2, 4))[0]  # the floor alone passes
     with pytest.raises(ValueError, match=r"--least-pilot-gain 3\.0 has no effect with --target-rule noise"):
         check(ProbeConfig(source=source, n_envs=(2, 4), target_rule="noise", least_pilot_gain=3.0, out=tmp_path / "p"))
     with pytest.raises(ValueError, match="--least-pilot-gain must be a finite count of standard errors > 0, got -1"):

@@ -56,6 +56,7 @@ from rl_gns.core.maths.names import LOSSES
 from rl_gns.core.maths.sequential import next_round, precise_enough, too_few_reached
 from rl_gns.core.maths.targets import (
     DEFAULT_WINDOW,
+    GAIN_BLOCKS,
     StepsMeasure,
     censored_by,
     expected_games,
@@ -327,7 +328,8 @@ class ProbeConfig(ExecutionConfig):
     null_level: float | None = 0.01
     """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
     least_pilot_gain: float | None = None
-    """With --target-rule pilot: no target unless the pilot's later games beat the anchor's by this many SEs (None: off)."""
+    """With --target-rule pilot: no target unless the pilot finished 20 games or more and its later ones beat the
+    anchor's by this many standard errors (None: off)."""
     max_cost: float | None = 10.0
     """A cap on agent steps, as a multiple of the run's at the branch point (a sequential probe stops before it)."""
     design: Literal["fixed", "sequential"] = "sequential"
@@ -587,13 +589,18 @@ def no_target(record: dict[str, Any]) -> str | None:
     """Why criterion v8's pilot set a probe no target, from what ``probe.json`` records (``record``), or ``None``
     where it set one or has not yet run: its best running score did not pass the null floor, or, under
     ``--least-pilot-gain``, its later games did not beat the anchor's by that many standard errors
-    (:func:`~rl_gns.core.maths.targets.pilot_gain`)."""
+    (:func:`~rl_gns.core.maths.targets.pilot_gain`), or it finished too few games for that gain to be measured."""
     floor, best = record.get("null_floor"), record.get("pilot_best")
     if floor is None or best is None:
         return None
     if best <= floor:
         return f"the pilot's best running score, {best:.4g}, does not pass the null floor {floor:.4g}"
-    least, gain = record.get("least_pilot_gain"), record.get("pilot_gain")
+    least, gain, games = record.get("least_pilot_gain"), record.get("pilot_gain"), record.get("pilot_games")
+    if least is not None and gain is None and games is not None:
+        return (
+            f"the pilot finished {games} games, fewer than the {4 * GAIN_BLOCKS} --least-pilot-gain {least:g} measures "
+            f"its gain over: its best running score, {best:.4g}, passed the null floor {floor:.4g} with no gain to judge"
+        )
     if least is not None and gain is not None and gain < least:
         return (
             f"the pilot's later games beat the anchor's by {gain:.2f} standard errors (its drift counted), fewer than "
@@ -640,7 +647,9 @@ def probe_targets(
         targets = spaced_targets(floor.floor, best)[: 1 if config.lowest_target_only else None]
         pilot = {"pilot_best": best}
         if config.least_pilot_gain is not None:
-            pilot["pilot_gain"] = pilot_gain(RunDir(directory / ANCHOR).episodes()["score"], scores)
+            pilot["pilot_games"] = len(scores)
+            if len(scores) >= 4 * GAIN_BLOCKS:
+                pilot["pilot_gain"] = pilot_gain(RunDir(directory / ANCHOR).episodes()["score"], scores)
         reason = no_target({**floor.record(), **pilot, "least_pilot_gain": config.least_pilot_gain})
         if reason is not None:
             raise NoTargetError(

@@ -376,7 +376,11 @@ def null_floor(max_scores_D: np.ndarray, n_runs: int, level: float = 0.01) -> fl
     return float(np.nextafter(descending[min(allowed, len(descending) - 1)], math.inf))
 
 
-def pilot_gain(anchor_G: np.ndarray, pilot_G: np.ndarray, blocks: int = 5) -> float:
+GAIN_BLOCKS = 5
+"""Parts of a pilot's later games whose means carry its drift into :func:`pilot_gain`'s error."""
+
+
+def pilot_gain(anchor_G: np.ndarray, pilot_G: np.ndarray, blocks: int = GAIN_BLOCKS) -> float:
     """How far a pilot's later games score above the anchor's, in standard errors that carry the pilot's drift:
 
     ``z = (mean(L) − mean(A)) / √(s²(A) / |A| + s²(m) / blocks)``,

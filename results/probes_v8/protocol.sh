@@ -26,7 +26,7 @@
 #   TRUNK (optional): the trunk's directory, if not results/probes/trunks/<Game> (a trunk trained again that departs from
 #   the committed one is kept beside it; the criterion's note of 2026-12-06, 13:43 UTC).
 #   NAME (optional): the directory under results/probes_v8 that holds the probe, if not <Game> (a probe of a fresh
-#   trunk: <Game>_s<seed>, the criterion's note of 2026-12-07, 14:30 UTC).
+#   trunk: <Game>_s<seed>, the criterion's note of 2026-12-07, 13:56 UTC).
 #   Every censored variant runs under --max-cost 10 since the note of 2026-12-06 (04:23 UTC), 5 before it: a probe that
 #   stopped at the cap goes on from its recorded rounds.
 set -euo pipefail

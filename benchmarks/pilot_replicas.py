@@ -1,0 +1,101 @@
+"""Does a probe's target lie within reach of its pilot's own settings? The pilot's replicas re-read. No training.
+
+Criterion v8's pilot trains on from the branch point at the run's env count, n_steps and learning rate; its best
+running score ``P`` sets the target ``F + (P − F) / 3`` above the null floor ``F``. A branch of the probe at the same
+env count, n_steps and learning rate differs from the pilot in its seed alone: a **replica**. For every probe under the
+given paths whose pilot set a target, this re-reads each replica's best running score within its budget (a branch
+stops at the target, so a replica that reached it is read at the target) and counts the replicas that reached it: where
+few do, the target rides on the pilot's seed. Exploratory: asked after the fresh Pong probe at 500k, whose one replica
+did not reach a target set by a pilot that climbed from −18 to −10.
+
+    python benchmarks/pilot_replicas.py results/probes_v8 --out results/validation/pilot_replicas
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from rl_gns.core.maths.targets import running_score
+from rl_gns.records.rundir import PROBE, RunDir, read_json
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reread_censored import write_reread
+
+SETTINGS = ("n_envs", "n_steps", "learning_rate")
+"""What a replica shares with its probe's pilot (the seed differs)."""
+
+
+@dataclass
+class Args:
+    """Re-read the replicas of committed probes' pilots: the branches at the pilot's own settings."""
+
+    paths: tyro.conf.Positional[list[Path]]
+    """Directories holding probe directories (each with probe.json, pilot/ and runs/)."""
+    out: Path | None = None
+    """Directory for replicas.md and replicas.json (default: print only)."""
+
+
+def best_running_score(run: Path, window: int) -> float:
+    """The highest running score (mean of ``window`` consecutive games) a run reached; ``-inf`` before ``window``
+    games."""
+    return float(np.nanmax(running_score(RunDir(run).episodes()["score"], window), initial=-np.inf))
+
+
+def row(probe_dir: Path) -> dict | None:
+    """One probe's pilot, target and replicas; ``None`` where the pilot set no target or no replica finished."""
+    probe = read_json(probe_dir / PROBE)
+    if not probe.get("targets") or probe.get("pilot_best") is None:
+        return None
+    pilot = read_json(probe_dir / "pilot" / "config.json")
+    target, window = float(probe["targets"][0]), int(probe["window"])
+    replicas = [
+        run
+        for run in sorted((probe_dir / "runs").glob("*"))
+        if RunDir(run).status() == "done" and all(read_json(run / "config.json").get(key) == pilot[key] for key in SETTINGS)
+    ]
+    if not replicas:
+        return None
+    bests = [best_running_score(run, window) for run in replicas]
+    return {
+        "probe": str(probe_dir),
+        "null_floor": float(probe["null_floor"]),
+        "pilot_best": float(probe["pilot_best"]),
+        "target": target,
+        "settings": {key: pilot[key] for key in SETTINGS},
+        "replicas": [
+            {"run": run.name, "best": best, "reached": best >= target} for run, best in zip(replicas, bests, strict=True)
+        ],
+    }
+
+
+def main(args: Args) -> None:
+    probes = sorted({p.parent for path in args.paths for p in path.rglob(PROBE)})
+    rows = [r for r in map(row, probes) if r is not None]
+    if not rows:
+        print(f"pilot_replicas.py: error: no probe with a target and a finished replica under {args.paths}", file=sys.stderr)
+        raise SystemExit(2)
+    reached = [sum(rep["reached"] for rep in r["replicas"]) for r in rows]
+    total = [len(r["replicas"]) for r in rows]
+    lines = [
+        "| probe | null floor | pilot's best | target | replicas' best running scores (* reached) | reached |",
+        "|---|---:|---:|---:|---|---:|",
+        *(
+            f"| {r['probe']} | {r['null_floor']:.4g} | {r['pilot_best']:.4g} | {r['target']:.4g} | "
+            + ", ".join(f"{rep['best']:.4g}{'*' if rep['reached'] else ''}" for rep in r["replicas"])
+            + f" | {k} of {n} |"
+            for r, k, n in zip(rows, reached, total, strict=True)
+        ),
+        "",
+        f"- {sum(reached)} of {sum(total)} replicas reached their probe's target; in {sum(k == 0 for k in reached)} of "
+        f"{len(rows)} probes none did, in {sum(k == n for k, n in zip(reached, total, strict=True))} every one did.",
+    ]
+    write_reread(args.out, "replicas", "\n".join(lines), rows)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

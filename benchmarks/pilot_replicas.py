@@ -8,6 +8,13 @@ stops at the target, so a replica that reached it is read at the target) and cou
 few do, the target rides on the pilot's seed. Exploratory: asked after the fresh Pong probe at 500k, whose one replica
 did not reach a target set by a pilot that climbed from −18 to −10.
 
+The branches of some of criterion v8's probes lie in the history (results/README.md); bring those of the n_steps design
+back first:
+
+    git restore --source=53867d90 -- results/probes_v8/Pong/at1950k_censored_steps/{runs,specs}
+    git restore --source=c05b42f5 -- results/probes_v8/Qbert/at1500k_censored_steps/{runs,specs}
+    git restore --source=b8cd41d4 -- results/probes_v8/{Breakout/at1000k,Alien/at1950k}_censored_steps/{runs,specs}
+    git restore --source=32d53f01 -- results/probes_v8/Qbert/at1950k_censored_steps{,_retest}/{runs,specs}
     python benchmarks/pilot_replicas.py results/probes_v8 --out results/validation/pilot_replicas
 """
 

@@ -24,7 +24,7 @@
 #  10. From the notes of 2026-12-07: Pong's retest at 500k and Pong at 1M (02:10, 02:49 UTC), then Qbert and Alien at
 #      1M and 500k (05:17 UTC), then Breakout at 500k and Ms. Pac-Man at 1M and 500k (06:20 UTC), in the n_steps
 #      series (those two trunks' snapshots restored from the history first: results/README.md).
-#  11. From the notes of 2026-12-07 (11:40, 13:56 and 14:52 UTC): fresh trunks (results/probes_v8/trunks/<Game>_s<seed>), each
+#  11. From the notes of 2026-12-07 (11:40, 13:56 and 14:48 UTC): fresh trunks (results/probes_v8/trunks/<Game>_s<seed>), each
 #      probed at 500k with the gated design.
 # Then Table 1 and v8's table over the reported probes of v8's design (results/probes_v8/table.md).
 # Resumable: rerun to go on (a finished probe, or one without a target, is not trained again).
@@ -90,7 +90,7 @@ fresh() {  # fresh GAME SEED: a new trunk with the committed trunks' settings, t
 }
 fresh Pong 1  # the note of 2026-12-07 (11:40 UTC): a fresh Pong trunk, probed at 500k, gated
 TRUNK=results/probes_v8/trunks/Pong_s1 probe Pong 500000 censored_steps_gated
-# the notes of 2026-12-07 (13:56 UTC): four more, gated; (14:52 UTC): two more
+# the notes of 2026-12-07 (13:56 UTC): four more, gated; (14:48 UTC): two more
 for trunk in Pong_s2 Breakout_s1 Pong_s3 Breakout_s2 Pong_s4 Breakout_s3; do
   fresh "${trunk%_s*}" "${trunk#*_s}"
   NAME="$trunk" TRUNK="results/probes_v8/trunks/$trunk" probe "${trunk%_s*}" 500000 censored_steps_gated

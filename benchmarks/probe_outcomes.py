@@ -25,6 +25,7 @@ out of the medians.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ from rl_gns.experiments.probe import ProbeConfig, highest_floor, no_target, null
 from rl_gns.records.rundir import PROBE, SWEEP, read_json, write_json
 from rl_gns.reports.probe_report import RESULTS, spent
 
+NO_BRANCH = "no branch planned"
+"""A design's rates in words where its probe planned no branch (it ended without a target)."""
 RETEST = "_retest"
 """The suffix of a retest's directory: the same point and design with disjoint seeds."""
 
@@ -58,7 +61,7 @@ def design(probe: dict[str, Any], lr_points: int | None) -> str:
     """A probe's design in words, from its record and its sweep's learning rates per size (``None``: no sweep was
     planned): the design, the rates per size, which targets, and whether the branches that missed the target enter
     the fit (censored), and the sequential design's stops beyond its own."""
-    rates = "no branch planned" if lr_points is None else f"{lr_points} rate{'s' * (lr_points != 1)} per size"
+    rates = NO_BRANCH if lr_points is None else f"{lr_points} rate{'s' * (lr_points != 1)} per size"
     targets = "lowest target" if probe.get("lowest_target_only") else "every target"
     fit = "censored fit" if probe.get("censored") else "reaching branches"
     held = f", {probe['held_back']} largest sizes held back" if probe.get("held_back") else ""
@@ -231,13 +234,18 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
 
 
 def per_design(rows: list[dict[str, Any]]) -> list[str]:
-    """A line per design: its reported probes' median cost and identification (by both fits); then a line per design
-    whose probes ended without a target, with their cost."""
+    """A line per design: its reported probes' median cost and identification (by both fits), and, where some of its
+    probes ended without a target (their design reads "no branch planned" for the rates, as none was planned), its
+    median cost over every probe it started; then a line per design whose probes ended without a target, with their
+    cost."""
     lines = []
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    ended: dict[str, list[float]] = defaultdict(list)
     for row in rows:
         if row["status"] == "reported":
             groups[row["design"]].append(row)
+        elif row["status"] == "no target":
+            ended[row["design"]].append(row["multiple"])
     for name, members in groups.items():
         multiples = [row["multiple"] for row in members]
         lines.append(f"- {name}: {len(members)} reported, cost a median {np.median(multiples):.1f}× "
@@ -247,10 +255,11 @@ def per_design(rows: list[dict[str, Any]]) -> list[str]:
         if second:
             lines[-1] += (f"; the fit from the size of least experience up identifies it in "
                           f"{identified(second)}")  # fmt: skip
-    ended: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        if row["status"] == "no target":
-            ended[row["design"]].append(row["multiple"])
+        without = ended.get(re.sub(r"\d rates? per size", NO_BRANCH, name), [])
+        if without:
+            started = multiples + without
+            lines[-1] += (f"; over all {len(started)} it started ({len(without)} without a target), a median "
+                          f"{np.median(started):.1f}× ({min(started):.1f}–{max(started):.1f}×)")  # fmt: skip
     for name, multiples in ended.items():
         why = "the pilot passed no null floor" + (" or gained too little" if "pilot gain" in name else "")
         lines.append(f"- {name}: {len(multiples)} ended without a target ({why}), cost a "

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 V8 = ROOT / "results" / "probes_v8"
 
@@ -74,6 +76,15 @@ def test_outcomes_of_the_committed_v8_probes(tmp_path):
         f"{none['design']}: 1 ended without a target (the pilot passed no null floor), cost a median "
         f"{none['multiple']:.1f}×" in summary
     )
+    # a design some of whose probes ended without a target: its cost over every probe it started, those included
+    censored = [row for row in rows.values() if row["design"] == "sequential, 1 rate per size, lowest target, censored fit"]
+    without = [row for row in rows.values() if row["design"] == "sequential, no branch planned, lowest target, censored fit"]
+    assert censored and without and all(row["status"] == "no target" for row in without)
+    started = [row["multiple"] for row in censored + without]
+    assert (
+        f"; over all {len(started)} it started ({len(without)} without a target), a median {np.median(started):.1f}× "
+        f"({min(started):.1f}–{max(started):.1f}×)"
+    ) in summary
 
 
 def test_a_design_names_the_stops_it_runs_beyond_its_own():

@@ -233,11 +233,16 @@ def markdown(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def without_rates(name: str) -> str:
+    """A design in words as a probe of it reads that planned no branch: its rates per size unset."""
+    return re.sub(r"\d rates? per size", NO_BRANCH, name)
+
+
 def per_design(rows: list[dict[str, Any]]) -> list[str]:
     """A line per design: its reported probes' median cost and identification (by both fits), and, where some of its
     probes ended without a target (their design reads "no branch planned" for the rates, as none was planned), its
-    median cost over every probe it started; then a line per design whose probes ended without a target, with their
-    cost."""
+    median cost over every probe it started (where no other reported design differs from it in its rates alone); then
+    a line per design whose probes ended without a target, with their cost."""
     lines = []
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     ended: dict[str, list[float]] = defaultdict(list)
@@ -246,6 +251,9 @@ def per_design(rows: list[dict[str, Any]]) -> list[str]:
             groups[row["design"]].append(row)
         elif row["status"] == "no target":
             ended[row["design"]].append(row["multiple"])
+    rates_apart = defaultdict(list)  # a design without its rates -> the reported designs that read so
+    for name in groups:
+        rates_apart[without_rates(name)].append(name)
     for name, members in groups.items():
         multiples = [row["multiple"] for row in members]
         lines.append(f"- {name}: {len(members)} reported, cost a median {np.median(multiples):.1f}× "
@@ -255,8 +263,9 @@ def per_design(rows: list[dict[str, Any]]) -> list[str]:
         if second:
             lines[-1] += (f"; the fit from the size of least experience up identifies it in "
                           f"{identified(second)}")  # fmt: skip
-        without = ended.get(re.sub(r"\d rates? per size", NO_BRANCH, name), [])
-        if without:
+        apart = without_rates(name)
+        without = ended.get(apart, [])
+        if without and rates_apart[apart] == [name]:  # else its rates, which such a probe never set, would decide
             started = multiples + without
             lines[-1] += (f"; over all {len(started)} it started ({len(without)} without a target), a median "
                           f"{np.median(started):.1f}× ({min(started):.1f}–{max(started):.1f}×)")  # fmt: skip

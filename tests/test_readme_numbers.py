@@ -610,7 +610,8 @@ def test_the_probes_without_a_target_counted_in_the_docs():
     ) in docs_text()["probe.md"]
     multiples = [row["multiple"] for row in none]
     assert (
-        f"{len(none)} of the {len(record['probes'])} probes v8 started had no target (the pilot never passed the floor), "
+        f"{len(none)} of the {len(record['probes'])} probes v8 started had no target (the pilot passed no null floor or, "
+        "under the gate on its gain, gained too little), "
         f"each for {min(multiples):.1f}–{max(multiples):.1f}× the run"
     ) in one_line("docs/limits.md")
 
@@ -767,3 +768,39 @@ def test_the_fresh_pong_trunks_gated_probe_as_the_docs_say():
         f"{record['null_floor']:.1f}), but the first round's {record['branches']} branches reached the target at no size "
         f"({float(own[0]):.1f} at the pilot's own settings), and the probe stopped at {record['cost_multiple']:.1f}× its run"
     ) in docs_text()["results.md"].replace("−", "-")
+
+
+def test_the_gated_designs_fresh_probes_counted_in_the_docs():
+    """docs/probe.md and the criterion's outcome count the gated design's probes of fresh trunks (every probe whose
+    design stops below 2 sizes at the target and gates the pilot's gain, from the committed outcomes): how many it
+    started and how many ended without a target, its median cost over all of them, and how often each fit identified
+    `B_crit`."""
+    record = json.loads((RESULTS / "probes_v8" / "outcomes" / "outcomes.json").read_text())
+    gated = [row for row in record["probes"] if row["design"].endswith("pilot gain at least 3 SE")]
+    reported = [row for row in gated if row["status"] == "reported"]
+    assert len(reported) + sum(row["status"] == "no target" for row in gated) == len(gated)  # none unfinished
+    costs = [row["multiple"] for row in gated]
+    fit = [row for row in reported if row["identified"]]
+    bounded = sum(row["b_crit_low"] > 0 for row in fit)
+    second = sum(row["upper"]["identified"] for row in reported)
+    claim = (
+        f"the gated design started {len(gated)} probes: {len(gated) - len(reported)} ended without a target, and over "
+        f"all {len(gated)} it cost a median {statistics.median(costs):.1f}× the run ({min(costs):.1f}–{max(costs):.1f}×); "
+        f"the fit over every size identified `B_crit` in {len(fit)} of {len(gated)} ({bounded} with a lower end above 0), "
+        f"the fit from the size of least experience up in {second} of {len(gated)}"
+    )
+    assert claim in docs_text()["probe.md"]
+    assert claim in one_line("docs/prediction-criterion.md")
+
+
+def test_the_pilots_replicas_counted_in_the_docs():
+    """docs/probe.md counts the branches at a pilot's own settings that reached the target its best set, from the
+    committed re-read (``benchmarks/pilot_replicas.py``)."""
+    rows = json.loads((RESULTS / "validation" / "pilot_replicas" / "replicas.json").read_text())["rows"]
+    reached = [sum(rep["reached"] for rep in row["replicas"]) for row in rows]
+    total = [len(row["replicas"]) for row in rows]
+    assert (
+        f"of the {sum(total)} branches at the pilot's own env count, n_steps and learning rate (its replicas, which "
+        f"differ from it in seed alone), {sum(reached)} reached the target; in {sum(k == 0 for k in reached)} of "
+        f"{len(rows)} probes none did"
+    ) in docs_text()["probe.md"]

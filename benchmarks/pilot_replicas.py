@@ -15,6 +15,7 @@ back first:
     git restore --source=c05b42f5 -- results/probes_v8/Qbert/at1500k_censored_steps/{runs,specs}
     git restore --source=b8cd41d4 -- results/probes_v8/{Breakout/at1000k,Alien/at1950k}_censored_steps/{runs,specs}
     git restore --source=32d53f01 -- results/probes_v8/Qbert/at1950k_censored_steps{,_retest}/{runs,specs}
+    git restore --source=b908d64e -- results/probes_v8/Pong/at1000k_censored_steps/{runs,specs}
     python benchmarks/pilot_replicas.py results/probes_v8 --out results/validation/pilot_replicas
 """
 

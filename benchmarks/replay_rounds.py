@@ -15,12 +15,13 @@ its second fit from the size of least experience up, :func:`rl_gns.reports.probe
 costs the anchor, the pilot and the branches of the rounds it keeps, as a multiple of the run's agent steps at the
 branch point. Exploratory: these rules were written after these probes were seen.
 
-The branches of six of criterion v8's probes lie in the history (results/README.md); bring them back first:
+The branches of seven of criterion v8's probes lie in the history (results/README.md); bring them back first:
 
     git restore --source=53867d90 -- results/probes_v8/Pong/at1950k_censored_steps/{runs,specs}
     git restore --source=c05b42f5 -- results/probes_v8/Qbert/at1500k_censored_steps/{runs,specs}
     git restore --source=b8cd41d4 -- results/probes_v8/{Breakout/at1000k,Alien/at1950k}_censored_steps/{runs,specs}
     git restore --source=32d53f01 -- results/probes_v8/Qbert/at1950k_censored_steps{,_retest}/{runs,specs}
+    git restore --source=b908d64e -- results/probes_v8/Pong/at1000k_censored_steps/{runs,specs}
     python benchmarks/replay_rounds.py results/probes_v8/*/*_censored_steps* --least-sizes 2 3 \
         --out results/validation/replay_rounds
 """

@@ -328,8 +328,7 @@ class ProbeConfig(ExecutionConfig):
     null_level: float | None = 0.01
     """Raise targets to the score a branch that learns nothing reaches with at most this probability (None: keep them)."""
     least_pilot_gain: float | None = None
-    """With --target-rule pilot: no target unless the pilot finished 20 games or more and its later ones beat the
-    anchor's by this many standard errors (None: off)."""
+    """With --target-rule pilot: no target unless the pilot ended 20+ games, its later ones this many SEs over the anchor's."""
     max_cost: float | None = 10.0
     """A cap on agent steps, as a multiple of the run's at the branch point (a sequential probe stops before it)."""
     design: Literal["fixed", "sequential"] = "sequential"

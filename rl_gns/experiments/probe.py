@@ -56,7 +56,7 @@ from rl_gns.core.maths.names import LOSSES
 from rl_gns.core.maths.sequential import next_round, precise_enough, too_few_reached
 from rl_gns.core.maths.targets import (
     DEFAULT_WINDOW,
-    GAIN_BLOCKS,
+    GAIN_GAMES,
     StepsMeasure,
     censored_by,
     expected_games,
@@ -597,7 +597,7 @@ def no_target(record: dict[str, Any]) -> str | None:
     least, gain, games = record.get("least_pilot_gain"), record.get("pilot_gain"), record.get("pilot_games")
     if least is not None and gain is None and games is not None:
         return (
-            f"the pilot finished {games} games, fewer than the {4 * GAIN_BLOCKS} --least-pilot-gain {least:g} measures "
+            f"the pilot finished {games} games, fewer than the {GAIN_GAMES} --least-pilot-gain {least:g} measures "
             f"its gain over: its best running score, {best:.4g}, passed the null floor {floor:.4g} with no gain to judge"
         )
     if least is not None and gain is not None and gain < least:
@@ -647,7 +647,7 @@ def probe_targets(
         pilot = {"pilot_best": best}
         if config.least_pilot_gain is not None:
             pilot["pilot_games"] = len(scores)
-            if len(scores) >= 4 * GAIN_BLOCKS:
+            if len(scores) >= GAIN_GAMES:
                 pilot["pilot_gain"] = pilot_gain(RunDir(directory / ANCHOR).episodes()["score"], scores)
         reason = no_target({**floor.record(), **pilot, "least_pilot_gain": config.least_pilot_gain})
         if reason is not None:

@@ -378,6 +378,8 @@ def null_floor(max_scores_D: np.ndarray, n_runs: int, level: float = 0.01) -> fl
 
 GAIN_BLOCKS = 5
 """Parts of a pilot's later games whose means carry its drift into :func:`pilot_gain`'s error."""
+GAIN_GAMES = 4 * GAIN_BLOCKS
+"""The fewest pilot games :func:`pilot_gain` measures over with ``GAIN_BLOCKS`` blocks."""
 
 
 def pilot_gain(anchor_G: np.ndarray, pilot_G: np.ndarray, blocks: int = GAIN_BLOCKS) -> float:

@@ -25,17 +25,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import tyro
 
-from rl_gns.core.maths.targets import running_score
 from rl_gns.records.rundir import PROBE, RunDir, read_json
+from rl_gns.reports.sweep_analysis import load_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reread_censored import write_reread
-
-SETTINGS = ("n_envs", "n_steps", "learning_rate")
-"""What a replica shares with its probe's pilot (the seed differs)."""
 
 
 @dataclass
@@ -48,35 +44,28 @@ class Args:
     """Directory for replicas.md and replicas.json (default: print only)."""
 
 
-def best_running_score(run: Path, window: int) -> float:
-    """The highest running score (mean of ``window`` consecutive games) a run reached; ``-inf`` before ``window``
-    games."""
-    return float(np.nanmax(running_score(RunDir(run).episodes()["score"], window), initial=-np.inf))
-
-
 def row(probe_dir: Path) -> dict | None:
-    """One probe's pilot, target and replicas; ``None`` where the pilot set no target or no replica finished."""
+    """One probe's pilot, target and replicas (its finished branches at the pilot's env count, rollout size and
+    learning rate, read as a sweep's runs are); ``None`` where the pilot set no target or no replica finished."""
     probe = read_json(probe_dir / PROBE)
     if not probe.get("targets") or probe.get("pilot_best") is None:
         return None
-    pilot = read_json(probe_dir / "pilot" / "config.json")
+    pilot = RunDir(probe_dir / "pilot").config()
     target, window = float(probe["targets"][0]), int(probe["window"])
-    replicas = [
-        run
-        for run in sorted((probe_dir / "runs").glob("*"))
-        if RunDir(run).status() == "done" and all(read_json(run / "config.json").get(key) == pilot[key] for key in SETTINGS)
-    ]
+    settings = (pilot.n_envs, pilot.rollout_size, pilot.learning_rate)
+    branches = (RunDir(run) for run in sorted((probe_dir / "runs").glob("*")))
+    runs = (load_run(run, [], window) for run in branches if run.status() == "done")
+    replicas = [r for r in runs if (r.n_envs, r.rollout_size, r.learning_rate) == settings]
     if not replicas:
         return None
-    bests = [best_running_score(run, window) for run in replicas]
     return {
         "probe": str(probe_dir),
         "null_floor": float(probe["null_floor"]),
         "pilot_best": float(probe["pilot_best"]),
         "target": target,
-        "settings": {key: pilot[key] for key in SETTINGS},
+        "settings": {"n_envs": pilot.n_envs, "n_steps": pilot.n_steps, "learning_rate": pilot.learning_rate},
         "replicas": [
-            {"run": run.name, "best": best, "reached": best >= target} for run, best in zip(replicas, bests, strict=True)
+            {"run": r.name, "best": r.best_running_score, "reached": r.best_running_score >= target} for r in replicas
         ],
     }
 
